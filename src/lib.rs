@@ -1,0 +1,15 @@
+//! ecp: build, lint, package, serve and check External Context Provider
+//! extensions for Qwen Code.
+//!
+//! - [`profile`]: the v1 contract as pure functions (copied into extensions).
+//! - [`runtime`]: the MCP stdio server around a [`runtime::Provider`] (copied).
+//! - [`providers`]: the Generic HTTP Search V1 binding (copied) and the
+//!   fixture corpus behind `ecp serve --fixture`.
+//! - [`contracts`]: the canonical schemas of `contracts/v1`.
+//! - [`cli`]: the command line, a thin shell over the library.
+
+pub mod cli;
+pub mod contracts;
+pub mod profile;
+pub mod providers;
+pub mod runtime;

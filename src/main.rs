@@ -1,0 +1,5 @@
+//! The `ecp` command.
+
+fn main() -> std::process::ExitCode {
+    ecp::cli::main()
+}

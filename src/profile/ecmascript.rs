@@ -1,0 +1,166 @@
+//! ECMAScript-compatible text primitives: UTF-16 lengths, `JSON.stringify`
+//! string escaping (plus the profile's `<`/`>` escaping) and
+//! `Number.prototype.toString`.
+//!
+//! The reference starter is JavaScript, and profile text must match it byte
+//! for byte, so these functions reproduce the engine's behaviour rather than
+//! `serde_json`'s (which writes `1.0` and escapes differently).
+
+use std::fmt::Write as _;
+
+/// Length of `s` in UTF-16 code units (JavaScript `string.length`).
+pub fn utf16_len(s: &str) -> usize {
+    s.chars().map(char::len_utf16).sum()
+}
+
+/// UTF-16 length of what [`write_escaped_str`] writes for one character.
+pub fn escaped_char_utf16_len(c: char) -> usize {
+    match c {
+        '"' | '\\' | '\u{8}' | '\u{c}' | '\n' | '\r' | '\t' => 2,
+        '<' | '>' => 6,
+        c if (c as u32) < 0x20 => 6,
+        c => c.len_utf16(),
+    }
+}
+
+/// UTF-16 length of `s` once quoted and escaped by [`write_json_string`].
+pub fn quoted_utf16_len(s: &str) -> usize {
+    2 + s.chars().map(escaped_char_utf16_len).sum::<usize>()
+}
+
+/// Appends `s` as a quoted JSON string the way `JSON.stringify` writes it,
+/// then with every `<` as `\u003c` and every `>` as `\u003e`.
+pub fn write_json_string(out: &mut String, s: &str) {
+    out.push('"');
+    let mut clean_from = 0;
+    for (at, c) in s.char_indices() {
+        let escape: Option<&str> = match c {
+            '"' => Some("\\\""),
+            '\\' => Some("\\\\"),
+            '\u{8}' => Some("\\b"),
+            '\u{c}' => Some("\\f"),
+            '\n' => Some("\\n"),
+            '\r' => Some("\\r"),
+            '\t' => Some("\\t"),
+            '<' => Some("\\u003c"),
+            '>' => Some("\\u003e"),
+            c if (c as u32) < 0x20 => None,
+            _ => continue,
+        };
+        out.push_str(&s[clean_from..at]);
+        match escape {
+            Some(escape) => out.push_str(escape),
+            None => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+        }
+        clean_from = at + c.len_utf8();
+    }
+    out.push_str(&s[clean_from..]);
+    out.push('"');
+}
+
+/// Formats `x` as ECMAScript `Number.prototype.toString()` does (radix 10):
+/// `1` not `1.0`, `0.91`, `1e+21`, `1.5e-7`, `-0` as `0`.
+pub fn format_number(x: f64) -> String {
+    if x.is_nan() {
+        return "NaN".to_owned();
+    }
+    if x == 0.0 {
+        return "0".to_owned();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "Infinity" } else { "-Infinity" }.to_owned();
+    }
+    // Rust's `{:e}` writes the shortest digit string that round-trips, the same
+    // digits ECMAScript's Number::toString picks; only the layout differs.
+    let scientific = format!("{:e}", x.abs());
+    let (mantissa, exponent) = scientific
+        .split_once('e')
+        .expect("LowerExp output always has an exponent");
+    let exponent: i32 = exponent.parse().expect("LowerExp exponent is an integer");
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let k = digits.len() as i32;
+    let n = exponent + 1;
+
+    let mut out = String::with_capacity(digits.len() + 8);
+    if x < 0.0 {
+        out.push('-');
+    }
+    if k <= n && n <= 21 {
+        out.push_str(&digits);
+        out.extend(std::iter::repeat_n('0', (n - k) as usize));
+    } else if 0 < n && n <= 21 {
+        out.push_str(&digits[..n as usize]);
+        out.push('.');
+        out.push_str(&digits[n as usize..]);
+    } else if -6 < n && n <= 0 {
+        out.push_str("0.");
+        out.extend(std::iter::repeat_n('0', (-n) as usize));
+        out.push_str(&digits);
+    } else {
+        out.push_str(&digits[..1]);
+        if k > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        out.push('e');
+        out.push(if n - 1 >= 0 { '+' } else { '-' });
+        let _ = write!(out, "{}", (n - 1).abs());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quoted(s: &str) -> String {
+        let mut out = String::new();
+        write_json_string(&mut out, s);
+        out
+    }
+
+    #[test]
+    fn numbers_follow_ecmascript() {
+        let cases = [
+            (1.0, "1"),
+            (0.91, "0.91"),
+            (-0.0, "0"),
+            (1e21, "1e+21"),
+            (1e20, "100000000000000000000"),
+            (123456789012345680000.0, "123456789012345680000"),
+            (1e-7, "1e-7"),
+            (1.5e-7, "1.5e-7"),
+            (0.000001, "0.000001"),
+            (0.0000015, "0.0000015"),
+            (-2.5, "-2.5"),
+            (5e-324, "5e-324"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (100.0, "100"),
+            (1.25e22, "1.25e+22"),
+        ];
+        for (x, want) in cases {
+            assert_eq!(format_number(x), want, "{x:?}");
+        }
+    }
+
+    #[test]
+    fn strings_escape_like_json_stringify_then_angle_brackets() {
+        assert_eq!(quoted("a\"b\\c"), r#""a\"b\\c""#);
+        assert_eq!(quoted("\u{8}\u{c}\n\r\t"), r#""\b\f\n\r\t""#);
+        assert_eq!(quoted("\u{0}\u{1f}\u{7f}"), "\"\\u0000\\u001f\u{7f}\"");
+        assert_eq!(quoted("<b>"), r#""\u003cb\u003e""#);
+        assert_eq!(quoted("\u{2028}/é😀"), "\"\u{2028}/é😀\"");
+    }
+
+    #[test]
+    fn lengths_count_utf16_units_of_the_escaped_form() {
+        for s in ["", "plain", "<x>", "\u{1}\n\"", "😀é\u{2028}", "\\"] {
+            let q = quoted(s);
+            assert_eq!(quoted_utf16_len(s), utf16_len(&q), "{s:?}");
+        }
+        assert_eq!(utf16_len("😀"), 2);
+    }
+}

@@ -1,0 +1,561 @@
+//! The Generic HTTP Search V1 binding: `POST {base}/v1/context/search` with a
+//! bearer credential, the answer's `items` mapped to profile items.
+//!
+//! Decisions where a Rust client would otherwise differ from the JavaScript
+//! reference (profile-v1, "Traps"):
+//! - proxies from the environment are ignored (`no_proxy`): the endpoint is
+//!   fixed by the administrator, and loopback must never leave the machine;
+//! - redirects are never followed and reqwest's retry policy is `never`;
+//! - a number literal that overflows a double (`1e400`) is `Infinity` to the
+//!   reference: the literal is read as a non-number, so a score is dropped
+//!   and its item kept, exactly as the reference does;
+//! - a lone surrogate escape (`"\ud800"`) cannot live in a Rust string: it
+//!   becomes U+FFFD (the reference would re-escape it as `\ud800`);
+//! - documents nested deeper than 128 levels are malformed here (serde_json's
+//!   limit); the reference accepts them.
+//!
+//! Self-contained like [`crate::runtime`]: `ecp new` copies it verbatim.
+
+use std::borrow::Cow;
+
+use reqwest::{
+    Url,
+    header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue},
+};
+use serde_json::Value;
+
+use crate::{
+    profile::ProviderItem,
+    runtime::{Provider, ProviderError},
+};
+
+/// Default name of the base URL variable.
+pub const DEFAULT_BASE_URL_ENV: &str = "PROVIDER_CONTEXT_BASE_URL";
+/// Default name of the credential variable.
+pub const DEFAULT_TOKEN_ENV: &str = "PROVIDER_CONTEXT_TOKEN";
+/// The search path under the base URL.
+pub const SEARCH_PATH: &str = "v1/context/search";
+/// Largest accepted response body (exactly this many bytes is fine).
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// Why the binding cannot start. `Display` names the variable and the rule,
+/// never the value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigError {
+    /// Unset, empty, or still a literal `${NAME}` placeholder.
+    Missing { var: String },
+    /// The base URL breaks a rule.
+    InvalidBaseUrl { var: String, rule: &'static str },
+    /// The credential cannot be sent as a header value.
+    InvalidToken { var: String },
+    /// The HTTP client could not be built.
+    Client,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigError::Missing { var } => write!(
+                f,
+                "{var} is not set; export it before starting (an empty value or a literal ${{{var}}} counts as unset)"
+            ),
+            ConfigError::InvalidBaseUrl { var, rule } => write!(f, "{var} is invalid: {rule}"),
+            ConfigError::InvalidToken { var } => write!(
+                f,
+                "{var} is invalid: a credential must be visible ASCII without spaces or line breaks"
+            ),
+            ConfigError::Client => f.write_str("the HTTP client could not be initialised"),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Where to search and with which credential, validated.
+#[derive(Clone)]
+pub struct HttpSearchConfig {
+    endpoint: Url,
+    authorization: HeaderValue,
+}
+
+impl std::fmt::Debug for HttpSearchConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HttpSearchConfig { .. }")
+    }
+}
+
+/// An unresolved manifest variable stays literal in Qwen (`${NAME}`), so it
+/// counts as missing, like an empty value.
+fn is_unset(value: &str) -> bool {
+    let value = value.trim();
+    value.is_empty() || (value.starts_with("${") && value.ends_with('}'))
+}
+
+fn is_loopback_host(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(domain)) => domain.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip == std::net::Ipv4Addr::LOCALHOST,
+        Some(url::Host::Ipv6(ip)) => ip == std::net::Ipv6Addr::LOCALHOST,
+        None => false,
+    }
+}
+
+/// The search endpoint for a base URL, or the rule it breaks.
+pub fn search_endpoint(base_url: &str) -> Result<Url, &'static str> {
+    let url = Url::parse(base_url.trim()).map_err(|_| "it is not an absolute URL")?;
+    match url.scheme() {
+        "https" => {}
+        "http" if is_loopback_host(&url) => {}
+        "http" => return Err("http is allowed only for localhost, 127.0.0.1 and [::1]; use https"),
+        _ => return Err("the scheme must be https"),
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err("it must not contain user info; pass the credential in the token variable");
+    }
+    if url.query().is_some() {
+        return Err("it must not have a query string");
+    }
+    if url.fragment().is_some() {
+        return Err("it must not have a fragment");
+    }
+    if url.path() != "/" {
+        return Err("its path must be empty or /; the binding appends /v1/context/search");
+    }
+    url.join(SEARCH_PATH)
+        .map_err(|_| "it is not an absolute URL")
+}
+
+impl HttpSearchConfig {
+    /// Validates a base URL and credential; the variable names only label
+    /// errors.
+    pub fn new(
+        base_url: &str,
+        token: &str,
+        base_url_var: &str,
+        token_var: &str,
+    ) -> Result<HttpSearchConfig, ConfigError> {
+        if is_unset(base_url) {
+            return Err(ConfigError::Missing {
+                var: base_url_var.to_owned(),
+            });
+        }
+        if is_unset(token) {
+            return Err(ConfigError::Missing {
+                var: token_var.to_owned(),
+            });
+        }
+        let endpoint = search_endpoint(base_url).map_err(|rule| ConfigError::InvalidBaseUrl {
+            var: base_url_var.to_owned(),
+            rule,
+        })?;
+        let token = token.trim();
+        if !token.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(ConfigError::InvalidToken {
+                var: token_var.to_owned(),
+            });
+        }
+        let mut authorization =
+            HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
+                ConfigError::InvalidToken {
+                    var: token_var.to_owned(),
+                }
+            })?;
+        authorization.set_sensitive(true);
+        Ok(HttpSearchConfig {
+            endpoint,
+            authorization,
+        })
+    }
+
+    /// Reads the two variables from the process environment.
+    pub fn from_env(base_url_var: &str, token_var: &str) -> Result<HttpSearchConfig, ConfigError> {
+        let read = |var: &str| std::env::var(var).unwrap_or_default();
+        HttpSearchConfig::new(
+            &read(base_url_var),
+            &read(token_var),
+            base_url_var,
+            token_var,
+        )
+    }
+}
+
+/// The binding as a [`Provider`].
+pub struct HttpSearchProvider {
+    client: reqwest::Client,
+    config: HttpSearchConfig,
+}
+
+impl HttpSearchProvider {
+    pub fn new(config: HttpSearchConfig) -> Result<HttpSearchProvider, ConfigError> {
+        // reqwest is built without a default TLS crypto provider; ring is ours.
+        // An error only means a provider is already installed.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .retry(reqwest::retry::never())
+            .no_proxy()
+            .user_agent(concat!(
+                env!("CARGO_PKG_NAME"),
+                "/",
+                env!("CARGO_PKG_VERSION")
+            ))
+            .build()
+            .map_err(|_| ConfigError::Client)?;
+        Ok(HttpSearchProvider { client, config })
+    }
+
+    async fn fetch(&self, query: &str, limit: usize) -> Result<Vec<u8>, ProviderError> {
+        #[derive(serde::Serialize)]
+        struct SearchRequest<'a> {
+            query: &'a str,
+            limit: usize,
+        }
+        let body = serde_json::to_vec(&SearchRequest { query, limit })
+            .map_err(|_| ProviderError::Internal)?;
+        let mut response = self
+            .client
+            .post(self.config.endpoint.clone())
+            .header(ACCEPT, "application/json")
+            .header(AUTHORIZATION, self.config.authorization.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .body(body)
+            .send()
+            .await
+            .map_err(|_| ProviderError::Transport)?;
+        let status = response.status();
+        if status.is_redirection() {
+            return Err(ProviderError::Redirect(status.as_u16()));
+        }
+        if status == reqwest::StatusCode::TOO_MANY_REQUESTS {
+            return Err(ProviderError::RateLimited);
+        }
+        if !status.is_success() {
+            return Err(ProviderError::Status(status.as_u16()));
+        }
+        let declared = response.content_length().unwrap_or(0);
+        if declared > MAX_BODY_BYTES as u64 {
+            return Err(ProviderError::Oversized);
+        }
+        let mut body = Vec::with_capacity(declared as usize);
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|_| ProviderError::Transport)?
+        {
+            if body.len() + chunk.len() > MAX_BODY_BYTES {
+                return Err(ProviderError::Oversized);
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    }
+}
+
+impl Provider for HttpSearchProvider {
+    async fn search(&self, query: &str, limit: usize) -> Result<Vec<ProviderItem>, ProviderError> {
+        let body = self.fetch(query, limit).await?;
+        parse_search_response(&body, limit)
+    }
+}
+
+/// Maps a response body to the first `limit` valid items.
+pub fn parse_search_response(
+    body: &[u8],
+    limit: usize,
+) -> Result<Vec<ProviderItem>, ProviderError> {
+    // A leading BOM is dropped, as JavaScript's TextDecoder does.
+    let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
+    let text = std::str::from_utf8(body).map_err(|_| ProviderError::InvalidUtf8)?;
+    let document = parse_json_like_javascript(text).ok_or(ProviderError::Malformed)?;
+    let items = document
+        .get("items")
+        .and_then(Value::as_array)
+        .ok_or(ProviderError::Malformed)?;
+    Ok(items
+        .iter()
+        .map(provider_item_from_json)
+        .filter(|item| !item.id.is_empty() && !item.content.is_empty())
+        .take(limit)
+        .collect())
+}
+
+/// Reads one upstream item the way the binding does, without dropping it:
+/// a non-string or missing `id`/`content` becomes empty (the caller drops
+/// it), non-string optional fields and non-finite scores are absent, and
+/// `updated_at` wins over `updatedAt` when present and not null.
+pub fn provider_item_from_json(item: &Value) -> ProviderItem {
+    let string = |key: &str| item.get(key).and_then(Value::as_str).map(str::to_owned);
+    let updated_at = match item.get("updated_at") {
+        Some(value) if !value.is_null() => value.as_str().map(str::to_owned),
+        _ => string("updatedAt"),
+    };
+    ProviderItem {
+        id: string("id").unwrap_or_default(),
+        content: string("content").unwrap_or_default(),
+        title: string("title"),
+        uri: string("uri"),
+        score: item
+            .get("score")
+            .and_then(Value::as_f64)
+            .filter(|score| score.is_finite()),
+        updated_at,
+    }
+}
+
+/// `JSON.parse` for the documents serde_json refuses but JavaScript reads:
+/// overflowing number literals and lone surrogate escapes (see the module
+/// documentation). Plain documents take the fast path.
+pub fn parse_json_like_javascript(text: &str) -> Option<Value> {
+    serde_json::from_str(text)
+        .ok()
+        .or_else(|| serde_json::from_str(&javascript_compatible(text)).ok())
+}
+
+fn hex4(bytes: &[u8], at: usize) -> Option<u16> {
+    let digits = bytes.get(at..at + 4)?;
+    let digits = std::str::from_utf8(digits).ok()?;
+    u16::from_str_radix(digits, 16).ok()
+}
+
+fn is_json_number(token: &str) -> bool {
+    let rest = token.strip_prefix('-').unwrap_or(token);
+    let int_end = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    let (int, mut rest) = rest.split_at(int_end);
+    if int.is_empty() || (int.len() > 1 && int.starts_with('0')) {
+        return false;
+    }
+    if let Some(fraction) = rest.strip_prefix('.') {
+        let end = fraction
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(fraction.len());
+        if end == 0 {
+            return false;
+        }
+        rest = &fraction[end..];
+    }
+    if let Some(exponent) = rest.strip_prefix(['e', 'E']) {
+        let exponent = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
+        return !exponent.is_empty() && exponent.bytes().all(|b| b.is_ascii_digit());
+    }
+    rest.is_empty()
+}
+
+/// Rewrites what serde_json cannot hold: a valid number literal that
+/// overflows a double becomes `false` (like Infinity, it is no string, no
+/// finite number, no object and not null, so every binding rule treats it
+/// the same), and a lone surrogate escape becomes `\ufffd`.
+fn javascript_compatible(text: &str) -> Cow<'_, str> {
+    let bytes = text.as_bytes();
+    let mut out = String::new();
+    let mut copied = 0;
+    let mut replace = |out: &mut String, from: usize, to: usize, with: &str| {
+        out.push_str(&text[copied..from]);
+        out.push_str(with);
+        copied = to;
+    };
+    let is_high = |unit: u16| (0xD800..0xDC00).contains(&unit);
+    let is_low = |unit: u16| (0xDC00..0xE000).contains(&unit);
+    let mut in_string = false;
+    let mut at = 0;
+    while at < bytes.len() {
+        match (in_string, bytes[at]) {
+            (true, b'"') => {
+                in_string = false;
+                at += 1;
+            }
+            (true, b'\\') if bytes.get(at + 1) == Some(&b'u') => match hex4(bytes, at + 2) {
+                Some(unit) if is_high(unit) => {
+                    let paired = bytes.get(at + 6..at + 8) == Some(b"\\u")
+                        && hex4(bytes, at + 8).is_some_and(is_low);
+                    if paired {
+                        at += 12;
+                    } else {
+                        replace(&mut out, at, at + 6, "\\ufffd");
+                        at += 6;
+                    }
+                }
+                Some(unit) if is_low(unit) => {
+                    replace(&mut out, at, at + 6, "\\ufffd");
+                    at += 6;
+                }
+                _ => at += 2,
+            },
+            (true, b'\\') => at += 2,
+            (false, b'"') => {
+                in_string = true;
+                at += 1;
+            }
+            (false, b'-' | b'0'..=b'9') => {
+                let start = at;
+                at += 1;
+                while at < bytes.len()
+                    && matches!(bytes[at], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-')
+                {
+                    at += 1;
+                }
+                let token = &text[start..at];
+                if is_json_number(token) && token.parse::<f64>().is_ok_and(f64::is_infinite) {
+                    replace(&mut out, start, at, "false");
+                }
+            }
+            _ => at += 1,
+        }
+    }
+    if copied == 0 {
+        return Cow::Borrowed(text);
+    }
+    out.push_str(&text[copied..]);
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn items(body: &str) -> Result<Vec<ProviderItem>, ProviderError> {
+        parse_search_response(body.as_bytes(), 5)
+    }
+
+    #[test]
+    fn base_url_rules() {
+        let ok = |url: &str| search_endpoint(url).map(|u| u.to_string());
+        assert_eq!(
+            ok("https://ctx.example.com").unwrap(),
+            "https://ctx.example.com/v1/context/search"
+        );
+        assert_eq!(
+            ok("https://ctx.example.com/").unwrap(),
+            "https://ctx.example.com/v1/context/search"
+        );
+        assert_eq!(
+            ok("http://127.0.0.1:8080").unwrap(),
+            "http://127.0.0.1:8080/v1/context/search"
+        );
+        assert_eq!(
+            ok("http://[::1]:9/").unwrap(),
+            "http://[::1]:9/v1/context/search"
+        );
+        assert_eq!(
+            ok("http://LOCALHOST:1").unwrap(),
+            "http://localhost:1/v1/context/search"
+        );
+        for bad in [
+            "http://ctx.example.com",
+            "http://127.0.0.2",
+            "ftp://ctx.example.com",
+            "https://user:pw@ctx.example.com",
+            "https://ctx.example.com/?q=1",
+            "https://ctx.example.com/?",
+            "https://ctx.example.com/#x",
+            "https://ctx.example.com/api",
+            "ctx.example.com",
+        ] {
+            assert!(search_endpoint(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn placeholders_and_bad_tokens_are_configuration_errors() {
+        let config =
+            |url: &str, token: &str| HttpSearchConfig::new(url, token, "B", "T").map(|_| ());
+        assert_eq!(
+            config("", "t"),
+            Err(ConfigError::Missing { var: "B".into() })
+        );
+        assert_eq!(
+            config("${B}", "t"),
+            Err(ConfigError::Missing { var: "B".into() })
+        );
+        assert_eq!(
+            config("https://x.example", "${T}"),
+            Err(ConfigError::Missing { var: "T".into() })
+        );
+        assert_eq!(
+            config("https://x.example", "a b"),
+            Err(ConfigError::InvalidToken { var: "T".into() })
+        );
+        assert!(config("https://x.example", "secret-123").is_ok());
+        let shown = config("https://user:hunter2@x.example", "t")
+            .unwrap_err()
+            .to_string();
+        assert!(!shown.contains("hunter2"), "{shown}");
+    }
+
+    #[test]
+    fn response_items_follow_the_binding() {
+        let body = r#"{"items":[
+            {"id":"a","content":"x","updated_at":"u1","updatedAt":"u2","score":1},
+            {"id":"b","content":"y","updated_at":null,"updatedAt":"u2"},
+            {"id":"c","content":"z","updated_at":7,"updatedAt":"u2","title":3,"uri":"https://u"},
+            {"id":"","content":"dropped"},
+            {"id":1,"content":"dropped"},
+            "dropped"
+        ]}"#;
+        let got = items(body).unwrap();
+        assert_eq!(got.len(), 3);
+        assert_eq!(got[0].updated_at.as_deref(), Some("u1"));
+        assert_eq!(got[0].score, Some(1.0));
+        assert_eq!(got[1].updated_at.as_deref(), Some("u2"));
+        assert_eq!(got[2].updated_at, None);
+        assert_eq!(got[2].title, None);
+        assert_eq!(got[2].uri.as_deref(), Some("https://u"));
+    }
+
+    #[test]
+    fn invalid_items_are_dropped_before_the_limit() {
+        let mut body = String::from(r#"{"items":[{"id":"","content":"x"}"#);
+        for i in 0..6 {
+            body.push_str(&format!(r#",{{"id":"{i}","content":"c"}}"#));
+        }
+        body.push_str("]}");
+        let ids: Vec<_> = items(&body).unwrap().into_iter().map(|i| i.id).collect();
+        assert_eq!(ids, ["0", "1", "2", "3", "4"]);
+    }
+
+    #[test]
+    fn malformed_and_non_utf8_bodies_fail() {
+        assert_eq!(items("not json"), Err(ProviderError::Malformed));
+        assert_eq!(items(r#"{"items":{}}"#), Err(ProviderError::Malformed));
+        assert_eq!(items("[]"), Err(ProviderError::Malformed));
+        assert_eq!(items(""), Err(ProviderError::Malformed));
+        assert_eq!(
+            parse_search_response(b"{\"items\":[\xff]}", 5),
+            Err(ProviderError::InvalidUtf8)
+        );
+        assert_eq!(items("\u{feff}{\"items\":[]}"), Ok(vec![]));
+    }
+
+    #[test]
+    fn overflowing_numbers_read_as_infinity() {
+        let got = items(r#"{"items":[{"id":"a","content":"b","score":1e400},{"id":"c","content":"d","score":-1E+999,"updated_at":1e999,"updatedAt":"kept?"}, 1e400]}"#).unwrap();
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].score, None);
+        assert_eq!(got[1].score, None);
+        // Present, not null and not a string: no updatedAt at all.
+        assert_eq!(got[1].updated_at, None);
+        assert_eq!(
+            items(r#"{"items":[{"id":"a","content":"b","score":1e-400}]}"#).unwrap()[0].score,
+            Some(0.0)
+        );
+        // Only valid literals are rewritten: a leading zero stays an error.
+        assert_eq!(
+            items(r#"{"items":[{"id":"a","content":"b","score":01e400}]}"#),
+            Err(ProviderError::Malformed)
+        );
+        // Inside strings nothing is rewritten.
+        assert_eq!(
+            items(r#"{"items":[{"id":"1e400","content":"b","score":1e400}]}"#).unwrap()[0].id,
+            "1e400"
+        );
+    }
+
+    #[test]
+    fn lone_surrogates_become_replacement_characters() {
+        let got = items(r#"{"items":[{"id":"a\ud800b","content":"\udc00 \\ud800 \ud83d\ude00"}]}"#)
+            .unwrap();
+        assert_eq!(got[0].id, "a\u{fffd}b");
+        assert_eq!(got[0].content, "\u{fffd} \\ud800 😀");
+    }
+}

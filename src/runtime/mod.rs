@@ -1,0 +1,193 @@
+//! The profile runtime: an MCP server that offers exactly `context_search`
+//! around a [`Provider`], and keeps every promise of profile-v1 (canonical
+//! schemas, bounded input errors, one stable redacted failure, a provider
+//! budget inside the client timeout, cancellation, no retry).
+//!
+//! Only MCP goes to stdout; the runtime's own lines go to stderr and never
+//! hold a query, an endpoint, a credential or an upstream body.
+//!
+//! Self-contained like [`crate::profile`] (it uses only that module and
+//! crates.io packages): `ecp new` copies it verbatim into extensions.
+
+#![deny(clippy::print_stdout)]
+
+mod server;
+mod tool;
+
+use std::{future::Future, sync::Arc, time::Duration};
+
+use rmcp::ServiceExt;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use crate::profile::ProviderItem;
+
+pub use server::ContextSearchServer;
+pub use tool::{INPUT_SCHEMA_JSON, OUTPUT_SCHEMA_JSON, context_search_tool};
+
+/// A search backend: the provider-owned part of an extension.
+///
+/// `search` receives the normalized query and the fixed limit (5) and returns
+/// items in provider order. It is called at most once per tool call, never
+/// retried, and its future is dropped when the budget runs out or the client
+/// cancels, so an in-flight HTTP request is aborted with it.
+pub trait Provider: Send + Sync + 'static {
+    fn search(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<ProviderItem>, ProviderError>> + Send;
+}
+
+/// Why a provider call failed. Every variant reaches the client as the same
+/// stable text; `Display` is a redacted category for the stderr log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProviderError {
+    /// The provider budget ran out.
+    Timeout,
+    /// The upstream answered with a 3xx (redirects are never followed).
+    Redirect(u16),
+    /// The upstream answered 429.
+    RateLimited,
+    /// Any other non-2xx status.
+    Status(u16),
+    /// The body, or its declared length, exceeds the cap.
+    Oversized,
+    /// The body is not strict UTF-8.
+    InvalidUtf8,
+    /// The body is not JSON with an `items` array.
+    Malformed,
+    /// Connecting, sending or receiving failed.
+    Transport,
+    /// The adapter itself failed (a bug, a panic in provider code).
+    Internal,
+}
+
+impl std::fmt::Display for ProviderError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProviderError::Timeout => f.write_str("provider budget exceeded"),
+            ProviderError::Redirect(status) => write!(f, "upstream redirected (HTTP {status})"),
+            ProviderError::RateLimited => f.write_str("upstream rate limited (HTTP 429)"),
+            ProviderError::Status(status) => write!(f, "upstream failed (HTTP {status})"),
+            ProviderError::Oversized => f.write_str("upstream response too large"),
+            ProviderError::InvalidUtf8 => f.write_str("upstream response is not UTF-8"),
+            ProviderError::Malformed => f.write_str("upstream response is malformed"),
+            ProviderError::Transport => f.write_str("upstream transport failed"),
+            ProviderError::Internal => f.write_str("internal adapter failure"),
+        }
+    }
+}
+
+impl std::error::Error for ProviderError {}
+
+/// The provider's share of the client's MCP call timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProviderBudget(Duration);
+
+impl ProviderBudget {
+    /// The reference budget: 5000 ms inside the manifest's 8000 ms timeout.
+    pub const DEFAULT: ProviderBudget = ProviderBudget(Duration::from_millis(5000));
+    /// The largest budget accepted: Qwen's own default call timeout.
+    pub const MAX: ProviderBudget = ProviderBudget(Duration::from_secs(600));
+
+    /// A budget of `millis` milliseconds; `None` unless 1..=600000.
+    pub fn from_millis(millis: u64) -> Option<ProviderBudget> {
+        let budget = ProviderBudget(Duration::from_millis(millis));
+        (millis > 0 && budget <= ProviderBudget::MAX).then_some(budget)
+    }
+
+    pub fn duration(self) -> Duration {
+        self.0
+    }
+}
+
+impl PartialOrd for ProviderBudget {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ProviderBudget {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.cmp(&other.0)
+    }
+}
+
+impl Default for ProviderBudget {
+    fn default() -> Self {
+        ProviderBudget::DEFAULT
+    }
+}
+
+/// How the server presents itself and how long the provider may take.
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// `serverInfo.name`, and the prefix of every stderr line.
+    pub name: String,
+    /// `serverInfo.version`.
+    pub version: String,
+    pub budget: ProviderBudget,
+}
+
+/// Why the server stopped abnormally.
+#[derive(Debug)]
+pub struct RuntimeError(String);
+
+impl std::fmt::Display for RuntimeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for RuntimeError {}
+
+/// Serves `context_search` over any byte stream pair until the peer closes
+/// it. Tests drive this in-process over `tokio::io::duplex`.
+pub async fn serve<P, R, W>(
+    provider: P,
+    config: RuntimeConfig,
+    reader: R,
+    writer: W,
+) -> Result<(), RuntimeError>
+where
+    P: Provider,
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    let server = ContextSearchServer::new(Arc::new(provider), config);
+    let running = server
+        .serve((reader, writer))
+        .await
+        .map_err(|error| RuntimeError(format!("MCP handshake failed: {error}")))?;
+    running
+        .waiting()
+        .await
+        .map_err(|_| RuntimeError("MCP service task failed".to_owned()))?;
+    Ok(())
+}
+
+/// Serves `context_search` on stdin/stdout until stdin reaches EOF.
+///
+/// Installs a panic hook that prints one redacted line instead of the panic
+/// payload (which could hold provider data), so a bug in provider code
+/// surfaces as the stable failure text plus an anonymous stderr line.
+pub async fn serve_stdio<P: Provider>(
+    provider: P,
+    config: RuntimeConfig,
+) -> Result<(), RuntimeError> {
+    let name = config.name.clone();
+    std::panic::set_hook(Box::new(move |info| {
+        let place = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!("{name}: internal error (panic{place})");
+    }));
+    let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
+    serve(provider, config, stdin, stdout).await
+}
+
+/// Writes one runtime line to stderr. Callers pass only redacted text.
+fn log_line(name: &str, message: std::fmt::Arguments<'_>) {
+    eprintln!("{name}: {message}");
+}

@@ -1,0 +1,149 @@
+//! The rmcp `ServerHandler` for `context_search`: argument checks, the
+//! provider call under budget and cancellation, and result rendering.
+
+use std::{borrow::Cow, sync::Arc};
+
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler,
+    model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+        ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+        Tool,
+    },
+    service::RequestContext,
+};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::{Provider, ProviderError, RuntimeConfig, context_search_tool, log_line};
+use crate::profile::{PROVIDER_LIMIT, SEARCH_FAILED, TOOL_NAME, query_from_arguments, render};
+
+/// The newest protocol revision served; older ones down to 2024-11-05 too.
+const NEWEST_PROTOCOL: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+
+/// An MCP server offering only `context_search`, backed by `P`.
+pub struct ContextSearchServer<P> {
+    provider: Arc<P>,
+    config: RuntimeConfig,
+}
+
+impl<P> Clone for ContextSearchServer<P> {
+    fn clone(&self) -> Self {
+        ContextSearchServer {
+            provider: self.provider.clone(),
+            config: self.config.clone(),
+        }
+    }
+}
+
+/// Aborts the provider task when the call stops waiting for it (budget,
+/// cancellation, or the call itself being dropped), which drops any in-flight
+/// upstream request and closes its connection.
+struct AbortOnDrop<T>(JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// How a call that reached the provider ended, for the result and the log.
+enum Outcome {
+    Found(Vec<crate::profile::ProviderItem>),
+    Failed(ProviderError),
+    Cancelled,
+}
+
+impl<P: Provider> ContextSearchServer<P> {
+    pub fn new(provider: Arc<P>, config: RuntimeConfig) -> Self {
+        ContextSearchServer { provider, config }
+    }
+
+    async fn search(&self, query: String, cancelled: CancellationToken) -> Outcome {
+        let provider = self.provider.clone();
+        let mut task = AbortOnDrop(tokio::spawn(async move {
+            provider.search(&query, PROVIDER_LIMIT).await
+        }));
+        tokio::select! {
+            biased;
+            () = cancelled.cancelled() => Outcome::Cancelled,
+            finished = tokio::time::timeout(self.config.budget.duration(), &mut task.0) => {
+                match finished {
+                    Err(_elapsed) => Outcome::Failed(ProviderError::Timeout),
+                    Ok(Err(_join_error)) => Outcome::Failed(ProviderError::Internal),
+                    Ok(Ok(Err(error))) => Outcome::Failed(error),
+                    Ok(Ok(Ok(items))) => Outcome::Found(items),
+                }
+            }
+        }
+    }
+
+    fn log(&self, message: std::fmt::Arguments<'_>) {
+        log_line(&self.config.name, message);
+    }
+}
+
+fn failure(text: &str) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(text)])
+}
+
+impl<P: Provider> ServerHandler for ContextSearchServer<P> {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                self.config.name.clone(),
+                self.config.version.clone(),
+            ))
+            .with_protocol_version(NEWEST_PROTOCOL)
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(&NEWEST_PROTOCOL))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(vec![context_search_tool()]))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        (name == TOOL_NAME).then(context_search_tool)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if request.name != TOOL_NAME {
+            return Err(ErrorData::invalid_params(
+                "Unknown tool: this server offers only context_search.",
+                None,
+            ));
+        }
+        let query = match query_from_arguments(request.arguments.as_ref()) {
+            Ok(query) => query,
+            Err(error) => return Ok(failure(error.message()).into()),
+        };
+        let result = match self.search(query, context.ct).await {
+            Outcome::Found(items) => {
+                let envelope = render(&items);
+                let mut result = CallToolResult::success(vec![ContentBlock::text(envelope.text)]);
+                result.structured_content = Some(envelope.structured);
+                result
+            }
+            Outcome::Failed(error) => {
+                self.log(format_args!("context_search failed: {error}"));
+                failure(SEARCH_FAILED)
+            }
+            Outcome::Cancelled => {
+                self.log(format_args!("context_search cancelled by the client"));
+                failure(SEARCH_FAILED)
+            }
+        };
+        Ok(result.into())
+    }
+}
