@@ -60,6 +60,51 @@ pub fn write_json_string(out: &mut String, s: &str) {
     out.push('"');
 }
 
+/// Splits Rust's `{:e}` form (`d.ddde±x`) into its digits and exponent.
+fn scientific_parts(formatted: &str) -> (String, i32) {
+    let (mantissa, exponent) = formatted.split_once('e').unwrap_or((formatted, "0"));
+    let digits = mantissa.chars().filter(|c| *c != '.').collect();
+    (digits, exponent.parse().unwrap_or(0))
+}
+
+/// The shortest digits that read back as `x` (positive and finite), and
+/// the exponent of the first digit, chosen as ECMAScript's Number::toString
+/// chooses them.
+///
+/// Rust's `{:e}` gives the shortest round-tripping digits too, but when `x`
+/// lies exactly halfway between two such candidates it rounds half up where
+/// ECMAScript takes the even one (`1826280094248744.25` is `...744.2` in
+/// JavaScript, `...744.3` in Rust).
+fn shortest_digits(x: f64) -> (String, i32) {
+    let (digits, exponent) = scientific_parts(&format!("{x:e}"));
+    let k = digits.len();
+    // A tie needs x to be exactly k+1 significant digits ending in 5; the
+    // correctly rounded k+1-digit form is a cheap first filter.
+    let (near, _) = scientific_parts(&format!("{x:.k$e}"));
+    if !near.ends_with('5') || k >= 19 {
+        return (digits, exponent);
+    }
+    // 800 digits hold the exact decimal expansion of any double.
+    let (exact, exact_exponent) = scientific_parts(&format!("{x:.800e}"));
+    let exact = exact.trim_end_matches('0');
+    if exact.len() != k + 1 || !exact.ends_with('5') {
+        return (digits, exponent);
+    }
+    let Ok(low) = exact[..k].parse::<u64>() else {
+        return (digits, exponent);
+    };
+    let scale = exact_exponent - (k as i32 - 1);
+    let reads_back = |candidate: u64| format!("{candidate}e{scale}").parse::<f64>() == Ok(x);
+    let high = low + 1;
+    let even = if low % 2 == 0 { low } else { high };
+    if !(reads_back(low) && reads_back(high)) {
+        return (digits, exponent);
+    }
+    let even = even.to_string();
+    let first_digit_exponent = scale + even.len() as i32 - 1;
+    (even.trim_end_matches('0').to_owned(), first_digit_exponent)
+}
+
 /// Formats `x` as ECMAScript `Number.prototype.toString()` does (radix 10):
 /// `1` not `1.0`, `0.91`, `1e+21`, `1.5e-7`, `-0` as `0`.
 pub fn format_number(x: f64) -> String {
@@ -72,14 +117,7 @@ pub fn format_number(x: f64) -> String {
     if x.is_infinite() {
         return if x > 0.0 { "Infinity" } else { "-Infinity" }.to_owned();
     }
-    // Rust's `{:e}` writes the shortest digit string that round-trips, the same
-    // digits ECMAScript's Number::toString picks; only the layout differs.
-    let scientific = format!("{:e}", x.abs());
-    let (mantissa, exponent) = scientific
-        .split_once('e')
-        .expect("LowerExp output always has an exponent");
-    let exponent: i32 = exponent.parse().expect("LowerExp exponent is an integer");
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let (digits, exponent) = shortest_digits(x.abs());
     let k = digits.len() as i32;
     let n = exponent + 1;
 
@@ -140,6 +178,10 @@ mod tests {
             (0.1 + 0.2, "0.30000000000000004"),
             (100.0, "100"),
             (1.25e22, "1.25e+22"),
+            // Exactly halfway between two shortest candidates: the even one.
+            (1826280094248744.25, "1826280094248744.2"),
+            (-9045312443734.5625, "-9045312443734.562"),
+            (828972620067779.25, "828972620067779.2"),
         ];
         for (x, want) in cases {
             assert_eq!(format_number(x), want, "{x:?}");

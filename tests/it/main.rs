@@ -1,1 +1,7 @@
-//! Integration tests.
+//! The integration tests: one binary, one module per area.
+
+mod contracts;
+mod mcp;
+mod numbers;
+mod render_props;
+mod upstream;
