@@ -143,7 +143,7 @@ pub fn format_number(x: f64) -> String {
             out.push_str(&digits[1..]);
         }
         out.push('e');
-        out.push(if n - 1 >= 0 { '+' } else { '-' });
+        out.push(if n > 0 { '+' } else { '-' });
         let _ = write!(out, "{}", (n - 1).abs());
     }
     out
@@ -160,6 +160,8 @@ mod tests {
     }
 
     #[test]
+    // The halfway cases are written exactly on purpose.
+    #[allow(clippy::excessive_precision)]
     fn numbers_follow_ecmascript() {
         let cases = [
             (1.0, "1"),

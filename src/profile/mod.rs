@@ -6,6 +6,8 @@
 //! `ecp new` copies it verbatim into every generated extension, and a test
 //! fails if the copies drift. Keep it free of I/O and of other ecp modules.
 
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 pub mod ecmascript;
 pub mod query;
 pub mod render;

@@ -172,7 +172,7 @@ impl FixtureCorpus {
             })
             .collect();
         // A stable sort keeps corpus order among equal weights.
-        scored.sort_by(|a, b| b.0.cmp(&a.0));
+        scored.sort_by_key(|(weight, _)| std::cmp::Reverse(*weight));
         scored
             .into_iter()
             .take(limit)

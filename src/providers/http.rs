@@ -16,6 +16,8 @@
 //!
 //! Self-contained like [`crate::runtime`]: `ecp new` copies it verbatim.
 
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 use std::borrow::Cow;
 
 use reqwest::{

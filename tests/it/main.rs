@@ -4,4 +4,7 @@ mod contracts;
 mod mcp;
 mod numbers;
 mod render_props;
+mod runtime;
+mod serve_http;
+mod serve_stdio;
 mod upstream;

@@ -31,6 +31,8 @@ const out = lines.map((hex) => {
 process.stdout.write(out.join("\n") + "\n");
 "#;
 
+// Literals with more digits than a double holds are part of the test.
+#[allow(clippy::excessive_precision)]
 fn doubles() -> Vec<f64> {
     let mut values = vec![
         0.0,

@@ -1,6 +1,108 @@
 //! Repository automation: `cargo xtask <task>`.
+//!
+//! - `ci`: formatting, clippy and the test suite, as `.ci/run` runs them.
+//! - `codegen [--check]`: regenerate `contracts/v1` vectors from their
+//!   ECMAScript generator (`--check` fails when they are stale).
+//! - `demo`: build `ecp` and run one MCP session against the example corpus.
 
-fn main() {
-    eprintln!("usage: cargo xtask <task>");
-    std::process::exit(2);
+use std::{
+    io::{Read, Write},
+    path::{Path, PathBuf},
+    process::{Command, ExitCode, Stdio},
+};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn run(program: &str, args: &[&str]) -> Result<(), String> {
+    eprintln!("$ {program} {}", args.join(" "));
+    let status = Command::new(program)
+        .args(args)
+        .current_dir(root())
+        .status()
+        .map_err(|e| format!("cannot run {program}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{program} {} failed ({status})", args.join(" ")))
+    }
+}
+
+fn ci() -> Result<(), String> {
+    run("cargo", &["fmt", "--all", "--", "--check"])?;
+    run("cargo", &["clippy", "--all-targets", "--", "-D", "warnings"])?;
+    run("cargo", &["test", "--workspace"])
+}
+
+fn codegen(check: bool) -> Result<(), String> {
+    let script = "xtask/contracts/generate.mjs";
+    if check {
+        run("node", &[script, "--check"])
+    } else {
+        run("node", &[script])
+    }
+}
+
+const DEMO_SESSION: &[&str] = &[
+    r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"xtask-demo","version":"0"}}}"#,
+    r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+    r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"context_search","arguments":{"query":"deployment policy"}}}"#,
+    r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"context_search","arguments":{"query":"html script"}}}"#,
+    r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"context_search","arguments":{"query":"x","corpus":"everything"}}}"#,
+];
+
+fn demo() -> Result<(), String> {
+    run("cargo", &["build", "--release", "--quiet", "--bin", "ecp"])?;
+    let ecp = root().join("target/release/ecp");
+    let corpus = root().join("templates/corpus/example.jsonl");
+    eprintln!("$ ecp serve --fixture templates/corpus/example.jsonl  (one scripted MCP session)");
+    let mut child = Command::new(&ecp)
+        .args(["serve", "--fixture"])
+        .arg(&corpus)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", ecp.display()))?;
+    let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    for line in DEMO_SESSION {
+        println!("> {line}");
+        writeln!(stdin, "{line}").map_err(|e| e.to_string())?;
+    }
+    drop(stdin);
+    let mut output = String::new();
+    child
+        .stdout
+        .take()
+        .ok_or("no stdout")?
+        .read_to_string(&mut output)
+        .map_err(|e| e.to_string())?;
+    let status = child.wait().map_err(|e| e.to_string())?;
+    for line in output.lines() {
+        println!("< {line}");
+    }
+    if !status.success() || output.lines().count() != DEMO_SESSION.len() - 1 {
+        return Err(format!("the session did not complete ({status})"));
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let result = match args.as_slice() {
+        ["ci"] => ci(),
+        ["codegen"] => codegen(false),
+        ["codegen", "--check"] => codegen(true),
+        ["demo"] => demo(),
+        _ => Err("usage: cargo xtask <ci | codegen [--check] | demo>".to_owned()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -1,0 +1,227 @@
+//! `ecp serve` at the byte level: the handshake for every protocol
+//! revision, stdout carrying nothing but MCP, exit on stdin EOF, the tool as
+//! declared, configuration errors, and the fixture backend.
+
+use std::{
+    io::{BufRead, BufReader, Write},
+    path::Path,
+    process::{Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use ecp::contracts::{INPUT_SCHEMA_JSON, OUTPUT_SCHEMA_JSON};
+use serde_json::{Value, json};
+
+use crate::mcp::{Server, text_of};
+
+fn corpus() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("templates/corpus/example.jsonl")
+        .display()
+        .to_string()
+}
+
+fn ecp(args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ecp"));
+    command
+        .args(args)
+        .env_remove("PROVIDER_CONTEXT_BASE_URL")
+        .env_remove("PROVIDER_CONTEXT_TOKEN");
+    command
+}
+
+/// Sends `messages` as JSON lines, closes stdin, and returns the stdout
+/// lines, the stderr text and how long the process took to exit.
+fn session(args: &[&str], messages: &[Value]) -> (Vec<Value>, String, Duration) {
+    let mut child = ecp(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for message in messages {
+        writeln!(stdin, "{message}").unwrap();
+    }
+    let started = Instant::now();
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    let took = started.elapsed();
+    assert!(output.status.success(), "exit status {:?}", output.status);
+    let lines = BufReader::new(output.stdout.as_slice())
+        .lines()
+        .map(|line| {
+            let line = line.unwrap();
+            serde_json::from_str(&line).unwrap_or_else(|_| panic!("stdout is not MCP: {line}"))
+        })
+        .collect();
+    (lines, String::from_utf8(output.stderr).unwrap(), took)
+}
+
+fn initialize(version: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": version, "capabilities": {},
+        "clientInfo": {"name": "it", "version": "0"}}})
+}
+
+#[test]
+fn answers_initialize_for_every_revision_and_exits_on_eof() {
+    for version in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
+        let (lines, stderr, took) = session(
+            &["serve", "--fixture", &corpus()],
+            &[
+                initialize(version),
+                json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+                json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                    "name": "context_search", "arguments": {"query": "release train"}}}),
+            ],
+        );
+        assert_eq!(lines.len(), 2, "{version}: {lines:?}");
+        assert_eq!(lines[0]["result"]["protocolVersion"], version);
+        assert_eq!(lines[0]["result"]["serverInfo"]["name"], "ecp serve");
+        assert!(lines[0]["result"]["capabilities"]["tools"].is_object());
+        assert_eq!(lines[1]["id"], 2);
+        assert_eq!(lines[1]["result"]["isError"], false);
+        assert!(stderr.is_empty(), "{stderr}");
+        // Idle at EOF: the process ends at once (the bound is generous).
+        assert!(
+            took < Duration::from_secs(5),
+            "{version}: exit took {took:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn declares_exactly_the_canonical_tool() {
+    let server = Server::spawn(&["serve", "--fixture", &corpus()], &[]).await;
+    let tools = server.client.list_all_tools().await.unwrap();
+    assert_eq!(tools.len(), 1);
+    let tool = serde_json::to_value(&tools[0]).unwrap();
+    assert_eq!(tool["name"], "context_search");
+    assert_eq!(tool["annotations"], json!({"destructiveHint": false}));
+    assert_eq!(
+        tool["inputSchema"],
+        serde_json::from_str::<Value>(INPUT_SCHEMA_JSON).unwrap()
+    );
+    assert_eq!(
+        tool["outputSchema"],
+        serde_json::from_str::<Value>(OUTPUT_SCHEMA_JSON).unwrap()
+    );
+    server.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fixture_corpus_is_ranked_against_the_query() {
+    let server = Server::spawn(&["serve", "--fixture", &corpus()], &[]).await;
+    let result = server.search("  deployment\tpolicy ").await;
+    let text = text_of(&result);
+    let structured = result.structured_content.as_ref().unwrap();
+    let items = structured["untrusted_external_context"]["items"]
+        .as_array()
+        .unwrap();
+    assert_eq!(items[0]["id"], "deploy-policy");
+    assert_eq!(serde_json::from_str::<Value>(text).unwrap(), *structured);
+
+    // The example corpus shows escaping: no raw angle bracket in the text.
+    let result = server.search("script html").await;
+    assert!(text_of(&result).contains(r"\u003cscript\u003e"));
+
+    let result = server.search("zzzz-no-match").await;
+    assert_eq!(
+        result.structured_content.unwrap()["untrusted_external_context"]["items"],
+        json!([])
+    );
+    server.finish().await;
+}
+
+#[test]
+fn http_configuration_errors_are_one_redacted_line_and_exit_1() {
+    let cases: [(&[(&str, &str)], &str); 4] = [
+        (&[], "PROVIDER_CONTEXT_BASE_URL is not set"),
+        (
+            &[
+                ("PROVIDER_CONTEXT_BASE_URL", "${PROVIDER_CONTEXT_BASE_URL}"),
+                ("PROVIDER_CONTEXT_TOKEN", "t"),
+            ],
+            "PROVIDER_CONTEXT_BASE_URL is not set",
+        ),
+        (
+            &[
+                (
+                    "PROVIDER_CONTEXT_BASE_URL",
+                    "https://user:SECRETPW@ctx.example.com",
+                ),
+                ("PROVIDER_CONTEXT_TOKEN", "t"),
+            ],
+            "PROVIDER_CONTEXT_BASE_URL is invalid: it must not contain user info",
+        ),
+        (
+            &[
+                ("PROVIDER_CONTEXT_BASE_URL", "http://ctx.example.com"),
+                ("PROVIDER_CONTEXT_TOKEN", "SECRETPW"),
+            ],
+            "PROVIDER_CONTEXT_BASE_URL is invalid: http is allowed only for",
+        ),
+    ];
+    for (env, expected) in cases {
+        let output = ecp(&["serve", "--http"])
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert!(output.stdout.is_empty());
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(expected), "{stderr}");
+        assert!(
+            !stderr.contains("SECRETPW") && !stderr.contains("ctx.example.com"),
+            "{stderr}"
+        );
+    }
+
+    // Other variable names.
+    let output = ecp(&[
+        "serve",
+        "--http",
+        "--base-url-env",
+        "ACME_CONTEXT_BASE_URL",
+        "--token-env",
+        "ACME_CONTEXT_TOKEN",
+    ])
+    .env("ACME_CONTEXT_BASE_URL", "https://ctx.example.com")
+    .stdin(Stdio::null())
+    .output()
+    .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("ACME_CONTEXT_TOKEN is not set"));
+}
+
+#[test]
+fn bad_fixture_and_bad_flags_say_where_and_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("corpus.jsonl");
+    std::fs::write(
+        &path,
+        "{\"id\":\"a\",\"content\":\"x\"}\n{\"id\":\"b\",\"content\":\n",
+    )
+    .unwrap();
+    let output = ecp(&["serve", "--fixture", path.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr.contains(&format!("{}:2:", path.display())),
+        "{stderr}"
+    );
+
+    let output = ecp(&["serve"]).stdin(Stdio::null()).output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "a backend is required");
+    let output = ecp(&["serve", "--fixture", "x", "--budget-ms", "0"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "budget 0 is refused");
+}
