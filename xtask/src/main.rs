@@ -12,7 +12,10 @@ use std::{
 };
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 fn run(program: &str, args: &[&str]) -> Result<(), String> {
@@ -31,7 +34,10 @@ fn run(program: &str, args: &[&str]) -> Result<(), String> {
 
 fn ci() -> Result<(), String> {
     run("cargo", &["fmt", "--all", "--", "--check"])?;
-    run("cargo", &["clippy", "--all-targets", "--", "-D", "warnings"])?;
+    run(
+        "cargo",
+        &["clippy", "--all-targets", "--", "-D", "warnings"],
+    )?;
     run("cargo", &["test", "--workspace"])
 }
 
