@@ -6,10 +6,14 @@
 //! - [`providers`]: the Generic HTTP Search V1 binding (copied) and the
 //!   fixture corpus behind `ecp serve --fixture`.
 //! - [`contracts`]: the canonical schemas of `contracts/v1`.
+//! - [`lint`]: the pre-publish checks of manifests, folders and archives.
+//! - [`name`]: the extension name rules shared by `ecp new` and `ecp lint`.
 //! - [`cli`]: the command line, a thin shell over the library.
 
 pub mod cli;
 pub mod contracts;
+pub mod lint;
+pub mod name;
 pub mod profile;
 pub mod providers;
 pub mod runtime;

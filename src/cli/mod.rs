@@ -1,11 +1,13 @@
 //! The command line: all the clap definitions in one place, and a dispatch
 //! to one `run` per subcommand. Library code never sees clap.
 
+mod explain;
+mod lint;
 mod serve;
 
-use std::{path::PathBuf, process::ExitCode};
+use std::{io::IsTerminal, path::PathBuf, process::ExitCode};
 
-use clap::{ArgGroup, Args, Parser, Subcommand};
+use clap::{ArgGroup, Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
 use crate::providers::http::{DEFAULT_BASE_URL_ENV, DEFAULT_TOKEN_ENV};
 
@@ -16,14 +18,81 @@ use crate::providers::http::{DEFAULT_BASE_URL_ENV, DEFAULT_TOKEN_ENV};
     about = "Build, lint, package, serve and check External Context Provider extensions for Qwen Code"
 )]
 pub struct Cli {
+    /// When to colour output (NO_COLOR is honoured in auto mode)
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    color: ColorChoice,
+
     #[command(subcommand)]
     command: Command,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorChoice {
+    /// Whether to colour what goes to stdout.
+    pub fn for_stdout(self) -> bool {
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                    && std::io::stdout().is_terminal()
+            }
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Check a manifest, an extension folder or a release archive before publishing
+    Lint(LintArgs),
+    /// Print the long explanation of a lint rule
+    Explain(ExplainArgs),
     /// Run the profile adapter over stdio (MCP), for local testing
     Serve(ServeArgs),
+    /// Print shell completions
+    Completions(CompletionsArgs),
+}
+
+/// `ecp lint`.
+#[derive(Debug, Args)]
+pub struct LintArgs {
+    /// An extension folder, a qwen-extension.json, or a .tar.gz/.zip archive
+    #[arg(default_value = ".")]
+    pub path: PathBuf,
+
+    /// Output format
+    #[arg(long, value_enum, default_value_t = LintFormat::Human)]
+    pub format: LintFormat,
+
+    /// Fail (exit 1) on warnings too
+    #[arg(long)]
+    pub deny_warnings: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LintFormat {
+    Human,
+    Json,
+    Sarif,
+}
+
+/// `ecp explain`.
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// A rule ID, as `ecp lint` prints it (e.g. include-tools); omit to list all
+    pub rule: Option<String>,
+}
+
+/// `ecp completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    pub shell: clap_complete::Shell,
 }
 
 /// `ecp serve`: one backend, chosen explicitly.
@@ -59,6 +128,17 @@ pub struct ServeArgs {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Lint(args) => lint::run(args, cli.color),
+        Command::Explain(args) => explain::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Completions(args) => {
+            clap_complete::generate(
+                args.shell,
+                &mut Cli::command(),
+                "ecp",
+                &mut std::io::stdout(),
+            );
+            ExitCode::SUCCESS
+        }
     }
 }

@@ -1,0 +1,316 @@
+//! Release archives (`.tar.gz`, `.zip`): read every entry's header, then
+//! check the archive rules (manifest place, entry point and its mode,
+//! secret files, links, unsafe paths, duplicates) and lint the manifest
+//! inside.
+
+use std::{collections::HashSet, fs::File, io::Read, path::Path};
+
+use super::{ArchiveSummary, Finding, LintError, MANIFEST, Report, Rule, lint_manifest_text};
+
+/// Largest manifest read from an archive.
+const MAX_MANIFEST_BYTES: u64 = 1024 * 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    File,
+    Directory,
+    Link,
+    Other,
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    path: String,
+    kind: Kind,
+    mode: u32,
+    size: u64,
+    /// Kept for manifests only.
+    data: Option<Vec<u8>>,
+}
+
+fn archive_error(path: &Path, error: impl std::fmt::Display) -> LintError {
+    LintError::Archive {
+        path: path.to_owned(),
+        message: error.to_string(),
+    }
+}
+
+fn is_manifest_name(path: &str) -> bool {
+    path.rsplit('/').next() == Some(MANIFEST)
+}
+
+fn read_tar_gz(path: &Path) -> Result<Vec<Entry>, LintError> {
+    let file = File::open(path).map_err(|source| LintError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
+    let mut entries = Vec::new();
+    for entry in archive.entries().map_err(|e| archive_error(path, e))? {
+        let mut entry = entry.map_err(|e| archive_error(path, e))?;
+        let header = entry.header();
+        let kind = match header.entry_type() {
+            tar::EntryType::Regular | tar::EntryType::Continuous => Kind::File,
+            tar::EntryType::Directory => Kind::Directory,
+            tar::EntryType::Symlink | tar::EntryType::Link => Kind::Link,
+            _ => Kind::Other,
+        };
+        let mode = header.mode().unwrap_or(0);
+        let size = header.size().unwrap_or(0);
+        let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        let data = if kind == Kind::File && is_manifest_name(&name) && size <= MAX_MANIFEST_BYTES {
+            let mut data = Vec::new();
+            entry
+                .read_to_end(&mut data)
+                .map_err(|e| archive_error(path, e))?;
+            Some(data)
+        } else {
+            None
+        };
+        entries.push(Entry {
+            path: name,
+            kind,
+            mode,
+            size,
+            data,
+        });
+    }
+    Ok(entries)
+}
+
+fn read_zip(path: &Path) -> Result<Vec<Entry>, LintError> {
+    let file = File::open(path).map_err(|source| LintError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let mut archive = zip::ZipArchive::new(file).map_err(|e| archive_error(path, e))?;
+    let mut entries = Vec::new();
+    for index in 0..archive.len() {
+        let mut entry = archive
+            .by_index(index)
+            .map_err(|e| archive_error(path, e))?;
+        let name = entry
+            .name()
+            .map(|n| n.into_owned())
+            .unwrap_or_else(|_| String::from_utf8_lossy(entry.name_raw()).into_owned());
+        let mode = entry.unix_mode().unwrap_or(0);
+        let kind = if entry.is_symlink() {
+            Kind::Link
+        } else if entry.is_dir() {
+            Kind::Directory
+        } else if entry.is_file() {
+            Kind::File
+        } else {
+            Kind::Other
+        };
+        let size = entry.size();
+        let data = if kind == Kind::File && is_manifest_name(&name) && size <= MAX_MANIFEST_BYTES {
+            let mut data = Vec::new();
+            entry
+                .read_to_end(&mut data)
+                .map_err(|e| archive_error(path, e))?;
+            Some(data)
+        } else {
+            None
+        };
+        entries.push(Entry {
+            path: name,
+            kind,
+            mode: mode & 0o7777,
+            size,
+            data,
+        });
+    }
+    Ok(entries)
+}
+
+/// `./a/b/` -> `a/b`.
+fn normalized(path: &str) -> &str {
+    path.trim_start_matches("./").trim_end_matches('/')
+}
+
+fn is_unsafe_path(path: &str) -> bool {
+    let bytes = path.as_bytes();
+    path.starts_with('/')
+        || path.starts_with('\\')
+        || (bytes.len() >= 2 && bytes[1] == b':' && bytes[0].is_ascii_alphabetic())
+        || path.split(['/', '\\']).any(|part| part == "..")
+}
+
+/// File names that hold secrets by convention.
+fn is_secret_file(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    let templates = [".env.example", ".env.sample", ".env.template"];
+    if name == ".env" || (name.starts_with(".env.") && !templates.contains(&name.as_str())) {
+        return true;
+    }
+    let exact = [
+        "id_rsa",
+        "id_dsa",
+        "id_ecdsa",
+        "id_ed25519",
+        ".npmrc",
+        ".pypirc",
+        ".netrc",
+        ".git-credentials",
+        "credentials.json",
+        "service-account.json",
+    ];
+    let extensions = [".pem", ".key", ".p12", ".pfx", ".jks", ".keystore"];
+    exact.contains(&name.as_str()) || extensions.iter().any(|ext| name.ends_with(ext))
+}
+
+/// The folder the manifest sits in ("" for the root), when the archive
+/// follows Qwen's layout.
+fn manifest_root(entries: &[Entry]) -> Option<String> {
+    let files: Vec<&str> = entries.iter().map(|e| normalized(&e.path)).collect();
+    if files.contains(&MANIFEST) {
+        return Some(String::new());
+    }
+    let tops: HashSet<&str> = files
+        .iter()
+        .filter(|p| !p.is_empty())
+        .map(|p| p.split('/').next().unwrap_or(p))
+        .collect();
+    let [top] = tops.into_iter().collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    files
+        .contains(&format!("{top}/{MANIFEST}").as_str())
+        .then(|| format!("{top}/"))
+}
+
+/// Lints an archive: its entries, then the manifest inside.
+pub fn lint_archive(path: &Path, report: &mut Report) -> Result<(), LintError> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let entries = if name.ends_with(".zip") {
+        read_zip(path)?
+    } else {
+        read_tar_gz(path)?
+    };
+    let shown = path.display().to_string();
+    let entry_label = |entry: &str| format!("{shown}!/{entry}");
+    report.archives.push(ArchiveSummary {
+        file: shown.clone(),
+        entries: entries.len(),
+        uncompressed_bytes: entries.iter().map(|e| e.size).sum(),
+        compressed_bytes: std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+    });
+
+    let mut seen = HashSet::new();
+    for entry in &entries {
+        let label = entry_label(&entry.path);
+        if is_unsafe_path(&entry.path) {
+            report.findings.push(Finding::about(
+                Rule::ArchivePath,
+                &label,
+                format!(
+                    "entry `{}` would extract outside the extension folder",
+                    entry.path
+                ),
+                "package paths relative to the extension root, without `..`",
+            ));
+        }
+        if !seen.insert(normalized(&entry.path).to_owned()) {
+            report.findings.push(Finding::about(
+                Rule::ArchiveDuplicate,
+                &label,
+                format!("entry `{}` appears more than once", entry.path),
+                "package each path once",
+            ));
+        }
+        if entry.kind == Kind::Link {
+            report.findings.push(Finding::about(
+                Rule::ArchiveLink,
+                &label,
+                format!(
+                    "entry `{}` is a link; Qwen rejects links in release archives",
+                    entry.path
+                ),
+                "package the file it points to instead",
+            ));
+        }
+        if entry.kind == Kind::File && is_secret_file(&entry.path) {
+            report.findings.push(Finding::about(
+                Rule::ArchiveSecretFile,
+                &label,
+                format!("entry `{}` is an environment or key file", entry.path),
+                "remove it from the package; secrets come from the environment at run time",
+            ));
+        }
+    }
+
+    let Some(root) = manifest_root(&entries) else {
+        report.findings.push(Finding::about(
+            Rule::ArchiveManifest,
+            &shown,
+            format!("no {MANIFEST} at the archive root or in one top-level folder"),
+            format!("put {MANIFEST} at the root of the archive"),
+        ));
+        return Ok(());
+    };
+    let manifest_path = format!("{root}{MANIFEST}");
+    let manifest = entries
+        .iter()
+        .find(|e| normalized(&e.path) == manifest_path && e.kind == Kind::File);
+    let Some(data) = manifest.and_then(|m| m.data.as_ref()) else {
+        report.findings.push(Finding::about(
+            Rule::ArchiveManifest,
+            &entry_label(&manifest_path),
+            format!("{MANIFEST} is not a regular file of at most 1 MiB"),
+            "package the manifest as a regular file",
+        ));
+        return Ok(());
+    };
+    let text = String::from_utf8_lossy(data).into_owned();
+    let manifest_label = entry_label(&manifest_path);
+    let facts = lint_manifest_text(&manifest_label, &text, report)?;
+
+    let find = |relative: &str| {
+        let wanted = format!("{root}{relative}");
+        entries
+            .iter()
+            .find(|e| normalized(&e.path) == wanted && e.kind == Kind::File)
+    };
+    if let Some((relative, span)) = &facts.entry_point {
+        match find(relative).or_else(|| find(&format!("{relative}.exe"))) {
+            None => report.findings.push(Finding::new(
+                Rule::ArchiveEntryPoint,
+                &manifest_label,
+                &text,
+                *span,
+                "",
+                format!("the entry point `{relative}` is not in the archive"),
+                "build the binary into dist/main before packaging (ecp package does)",
+            )),
+            Some(entry) if entry.mode & 0o777 != 0o755 => report.findings.push(Finding::new(
+                Rule::ArchiveEntryPoint,
+                &manifest_label,
+                &text,
+                *span,
+                "",
+                format!(
+                    "the entry point `{}` has mode {:04o}; it must be 0755",
+                    normalized(&entry.path),
+                    entry.mode & 0o777
+                ),
+                "store it with mode 0755",
+            )),
+            Some(_) => {}
+        }
+    }
+    for (name, span) in &facts.context_files {
+        if find(name).is_none() {
+            report.findings.push(Finding::new(
+                Rule::ContextFileMissing,
+                &manifest_label,
+                &text,
+                *span,
+                "/contextFileName",
+                format!("context file `{name}` is not in the archive"),
+                format!("package {name} next to the manifest"),
+            ));
+        }
+    }
+    Ok(())
+}

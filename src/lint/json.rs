@@ -1,0 +1,427 @@
+//! A small JSON parser that keeps where every value and key came from, so
+//! that a finding can point at the line and column of the offending value
+//! (serde_json's `Value` forgets positions).
+
+use std::fmt;
+
+/// A byte range in the source text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Span {
+    pub start: usize,
+    pub end: usize,
+}
+
+/// A JSON value with its span.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    pub span: Span,
+    pub value: Value,
+}
+
+/// An object member: the key (with its own span) and the value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Member {
+    pub key: String,
+    pub key_span: Span,
+    pub node: Node,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    /// The literal as written.
+    Number(String),
+    String(String),
+    Array(Vec<Node>),
+    /// Members in source order; duplicates are kept (the last one wins when
+    /// looked up, as in JavaScript).
+    Object(Vec<Member>),
+}
+
+impl Node {
+    pub fn as_str(&self) -> Option<&str> {
+        match &self.value {
+            Value::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_object(&self) -> Option<&[Member]> {
+        match &self.value {
+            Value::Object(members) => Some(members),
+            _ => None,
+        }
+    }
+
+    pub fn as_array(&self) -> Option<&[Node]> {
+        match &self.value {
+            Value::Array(items) => Some(items),
+            _ => None,
+        }
+    }
+
+    /// The member named `key` (the last one, like `JSON.parse`).
+    pub fn member(&self, key: &str) -> Option<&Member> {
+        self.as_object()?.iter().rev().find(|m| m.key == key)
+    }
+
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        self.member(key).map(|m| &m.node)
+    }
+
+    /// A short name of the JSON type, for messages.
+    pub fn type_name(&self) -> &'static str {
+        match self.value {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Number(_) => "a number",
+            Value::String(_) => "a string",
+            Value::Array(_) => "an array",
+            Value::Object(_) => "an object",
+        }
+    }
+}
+
+/// Where and why the text is not JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyntaxError {
+    pub offset: usize,
+    pub message: String,
+}
+
+impl fmt::Display for SyntaxError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |at| at + 1);
+    (line, text[line_start..offset].chars().count() + 1)
+}
+
+const MAX_DEPTH: usize = 256;
+
+struct Parser<'a> {
+    text: &'a str,
+    bytes: &'a [u8],
+    at: usize,
+    depth: usize,
+}
+
+/// Parses one JSON document (a leading UTF-8 BOM is allowed).
+pub fn parse(text: &str) -> Result<Node, SyntaxError> {
+    let start = if text.starts_with('\u{feff}') { 3 } else { 0 };
+    let mut parser = Parser {
+        text,
+        bytes: text.as_bytes(),
+        at: start,
+        depth: 0,
+    };
+    parser.skip_whitespace();
+    let node = parser.value()?;
+    parser.skip_whitespace();
+    if parser.at < parser.bytes.len() {
+        return Err(parser.error("unexpected text after the JSON value"));
+    }
+    Ok(node)
+}
+
+impl Parser<'_> {
+    fn error(&self, message: &str) -> SyntaxError {
+        SyntaxError {
+            offset: self.at,
+            message: message.to_owned(),
+        }
+    }
+
+    fn skip_whitespace(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.at) {
+            self.at += 1;
+        }
+    }
+
+    fn expect(&mut self, byte: u8, what: &str) -> Result<(), SyntaxError> {
+        if self.bytes.get(self.at) == Some(&byte) {
+            self.at += 1;
+            Ok(())
+        } else {
+            Err(self.error(&format!("expected {what}")))
+        }
+    }
+
+    fn value(&mut self) -> Result<Node, SyntaxError> {
+        let start = self.at;
+        let value = match self.bytes.get(self.at) {
+            None => return Err(self.error("unexpected end of input: expected a value")),
+            Some(b'{') => self.object()?,
+            Some(b'[') => self.array()?,
+            Some(b'"') => Value::String(self.string()?),
+            Some(b'-' | b'0'..=b'9') => self.number()?,
+            Some(_) => self.literal()?,
+        };
+        Ok(Node {
+            span: Span {
+                start,
+                end: self.at,
+            },
+            value,
+        })
+    }
+
+    fn nested(&mut self) -> Result<(), SyntaxError> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(self.error("JSON nested too deeply"));
+        }
+        Ok(())
+    }
+
+    fn object(&mut self) -> Result<Value, SyntaxError> {
+        self.nested()?;
+        self.at += 1;
+        let mut members = Vec::new();
+        self.skip_whitespace();
+        if self.bytes.get(self.at) == Some(&b'}') {
+            self.at += 1;
+            self.depth -= 1;
+            return Ok(Value::Object(members));
+        }
+        loop {
+            self.skip_whitespace();
+            if !members.is_empty() && self.bytes.get(self.at) == Some(&b'}') {
+                return Err(self.error("trailing commas are not JSON"));
+            }
+            if self.bytes.get(self.at) != Some(&b'"') {
+                return Err(self.error("expected a string key (keys need double quotes)"));
+            }
+            let key_start = self.at;
+            let key = self.string()?;
+            let key_span = Span {
+                start: key_start,
+                end: self.at,
+            };
+            self.skip_whitespace();
+            self.expect(b':', "':' after the key")?;
+            self.skip_whitespace();
+            let node = self.value()?;
+            members.push(Member {
+                key,
+                key_span,
+                node,
+            });
+            self.skip_whitespace();
+            match self.bytes.get(self.at) {
+                Some(b',') => self.at += 1,
+                Some(b'}') => {
+                    self.at += 1;
+                    self.depth -= 1;
+                    return Ok(Value::Object(members));
+                }
+                _ => return Err(self.error("expected ',' or '}' (trailing commas are not JSON)")),
+            }
+        }
+    }
+
+    fn array(&mut self) -> Result<Value, SyntaxError> {
+        self.nested()?;
+        self.at += 1;
+        let mut items = Vec::new();
+        self.skip_whitespace();
+        if self.bytes.get(self.at) == Some(&b']') {
+            self.at += 1;
+            self.depth -= 1;
+            return Ok(Value::Array(items));
+        }
+        loop {
+            self.skip_whitespace();
+            if !items.is_empty() && self.bytes.get(self.at) == Some(&b']') {
+                return Err(self.error("trailing commas are not JSON"));
+            }
+            items.push(self.value()?);
+            self.skip_whitespace();
+            match self.bytes.get(self.at) {
+                Some(b',') => self.at += 1,
+                Some(b']') => {
+                    self.at += 1;
+                    self.depth -= 1;
+                    return Ok(Value::Array(items));
+                }
+                _ => return Err(self.error("expected ',' or ']' (trailing commas are not JSON)")),
+            }
+        }
+    }
+
+    fn literal(&mut self) -> Result<Value, SyntaxError> {
+        for (word, value) in [
+            ("true", Value::Bool(true)),
+            ("false", Value::Bool(false)),
+            ("null", Value::Null),
+        ] {
+            if self.text[self.at..].starts_with(word) {
+                self.at += word.len();
+                return Ok(value);
+            }
+        }
+        Err(self.error("expected a JSON value"))
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.at;
+        while self.bytes.get(self.at).is_some_and(u8::is_ascii_digit) {
+            self.at += 1;
+        }
+        self.at - start
+    }
+
+    fn number(&mut self) -> Result<Value, SyntaxError> {
+        let start = self.at;
+        if self.bytes[self.at] == b'-' {
+            self.at += 1;
+        }
+        let int_start = self.at;
+        if self.digits() == 0 {
+            return Err(self.error("expected digits"));
+        }
+        if self.bytes[int_start] == b'0' && self.at - int_start > 1 {
+            return Err(SyntaxError {
+                offset: int_start,
+                message: "numbers must not have leading zeros".into(),
+            });
+        }
+        if self.bytes.get(self.at) == Some(&b'.') {
+            self.at += 1;
+            if self.digits() == 0 {
+                return Err(self.error("expected digits after '.'"));
+            }
+        }
+        if let Some(b'e' | b'E') = self.bytes.get(self.at) {
+            self.at += 1;
+            if let Some(b'+' | b'-') = self.bytes.get(self.at) {
+                self.at += 1;
+            }
+            if self.digits() == 0 {
+                return Err(self.error("expected digits in the exponent"));
+            }
+        }
+        Ok(Value::Number(self.text[start..self.at].to_owned()))
+    }
+
+    fn hex4(&mut self) -> Result<u32, SyntaxError> {
+        let digits = self
+            .text
+            .get(self.at..self.at + 4)
+            .filter(|d| d.bytes().all(|b| b.is_ascii_hexdigit()))
+            .ok_or_else(|| self.error("expected four hex digits after \\u"))?;
+        self.at += 4;
+        Ok(u32::from_str_radix(digits, 16).unwrap_or(0xFFFD))
+    }
+
+    fn string(&mut self) -> Result<String, SyntaxError> {
+        self.at += 1;
+        let mut out = String::new();
+        loop {
+            let clean_start = self.at;
+            while let Some(&b) = self.bytes.get(self.at) {
+                if b == b'"' || b == b'\\' || b < 0x20 {
+                    break;
+                }
+                self.at += 1;
+            }
+            out.push_str(&self.text[clean_start..self.at]);
+            match self.bytes.get(self.at) {
+                None => return Err(self.error("unterminated string")),
+                Some(b'"') => {
+                    self.at += 1;
+                    return Ok(out);
+                }
+                Some(b'\\') => {
+                    self.at += 1;
+                    let escape = self.bytes.get(self.at).copied();
+                    self.at += 1;
+                    match escape {
+                        Some(b'"') => out.push('"'),
+                        Some(b'\\') => out.push('\\'),
+                        Some(b'/') => out.push('/'),
+                        Some(b'b') => out.push('\u{8}'),
+                        Some(b'f') => out.push('\u{c}'),
+                        Some(b'n') => out.push('\n'),
+                        Some(b'r') => out.push('\r'),
+                        Some(b't') => out.push('\t'),
+                        Some(b'u') => {
+                            let unit = self.hex4()?;
+                            let code = if (0xD800..0xDC00).contains(&unit)
+                                && self.text[self.at..].starts_with("\\u")
+                            {
+                                let save = self.at;
+                                self.at += 2;
+                                let low = self.hex4()?;
+                                if (0xDC00..0xE000).contains(&low) {
+                                    0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
+                                } else {
+                                    self.at = save;
+                                    0xFFFD
+                                }
+                            } else {
+                                unit
+                            };
+                            out.push(char::from_u32(code).unwrap_or('\u{FFFD}'));
+                        }
+                        _ => {
+                            self.at -= 1;
+                            return Err(self.error("invalid escape in string"));
+                        }
+                    }
+                }
+                Some(_) => return Err(self.error("control character in string (escape it)")),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_spans_of_keys_and_values() {
+        let text = "{\n  \"name\": \"acme-context\",\n  \"n\": [1, -2.5e3, true, null]\n}";
+        let doc = parse(text).unwrap();
+        let name = doc.member("name").unwrap();
+        assert_eq!(&text[name.key_span.start..name.key_span.end], "\"name\"");
+        assert_eq!(
+            &text[name.node.span.start..name.node.span.end],
+            "\"acme-context\""
+        );
+        assert_eq!(line_column(text, name.node.span.start), (2, 11));
+        let n = doc.get("n").unwrap().as_array().unwrap();
+        assert_eq!(n[1].value, Value::Number("-2.5e3".into()));
+    }
+
+    #[test]
+    fn decodes_escapes_and_surrogates() {
+        let doc = parse(r#""a\"\\\/\n\u00e9\ud83d\ude00\ud800""#).unwrap();
+        assert_eq!(doc.as_str(), Some("a\"\\/\né😀\u{FFFD}"));
+    }
+
+    #[test]
+    fn reports_where_the_syntax_breaks() {
+        for (text, at, what) in [
+            ("{\"a\": 1,}", 8, "trailing commas"),
+            ("{'a': 1}", 1, "double quotes"),
+            ("[01]", 1, "leading zeros"),
+            ("{\"a\" 1}", 5, "':'"),
+            ("\"abc", 4, "unterminated"),
+            ("[1] x", 4, "after the JSON value"),
+        ] {
+            let error = parse(text).unwrap_err();
+            assert_eq!(error.offset, at, "{text}");
+            assert!(error.message.contains(what), "{text}: {}", error.message);
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! The catalogue of lint rules: stable IDs, default severities, one-line
+//! summaries and the long explanations `ecp explain <RULE>` prints.
+
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Warning,
+    Error,
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        })
+    }
+}
+
+macro_rules! rules {
+    ($($variant:ident = $id:literal, $severity:ident, $summary:literal, $explain:literal;)*) => {
+        /// A lint rule. The ID is stable: CI configurations and SARIF
+        /// baselines refer to it.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Rule { $($variant,)* }
+
+        impl Rule {
+            pub const ALL: &'static [Rule] = &[$(Rule::$variant,)*];
+
+            pub fn id(self) -> &'static str {
+                match self { $(Rule::$variant => $id,)* }
+            }
+
+            pub fn severity(self) -> Severity {
+                match self { $(Rule::$variant => Severity::$severity,)* }
+            }
+
+            /// One line: what the rule requires.
+            pub fn summary(self) -> &'static str {
+                match self { $(Rule::$variant => $summary,)* }
+            }
+
+            /// The long form: why, and how to fix it.
+            pub fn explanation(self) -> &'static str {
+                match self { $(Rule::$variant => $explain,)* }
+            }
+        }
+    };
+}
+
+rules! {
+    ManifestShape = "manifest-shape", Error,
+        "qwen-extension.json must be a JSON object",
+        "The manifest is read as one JSON object. Arrays, strings and other values install nothing.";
+    NameMissing = "name-missing", Error,
+        "the manifest needs a string `name`",
+        "Qwen Code requires `name`; the install folder and the MCP tool prefix are derived from it.";
+    NameFormat = "name-format", Error,
+        "the name must be stable and globally distinctive",
+        "Extension and MCP server names must be lower-case ASCII letters, digits and single dashes, \
+3 to 64 characters, with at least two words (`acme-context`). Generic names (`external-context`, \
+`context`, `search`, `mcp`, `qwen-...`, `...-mcp`, `...-extension`) collide with other providers and \
+with Qwen's private external-context integration. Use `<org>-context`.";
+    ServerCount = "server-count", Error,
+        "the manifest must declare exactly one MCP server",
+        "A profile extension contributes exactly one MCP server, keyed by the extension name, that offers \
+`context_search`. Publish other servers as separate extensions.";
+    ServerKey = "server-key", Error,
+        "the MCP server key must equal the extension name",
+        "Qwen exposes the tool as `mcp__<server>__context_search`; keying the server by the extension's \
+stable name keeps that identifier distinctive and predictable. Rename the key under `mcpServers`.";
+    IncludeTools = "include-tools", Error,
+        "`includeTools` must be exactly [\"context_search\"]",
+        "Without `includeTools` Qwen installs every tool the server offers; an empty list installs none. \
+A profile manifest pins the one profile tool: `\"includeTools\": [\"context_search\"]`.";
+    ExcludeTools = "exclude-tools", Error,
+        "`excludeTools` must not list context_search",
+        "In Qwen, `excludeTools` wins over `includeTools`: listing the profile tool there removes it. \
+Remove `context_search` from `excludeTools`.";
+    Trust = "trust", Error,
+        "the manifest must not carry `trust`",
+        "Qwen Code 0.24 honours `trust: true` from an extension manifest (measured; the docs say it is \
+stripped): the tool then runs without the user's approval. A profile manifest never sets `trust`; \
+remove the field whatever its value.";
+    CommandSpaces = "command-spaces", Error,
+        "`command` holds spaces but there are no `args`",
+        "Qwen does not split `command` on spaces: `\"command\": \"node main.js\"` fails to connect. Put the \
+executable in `command` and every argument in `args`.";
+    CommandInstaller = "command-installer", Error,
+        "`command` runs a package installer or runner",
+        "Installing or starting an extension must not run an unreviewed package installer (`npx`, `uvx`, \
+`npm`, `pnpm`, `yarn`, `bunx`, `pip`, `pipx`, `docker`...). Ship a self-contained entry point in the \
+archive and start it as `${extensionPath}${/}dist${/}main`.";
+    CommandEntryPoint = "command-entry-point", Error,
+        "`command` must be the bundled entry point under ${extensionPath}",
+        "The released archive is self-contained: its MCP server starts the entry point it ships, \
+`${extensionPath}${/}dist${/}main`, never a program found on the user's PATH or elsewhere on disk.";
+    CwdMissing = "cwd-missing", Warning,
+        "a local server should set `cwd` to ${extensionPath}",
+        "Without `cwd` the adapter starts in whatever folder Qwen was started from. The reference shape \
+sets `\"cwd\": \"${extensionPath}\"`.";
+    TimeoutMissing = "timeout-missing", Error,
+        "the server needs a `timeout`",
+        "Without `timeout` Qwen waits 10 minutes for a tool call. The reference sets `\"timeout\": 8000`, \
+which leaves the adapter's 5000 ms provider budget room to return its stable error first.";
+    TimeoutHeadroom = "timeout-headroom", Error,
+        "`timeout` must leave headroom over the provider budget",
+        "The adapter's provider budget (5000 ms by default) must end before Qwen's MCP call timeout, so \
+the stable `External context search failed.` arrives instead of a client-side timeout. Use a positive \
+integer of at least 6000 ms; the reference uses 8000.";
+    EnvLiteral = "env-literal", Warning,
+        "`env` values should be ${VAR} placeholders",
+        "Credentials and endpoints come from the administrator's environment at run time. A literal in \
+`env` ships with the extension to every machine; write `\"ACME_CONTEXT_TOKEN\": \"${ACME_CONTEXT_TOKEN}\"`.";
+    ServerTransport = "server-transport", Error,
+        "a server needs one transport: `command` (local) or `httpUrl` (remote)",
+        "A local profile server sets `command` (the bundled entry point); a remote one sets `httpUrl`, its \
+HTTPS Streamable HTTP endpoint, and no `command`. `url` is the legacy SSE transport and `tcp` is not \
+part of the profile.";
+    RemoteHttps = "remote-https", Error,
+        "`httpUrl` must be https",
+        "A published remote endpoint is reached over TLS: `https://context.acme.example/mcp`.";
+    RemoteOauth = "remote-oauth", Error,
+        "a remote server needs OAuth enabled with scopes and an audience",
+        "Protected remote services use MCP OAuth with a least-privilege read scope and resource-bound \
+tokens: `\"oauth\": {\"enabled\": true, \"scopes\": [\"context.read\"], \"audiences\": [\"<httpUrl>\"]}`.";
+    RemoteCredentialHeader = "remote-credential-header", Error,
+        "`headers` must not carry credentials",
+        "A released manifest must not contain a bearer token or API key, not even as a placeholder \
+header: the remote path authenticates with OAuth. Remove `Authorization`, `Cookie` and key headers.";
+    SecretBearer = "secret-bearer", Error,
+        "a `Bearer` credential is written in the manifest",
+        "`Authorization: Bearer ...` in JSON is missed by common secret-scanner rules. The token ships to \
+every machine that installs the extension. Remove it, rotate it, and read it from the environment.";
+    SecretBasic = "secret-basic", Error,
+        "a `Basic` credential is written in the manifest",
+        "HTTP Basic credentials are a base64 user:password pair, not an encryption. Remove and rotate them.";
+    SecretJwt = "secret-jwt", Error,
+        "a JSON Web Token is written in the manifest",
+        "A signed JWT is a bearer credential until it expires. Remove it and rotate its signing session.";
+    SecretPrivateKey = "secret-private-key", Error,
+        "a private key is written in the manifest",
+        "PEM private keys must never ship in an extension. Remove the key and replace it.";
+    SecretKnownFormat = "secret-known-format", Error,
+        "a credential in a well-known format is written in the manifest",
+        "The value matches the format of a provider's API key (GitHub, OpenAI, Anthropic, AWS, Google, \
+Slack, Stripe, GitLab, npm, Hugging Face...). Remove it, rotate it, and read it from the environment.";
+    SecretEntropy = "secret-entropy", Error,
+        "a high-entropy value sits under a secret-like key",
+        "The key names a secret (token, secret, password, api key, credential...) and the value looks \
+random. If it is a real credential, remove and rotate it; write a `${VAR}` placeholder instead.";
+    SecretUrlUserinfo = "secret-url-userinfo", Error,
+        "a URL carries user info",
+        "`https://user:password@host` embeds a credential in the URL. Use OAuth or an environment \
+variable instead.";
+    SecretUrlQuery = "secret-url-query", Error,
+        "a URL carries a token-like query parameter",
+        "Query parameters such as `access_token`, `api_key` or `sig` end up in logs and history. Remove \
+the credential from the URL.";
+    SettingsCredential = "settings-credential", Warning,
+        "a setting is declared as the credential path",
+        "In Qwen Code 0.24 values set with `qwen extensions settings set` are stored but do not reach the \
+MCP child process (neither as an environment variable nor through `$VAR` in `env`). A sensitive \
+setting is therefore not a working credential path: document an environment variable instead.";
+    VersionMissing = "version-missing", Error,
+        "the manifest needs a `version`",
+        "Without `version` the extension installs and then lists as `(undefined)`; updates cannot be told \
+apart. Set a semantic version such as `\"0.1.0\"`.";
+    VersionSemver = "version-semver", Error,
+        "`version` must be a semantic version",
+        "Use MAJOR.MINOR.PATCH with optional pre-release and build parts, e.g. `1.4.0` or `1.4.0-rc.1`.";
+    VersionDrift = "version-drift", Error,
+        "the manifest version differs from the crate version",
+        "For a Rust extension the manifest `version` and `Cargo.toml`'s `package.version` describe the same \
+release. Bump both together.";
+    ContextFileMissing = "context-file-missing", Error,
+        "a context file named by `contextFileName` is missing",
+        "Qwen loads the files named by `contextFileName` into the model context. Add the file or remove \
+its name.";
+    ArchiveManifest = "archive-manifest", Error,
+        "the archive has no qwen-extension.json at its root or in one top-level folder",
+        "Qwen looks for the manifest at the archive root, or inside a single top-level folder.";
+    ArchiveEntryPoint = "archive-entry-point", Error,
+        "the entry point is missing from the archive or not executable",
+        "The command `${extensionPath}${/}dist${/}main` must exist in the archive with mode 0755, or the \
+server fails to start after installation.";
+    ArchiveSecretFile = "archive-secret-file", Error,
+        "the archive holds an environment or key file",
+        "`.env*`, private keys, keystores and credential files must never ship. Remove them from the \
+staged tree.";
+    ArchiveLink = "archive-link", Error,
+        "the archive holds a symlink or hard link",
+        "Qwen rejects release archives with symlinks or hard links. Package regular files only.";
+    ArchivePath = "archive-path", Error,
+        "an archive entry has an absolute or `..` path",
+        "Entries must stay inside the extension folder when extracted.";
+    ArchiveDuplicate = "archive-duplicate", Error,
+        "an archive entry appears twice",
+        "Duplicate entries extract differently with different tools. Package each path once.";
+}
+
+impl Rule {
+    /// Looks a rule up by ID.
+    pub fn from_id(id: &str) -> Option<Rule> {
+        Rule::ALL.iter().copied().find(|rule| rule.id() == id)
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.id())
+    }
+}
