@@ -85,13 +85,12 @@ pub fn human(report: &Report, color: bool) -> String {
         let severity = finding.severity.to_string();
         let _ = writeln!(
             out,
-            "{}{} {}",
+            "{} {}",
             paint(
                 color,
                 severity_style(finding.severity),
                 &format!("{severity}[{}]:", finding.rule)
             ),
-            "",
             paint(color, BOLD, &finding.message)
         );
         match finding.position {

@@ -1,7 +1,9 @@
 //! The integration tests: one binary, one module per area.
 
 mod contracts;
+mod lint;
 mod mcp;
+mod npm;
 mod numbers;
 mod render_props;
 mod runtime;
