@@ -7,6 +7,7 @@
 //!   fixture corpus behind `ecp serve --fixture`.
 //! - [`contracts`]: the canonical schemas of `contracts/v1`.
 //! - [`lint`]: the pre-publish checks of manifests, folders and archives.
+//! - [`scaffold`]: `ecp new`, the templates and the verbatim copies.
 //! - [`name`]: the extension name rules shared by `ecp new` and `ecp lint`.
 //! - [`cli`]: the command line, a thin shell over the library.
 
@@ -17,3 +18,4 @@ pub mod name;
 pub mod profile;
 pub mod providers;
 pub mod runtime;
+pub mod scaffold;

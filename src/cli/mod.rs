@@ -3,6 +3,7 @@
 
 mod explain;
 mod lint;
+mod new;
 mod serve;
 
 use std::{io::IsTerminal, path::PathBuf, process::ExitCode};
@@ -49,6 +50,8 @@ impl ColorChoice {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Create a provider extension from a template
+    New(NewArgs),
     /// Check a manifest, an extension folder or a release archive before publishing
     Lint(LintArgs),
     /// Print the long explanation of a lint rule
@@ -57,6 +60,50 @@ enum Command {
     Serve(ServeArgs),
     /// Print shell completions
     Completions(CompletionsArgs),
+}
+
+/// `ecp new`.
+#[derive(Debug, Args)]
+pub struct NewArgs {
+    /// The extension name, also its MCP server name: lower-case words joined
+    /// by dashes, e.g. acme-context
+    pub name: String,
+
+    /// What to create: a Rust adapter crate (local) or a manifest for a
+    /// provider-operated endpoint (remote)
+    #[arg(long, value_enum)]
+    pub template: Option<TemplateChoice>,
+
+    /// Where to create it [default: ./<NAME>]
+    #[arg(long, value_name = "PATH")]
+    pub dir: Option<PathBuf>,
+
+    /// Never prompt; take the defaults for every missing value
+    #[arg(long)]
+    pub yes: bool,
+
+    /// Write into a non-empty folder (files of the same name are replaced)
+    #[arg(long)]
+    pub force: bool,
+
+    /// One line describing the extension
+    #[arg(long)]
+    pub description: Option<String>,
+
+    /// The remote template's endpoint (https)
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
+
+    /// Prefix of the local template's environment variables [default: from NAME,
+    /// e.g. ACME_CONTEXT for ACME_CONTEXT_BASE_URL and ACME_CONTEXT_TOKEN]
+    #[arg(long, value_name = "PREFIX")]
+    pub env_prefix: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TemplateChoice {
+    Local,
+    Remote,
 }
 
 /// `ecp lint`.
@@ -128,6 +175,7 @@ pub struct ServeArgs {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::New(args) => new::run(args),
         Command::Lint(args) => lint::run(args, cli.color),
         Command::Explain(args) => explain::run(args),
         Command::Serve(args) => serve::run(args),

@@ -3,6 +3,7 @@
 mod contracts;
 mod lint;
 mod mcp;
+mod new;
 mod npm;
 mod numbers;
 mod render_props;

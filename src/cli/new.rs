@@ -1,0 +1,150 @@
+//! `ecp new`: gather the settings (flags, prompts on a terminal, defaults
+//! with `--yes`), render, write, and say what to do next.
+
+use std::{io::IsTerminal, path::PathBuf, process::ExitCode};
+
+use dialoguer::{Input, Select, theme::ColorfulTheme};
+
+use super::{NewArgs, TemplateChoice};
+use crate::scaffold::{self, NewSettings, ScaffoldError, Template};
+
+fn fail(error: &ScaffoldError) -> ExitCode {
+    eprintln!("error: {error}");
+    if let Some(help) = error.help() {
+        eprintln!("  = help: {help}");
+    }
+    ExitCode::FAILURE
+}
+
+/// Asks for a line, re-asking until `check` accepts it.
+fn ask(
+    prompt: &str,
+    default: String,
+    check: impl Fn(&str) -> Result<(), ScaffoldError>,
+) -> Result<String, String> {
+    Input::<String>::with_theme(&ColorfulTheme::default())
+        .with_prompt(prompt)
+        .default(default)
+        .validate_with(|value: &String| check(value).map_err(|e| e.to_string()))
+        .interact_text()
+        .map_err(|e| format!("prompt failed: {e}"))
+}
+
+fn settings(args: &NewArgs, interactive: bool) -> Result<NewSettings, String> {
+    let template = match (args.template, interactive) {
+        (Some(TemplateChoice::Local), _) => Template::Local,
+        (Some(TemplateChoice::Remote), _) => Template::Remote,
+        (None, false) => Template::Local,
+        (None, true) => {
+            let choice = Select::with_theme(&ColorfulTheme::default())
+                .with_prompt("Template")
+                .items([
+                    "local  - a Rust adapter crate for your REST API (dist/main)",
+                    "remote - a manifest for your own Streamable HTTP MCP endpoint",
+                ])
+                .default(0)
+                .interact()
+                .map_err(|e| format!("prompt failed: {e}"))?;
+            if choice == 0 {
+                Template::Local
+            } else {
+                Template::Remote
+            }
+        }
+    };
+    let mut settings = NewSettings::with_defaults(&args.name, template);
+    settings.description = match (&args.description, interactive) {
+        (Some(description), _) => description.clone(),
+        (None, false) => settings.description,
+        (None, true) => ask(
+            "Description",
+            settings.description,
+            scaffold::check_description,
+        )?,
+    };
+    if template == Template::Local {
+        settings.env_prefix = match (&args.env_prefix, interactive) {
+            (Some(prefix), _) => prefix.clone(),
+            (None, false) => settings.env_prefix,
+            (None, true) => ask(
+                "Environment variable prefix",
+                settings.env_prefix,
+                scaffold::check_env_prefix,
+            )?,
+        };
+    }
+    if template == Template::Remote {
+        settings.endpoint = Some(match (&args.endpoint, interactive) {
+            (Some(endpoint), _) => endpoint.clone(),
+            (None, false) => settings.endpoint.unwrap_or_default(),
+            (None, true) => ask(
+                "Endpoint (https)",
+                settings.endpoint.unwrap_or_default(),
+                |value| scaffold::check_endpoint(value).map(|_| ()),
+            )?,
+        });
+    } else if args.endpoint.is_some() {
+        return Err("--endpoint applies to --template remote only".into());
+    }
+    Ok(settings)
+}
+
+pub fn run(args: NewArgs) -> ExitCode {
+    // The name is checked before anything is asked.
+    if let Err(error) = scaffold::check_name(&args.name) {
+        return fail(&error);
+    }
+    let interactive = !args.yes && std::io::stdin().is_terminal();
+    let settings = match settings(&args, interactive) {
+        Ok(settings) => settings,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let files = match scaffold::plan(&settings) {
+        Ok(files) => files,
+        Err(error) => return fail(&error),
+    };
+    let dir = args
+        .dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(&settings.name));
+    if let Err(error) = scaffold::write(&dir, &files, args.force) {
+        return fail(&error);
+    }
+    let kind = match settings.template {
+        Template::Local => "local adapter",
+        Template::Remote => "remote manifest",
+    };
+    println!(
+        "Created {} ({kind}) in {}: {} files",
+        settings.name,
+        dir.display(),
+        files.len()
+    );
+    println!();
+    println!("Next:");
+    println!("  cd {}", dir.display());
+    match settings.template {
+        Template::Local => {
+            println!("  $EDITOR src/provider.rs        # map your search API to profile items");
+            println!(
+                "  cargo test                     # contract vectors and the provider mapping"
+            );
+            println!("  ecp lint .");
+            println!(
+                "  export {0}_BASE_URL=https://... {0}_TOKEN=...",
+                settings.env_prefix
+            );
+        }
+        Template::Remote => {
+            println!("  ecp lint .");
+            println!(
+                "  ecp check --url {}",
+                settings.endpoint.as_deref().unwrap_or("")
+            );
+        }
+    }
+    ExitCode::SUCCESS
+}

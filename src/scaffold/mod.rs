@@ -1,0 +1,407 @@
+//! `ecp new`: render a provider extension from the Tera templates embedded
+//! from `templates/`, plus verbatim copies of ecp's own profile core,
+//! runtime and HTTP binding, then write it all at once.
+//!
+//! Rendering happens entirely in memory first ([`plan`]); [`write`] then
+//! puts the tree into place through a temporary sibling folder and one
+//! rename, so a failure never leaves a half-written extension behind.
+
+mod sources;
+
+use std::path::{Path, PathBuf};
+
+use include_dir::{Dir, include_dir};
+use serde::Serialize;
+
+pub use sources::{COPIED_SOURCES, DEPENDENCY_VERSIONS};
+
+use crate::name::{NameError, env_prefix, validate_name};
+
+static TEMPLATES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/templates");
+
+/// Which kind of extension to create.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Template {
+    /// A Rust crate: the provider's own adapter, built into `dist/main`.
+    Local,
+    /// A manifest-only extension pointing at a provider-operated endpoint.
+    Remote,
+}
+
+impl Template {
+    fn folder(self) -> &'static str {
+        match self {
+            Template::Local => "local",
+            Template::Remote => "remote",
+        }
+    }
+}
+
+/// Everything a template needs, validated.
+#[derive(Debug, Clone)]
+pub struct NewSettings {
+    pub name: String,
+    pub template: Template,
+    pub description: String,
+    /// `ACME_CONTEXT` for `acme-context`, unless chosen.
+    pub env_prefix: String,
+    /// The remote endpoint (remote template only).
+    pub endpoint: Option<String>,
+}
+
+/// One file of the generated tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GeneratedFile {
+    /// Relative, with `/` separators.
+    pub path: String,
+    pub contents: Vec<u8>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ScaffoldError {
+    #[error("the name `{name}` {reason}")]
+    Name {
+        name: String,
+        reason: NameError,
+        suggestion: String,
+    },
+    #[error(
+        "the environment prefix `{0}` must be upper-case ASCII letters, digits and underscores, starting with a letter"
+    )]
+    EnvPrefix(String),
+    #[error(
+        "the endpoint `{0}` must be an absolute https URL without user info, query or fragment"
+    )]
+    Endpoint(String),
+    #[error("the description must be one line of at most 200 characters")]
+    Description,
+    #[error("{} is not empty; choose another --dir or pass --force to write into it", .0.display())]
+    NotEmpty(PathBuf),
+    #[error("{} exists and is not a folder", .0.display())]
+    NotAFolder(PathBuf),
+    #[error("template {path}: {message}")]
+    Template { path: String, message: String },
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl ScaffoldError {
+    /// What to do about it, when there is something to suggest.
+    pub fn help(&self) -> Option<String> {
+        match self {
+            ScaffoldError::Name { suggestion, .. } => Some(format!("try `{suggestion}`")),
+            ScaffoldError::EnvPrefix(_) => Some("for example --env-prefix ACME_CONTEXT".into()),
+            ScaffoldError::Endpoint(_) => {
+                Some("for example --endpoint https://context.acme.example/mcp".into())
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Checks an extension name with the rules `ecp lint` applies.
+pub fn check_name(name: &str) -> Result<(), ScaffoldError> {
+    validate_name(name).map_err(|reason| ScaffoldError::Name {
+        name: name.to_owned(),
+        reason,
+        suggestion: NameError::suggestion(name),
+    })
+}
+
+pub fn check_env_prefix(prefix: &str) -> Result<(), ScaffoldError> {
+    let mut chars = prefix.chars();
+    let valid = chars.next().is_some_and(|c| c.is_ascii_uppercase())
+        && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        && !prefix.ends_with('_');
+    if valid {
+        Ok(())
+    } else {
+        Err(ScaffoldError::EnvPrefix(prefix.to_owned()))
+    }
+}
+
+/// The endpoint, normalized, or why it is refused.
+pub fn check_endpoint(endpoint: &str) -> Result<String, ScaffoldError> {
+    let refuse = || ScaffoldError::Endpoint(endpoint.to_owned());
+    let url = url::Url::parse(endpoint.trim()).map_err(|_| refuse())?;
+    let clean = url.scheme() == "https"
+        && url.host().is_some()
+        && url.username().is_empty()
+        && url.password().is_none()
+        && url.query().is_none()
+        && url.fragment().is_none();
+    clean.then(|| url.to_string()).ok_or_else(refuse)
+}
+
+pub fn check_description(description: &str) -> Result<(), ScaffoldError> {
+    if description.contains(['\n', '\r']) || description.chars().count() > 200 {
+        Err(ScaffoldError::Description)
+    } else {
+        Ok(())
+    }
+}
+
+/// The description `--yes` takes.
+pub fn default_description(name: &str) -> String {
+    let org = name.split('-').next().unwrap_or(name);
+    let mut chars = org.chars();
+    let org: String = chars
+        .next()
+        .map(|c| c.to_ascii_uppercase())
+        .into_iter()
+        .chain(chars)
+        .collect();
+    format!("Search {org}'s knowledge from Qwen Code.")
+}
+
+/// The endpoint `--yes` takes for the remote template.
+pub fn default_endpoint(name: &str) -> String {
+    let org = name.split('-').next().unwrap_or(name);
+    format!("https://context.{org}.example/mcp")
+}
+
+impl NewSettings {
+    /// Settings with every default for `name`.
+    pub fn with_defaults(name: &str, template: Template) -> NewSettings {
+        NewSettings {
+            name: name.to_owned(),
+            template,
+            description: default_description(name),
+            env_prefix: env_prefix(name),
+            endpoint: (template == Template::Remote).then(|| default_endpoint(name)),
+        }
+    }
+
+    /// Validates every value.
+    pub fn check(&self) -> Result<(), ScaffoldError> {
+        check_name(&self.name)?;
+        check_env_prefix(&self.env_prefix)?;
+        check_description(&self.description)?;
+        if let Some(endpoint) = &self.endpoint {
+            check_endpoint(endpoint)?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Serialize)]
+struct TemplateContext<'a> {
+    name: &'a str,
+    crate_name: String,
+    description: &'a str,
+    description_json: String,
+    description_toml: String,
+    env_prefix: &'a str,
+    endpoint: Option<String>,
+    ecp_version: &'static str,
+    versions: std::collections::BTreeMap<String, &'static str>,
+}
+
+/// Where a template file lands in the generated tree.
+fn output_path(template_path: &str) -> String {
+    let path = template_path.strip_suffix(".tera").unwrap_or(template_path);
+    match path {
+        "gitignore" => ".gitignore".to_owned(),
+        _ => match path.strip_prefix("github/") {
+            Some(rest) => format!(".github/workflows/{rest}"),
+            None => path.to_owned(),
+        },
+    }
+}
+
+fn render(
+    tera: &mut tera::Tera,
+    path: &str,
+    source: &str,
+    context: &tera::Context,
+) -> Result<String, ScaffoldError> {
+    let error = |e: tera::Error| ScaffoldError::Template {
+        path: path.to_owned(),
+        message: e.to_string(),
+    };
+    tera.add_raw_template(path, source).map_err(error)?;
+    tera.render(path, context).map_err(error)
+}
+
+/// Renders the whole tree in memory, sorted by path.
+pub fn plan(settings: &NewSettings) -> Result<Vec<GeneratedFile>, ScaffoldError> {
+    settings.check()?;
+    let endpoint = settings
+        .endpoint
+        .as_deref()
+        .map(check_endpoint)
+        .transpose()?;
+    let context = TemplateContext {
+        name: &settings.name,
+        crate_name: settings.name.replace('-', "_"),
+        description: &settings.description,
+        description_json: serde_json::to_string(&settings.description).unwrap_or_default(),
+        description_toml: settings
+            .description
+            .replace('\\', "\\\\")
+            .replace('"', "\\\""),
+        env_prefix: &settings.env_prefix,
+        endpoint,
+        ecp_version: env!("CARGO_PKG_VERSION"),
+        versions: DEPENDENCY_VERSIONS
+            .iter()
+            .map(|(name, version)| (name.replace('-', "_"), *version))
+            .collect(),
+    };
+    let context = tera::Context::from_serialize(&context).map_err(|e| ScaffoldError::Template {
+        path: "(context)".into(),
+        message: e.to_string(),
+    })?;
+    let mut tera = tera::Tera::default();
+    let folder = settings.template.folder();
+    let dir = TEMPLATES
+        .get_dir(folder)
+        .ok_or_else(|| ScaffoldError::Template {
+            path: folder.into(),
+            message: "missing from the binary".into(),
+        })?;
+
+    let mut files = Vec::new();
+    let mut provider_header = None;
+    let mut pending: Vec<&include_dir::File<'_>> = Vec::new();
+    let mut stack = vec![dir];
+    while let Some(dir) = stack.pop() {
+        stack.extend(dir.dirs());
+        pending.extend(dir.files());
+    }
+    for file in pending {
+        let full = file.path().to_string_lossy().replace('\\', "/");
+        let relative = full
+            .strip_prefix(&format!("{folder}/"))
+            .unwrap_or(&full)
+            .to_owned();
+        let source = file
+            .contents_utf8()
+            .ok_or_else(|| ScaffoldError::Template {
+                path: full.clone(),
+                message: "not UTF-8".into(),
+            })?;
+        let rendered = render(&mut tera, &full, source, &context)?;
+        if relative == "provider-header.rs.tera" {
+            provider_header = Some(rendered);
+        } else {
+            files.push(GeneratedFile {
+                path: output_path(&relative),
+                contents: rendered.into_bytes(),
+            });
+        }
+    }
+    if settings.template == Template::Local {
+        for (path, contents) in COPIED_SOURCES {
+            let contents = match (*path, &provider_header) {
+                ("src/provider.rs", Some(header)) => format!("{header}{contents}"),
+                _ => (*contents).to_owned(),
+            };
+            files.push(GeneratedFile {
+                path: (*path).to_owned(),
+                contents: contents.into_bytes(),
+            });
+        }
+    }
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(files)
+}
+
+/// Whether `dir` is missing or an empty folder.
+fn is_vacant(dir: &Path) -> Result<bool, ScaffoldError> {
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => Ok(entries.next().is_none()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(true),
+        Err(error) if error.kind() == std::io::ErrorKind::NotADirectory => {
+            Err(ScaffoldError::NotAFolder(dir.to_owned()))
+        }
+        Err(source) => Err(ScaffoldError::Write {
+            path: dir.to_owned(),
+            source,
+        }),
+    }
+}
+
+fn write_tree(root: &Path, files: &[GeneratedFile]) -> Result<(), ScaffoldError> {
+    for file in files {
+        let path = root.join(&file.path);
+        let io = |source| ScaffoldError::Write {
+            path: path.clone(),
+            source,
+        };
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(io)?;
+        }
+        std::fs::write(&path, &file.contents).map_err(io)?;
+    }
+    Ok(())
+}
+
+/// Writes the tree into `dir`.
+///
+/// A missing or empty `dir` is filled atomically: the tree is written into a
+/// temporary sibling folder that is renamed into place. A non-empty `dir` is
+/// refused unless `force`; then each file is written to a temporary name
+/// and renamed over its target, so no file is ever half-written.
+pub fn write(dir: &Path, files: &[GeneratedFile], force: bool) -> Result<(), ScaffoldError> {
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |source| ScaffoldError::Write { path, source }
+    };
+    if is_vacant(dir)? {
+        let parent = match dir.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
+            _ => PathBuf::from("."),
+        };
+        std::fs::create_dir_all(&parent).map_err(io(&parent))?;
+        let staging = tempfile::Builder::new()
+            .prefix(".ecp-new-")
+            .tempdir_in(&parent)
+            .map_err(io(&parent))?;
+        write_tree(staging.path(), files)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            // tempdir creates 0700; a project folder is 0755.
+            std::fs::set_permissions(staging.path(), std::fs::Permissions::from_mode(0o755))
+                .map_err(io(staging.path()))?;
+        }
+        // rename(2) replaces an empty folder; a missing one is created.
+        let staged = staging.keep();
+        if let Err(source) = std::fs::rename(&staged, dir) {
+            let _ = std::fs::remove_dir_all(&staged);
+            return Err(ScaffoldError::Write {
+                path: dir.to_owned(),
+                source,
+            });
+        }
+        return Ok(());
+    }
+    if !force {
+        return Err(ScaffoldError::NotEmpty(dir.to_owned()));
+    }
+    for file in files {
+        let path = dir.join(&file.path);
+        let parent = path.parent().unwrap_or(dir).to_owned();
+        std::fs::create_dir_all(&parent).map_err(io(&parent))?;
+        let mut temporary = tempfile::NamedTempFile::new_in(&parent).map_err(io(&parent))?;
+        std::io::Write::write_all(&mut temporary, &file.contents).map_err(io(&path))?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            // NamedTempFile creates 0600; a source file is 0644.
+            temporary
+                .as_file()
+                .set_permissions(std::fs::Permissions::from_mode(0o644))
+                .map_err(io(&path))?;
+        }
+        temporary.persist(&path).map_err(|e| ScaffoldError::Write {
+            path: path.clone(),
+            source: e.error,
+        })?;
+    }
+    Ok(())
+}
