@@ -107,6 +107,7 @@ async fn local_template_builds_tests_lints_and_serves_offline() {
     );
     lint_is_clean(&dir);
 
+    cargo(&dir, &["fmt", "--check"]);
     cargo(&dir, &["build", "--release", "--offline", "--quiet"]);
     cargo(&dir, &["test", "--offline", "--quiet"]);
 

@@ -3,7 +3,8 @@
 //! - `ci`: formatting, clippy and the test suite, as `.ci/run` runs them.
 //! - `codegen [--check]`: regenerate `contracts/v1` vectors from their
 //!   ECMAScript generator (`--check` fails when they are stale).
-//! - `demo`: build `ecp` and run one MCP session against the example corpus.
+//! - `demo`: build `ecp`, scaffold and lint an extension, and run one MCP
+//!   session of `ecp serve` against the example corpus.
 
 use std::{
     io::{Read, Write},
@@ -62,6 +63,20 @@ const DEMO_SESSION: &[&str] = &[
 fn demo() -> Result<(), String> {
     run("cargo", &["build", "--release", "--quiet", "--bin", "ecp"])?;
     let ecp = root().join("target/release/ecp");
+    let ecp_str = ecp.to_str().ok_or("non-UTF-8 path")?;
+
+    // Scaffold an extension and lint it, as a provider team would.
+    let scratch = root().join("target/demo");
+    let _ = std::fs::remove_dir_all(&scratch);
+    let extension = scratch.join("acme-context");
+    let extension_str = extension.to_str().ok_or("non-UTF-8 path")?;
+    run(
+        ecp_str,
+        &["new", "acme-context", "--yes", "--dir", extension_str],
+    )?;
+    run(ecp_str, &["lint", extension_str])?;
+
+    // One MCP session against the embedded runtime with the example corpus.
     let corpus = root().join("templates/corpus/example.jsonl");
     eprintln!("$ ecp serve --fixture templates/corpus/example.jsonl  (one scripted MCP session)");
     let mut child = Command::new(&ecp)
