@@ -8,6 +8,7 @@
 //! - [`contracts`]: the canonical schemas of `contracts/v1`.
 //! - [`lint`]: the pre-publish checks of manifests, folders and archives.
 //! - [`scaffold`]: `ecp new`, the templates and the verbatim copies.
+//! - [`package`]: `ecp package`, reproducible release archives.
 //! - [`name`]: the extension name rules shared by `ecp new` and `ecp lint`.
 //! - [`cli`]: the command line, a thin shell over the library.
 
@@ -15,6 +16,7 @@ pub mod cli;
 pub mod contracts;
 pub mod lint;
 pub mod name;
+pub mod package;
 pub mod profile;
 pub mod providers;
 pub mod runtime;

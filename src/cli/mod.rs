@@ -4,6 +4,7 @@
 mod explain;
 mod lint;
 mod new;
+mod package;
 mod serve;
 
 use std::{io::IsTerminal, path::PathBuf, process::ExitCode};
@@ -54,6 +55,8 @@ enum Command {
     New(NewArgs),
     /// Check a manifest, an extension folder or a release archive before publishing
     Lint(LintArgs),
+    /// Build reproducible release archives of an extension
+    Package(PackageArgs),
     /// Print the long explanation of a lint rule
     Explain(ExplainArgs),
     /// Run the profile adapter over stdio (MCP), for local testing
@@ -129,6 +132,42 @@ pub enum LintFormat {
     Sarif,
 }
 
+/// `ecp package`.
+#[derive(Debug, Args)]
+pub struct PackageArgs {
+    /// The extension folder
+    #[arg(default_value = ".")]
+    pub path: PathBuf,
+
+    /// Archive format; repeat for several [default: tar.gz and zip, or
+    /// tar.gz alone for a manifest-only extension]
+    #[arg(long = "format", value_enum, value_name = "FORMAT")]
+    pub formats: Vec<ArchiveFormat>,
+
+    /// Where to write the archives [default: PATH/dist]
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+
+    /// Ship this prebuilt executable as dist/main instead of building
+    #[arg(long, value_name = "FILE")]
+    pub binary: Option<PathBuf>,
+
+    /// Rust target triple to build for (and to name the archives after)
+    #[arg(long, value_name = "TRIPLE")]
+    pub target: Option<String>,
+
+    /// Print one JSON document instead of the summary
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ArchiveFormat {
+    #[value(name = "tar.gz")]
+    TarGz,
+    Zip,
+}
+
 /// `ecp explain`.
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
@@ -177,6 +216,7 @@ pub fn main() -> ExitCode {
     match cli.command {
         Command::New(args) => new::run(args),
         Command::Lint(args) => lint::run(args, cli.color),
+        Command::Package(args) => package::run(args, cli.color),
         Command::Explain(args) => explain::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Completions(args) => {

@@ -138,7 +138,7 @@ fn is_unsafe_path(path: &str) -> bool {
 }
 
 /// File names that hold secrets by convention.
-fn is_secret_file(path: &str) -> bool {
+pub fn is_secret_file(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
     let templates = [".env.example", ".env.sample", ".env.template"];
     if name == ".env" || (name.starts_with(".env.") && !templates.contains(&name.as_str())) {

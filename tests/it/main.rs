@@ -6,6 +6,7 @@ mod mcp;
 mod new;
 mod npm;
 mod numbers;
+mod package;
 mod render_props;
 mod runtime;
 mod serve_http;

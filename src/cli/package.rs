@@ -1,0 +1,95 @@
+//! `ecp package`: settings from flags and the environment, a summary or one
+//! JSON document, the lint report when linting stops the run.
+
+use std::{io::IsTerminal, process::ExitCode};
+
+use super::{ArchiveFormat, ColorChoice, PackageArgs};
+use crate::{
+    lint::report,
+    package::{self, DEFAULT_EPOCH, Format, PackageError, PackageSettings},
+};
+
+fn size(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1 << 20) as f64),
+        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
+        b => format!("{b} B"),
+    }
+}
+
+fn epoch() -> Result<u64, String> {
+    match std::env::var("SOURCE_DATE_EPOCH") {
+        Err(_) => Ok(DEFAULT_EPOCH),
+        Ok(value) => value
+            .trim()
+            .parse()
+            .map_err(|_| format!("SOURCE_DATE_EPOCH must be a number of seconds, not {value:?}")),
+    }
+}
+
+pub fn run(args: PackageArgs, color: ColorChoice) -> ExitCode {
+    let epoch = match epoch() {
+        Ok(epoch) => epoch,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let settings = PackageSettings {
+        out_dir: args
+            .out_dir
+            .clone()
+            .unwrap_or_else(|| args.path.join("dist")),
+        folder: args.path.clone(),
+        formats: args
+            .formats
+            .iter()
+            .map(|f| match f {
+                ArchiveFormat::TarGz => Format::TarGz,
+                ArchiveFormat::Zip => Format::Zip,
+            })
+            .collect(),
+        binary: args.binary.clone(),
+        target: args.target.clone(),
+        progress: !args.json && std::io::stderr().is_terminal(),
+        epoch,
+    };
+    let packaged = match package::package(&settings) {
+        Ok(packaged) => packaged,
+        Err(error) => {
+            if let PackageError::LintFindings { report, .. } = &error {
+                let colored = color.for_stdout() && std::io::stderr().is_terminal();
+                eprint!("{}", report::human(report, colored));
+            }
+            eprintln!("error: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&packaged).unwrap_or_default()
+        );
+        return ExitCode::SUCCESS;
+    }
+    let version = packaged.version.as_deref().unwrap_or("(no version)");
+    let platform = packaged
+        .platform
+        .as_deref()
+        .unwrap_or("every platform (manifest only)");
+    println!("Packaged {} {version} for {platform}", packaged.name);
+    for file in &packaged.files {
+        println!(
+            "  {:<40} {}  {:>10}",
+            file.name,
+            file.mode,
+            size(file.bytes)
+        );
+    }
+    for archive in &packaged.archives {
+        println!("{}  {}", archive.path.display(), size(archive.bytes));
+        println!("  sha256 {}", archive.sha256);
+    }
+    println!("{}", packaged.sums.display());
+    ExitCode::SUCCESS
+}

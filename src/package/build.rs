@@ -1,0 +1,127 @@
+//! Building the extension's binary: find its bin target with
+//! `cargo_metadata`, then `cargo build --release --locked`, reading the
+//! artifact path from cargo's JSON messages.
+
+use std::{
+    io::BufReader,
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+};
+
+use cargo_metadata::{Message, MetadataCommand, TargetKind};
+
+use super::PackageError;
+
+/// The bin target to build for the crate at `folder`: the only one, or the
+/// one named after the extension.
+pub fn binary_target(folder: &Path, extension: &str) -> Result<String, PackageError> {
+    let manifest = folder.join("Cargo.toml");
+    let metadata = MetadataCommand::new()
+        .manifest_path(&manifest)
+        .no_deps()
+        .exec()
+        .map_err(|e| PackageError::Build(format!("cargo metadata failed: {e}")))?;
+    let manifest = manifest.canonicalize().unwrap_or(manifest);
+    let package = metadata
+        .packages
+        .iter()
+        .find(|p| {
+            p.manifest_path.as_std_path().canonicalize().ok().as_deref() == Some(manifest.as_path())
+        })
+        .ok_or_else(|| PackageError::Build(format!("{} is not a package", manifest.display())))?;
+    let bins: Vec<&str> = package
+        .targets
+        .iter()
+        .filter(|t| t.kind.contains(&TargetKind::Bin))
+        .map(|t| t.name.as_str())
+        .collect();
+    match bins.as_slice() {
+        [] => Err(PackageError::Build(format!(
+            "package {} has no binary target to ship as dist/main",
+            package.name
+        ))),
+        [only] => Ok((*only).to_owned()),
+        many => many
+            .iter()
+            .find(|name| **name == extension)
+            .map(|name| (*name).to_owned())
+            .ok_or_else(|| {
+                PackageError::Build(format!(
+                    "package {} has several binaries ({}) and none is named {extension}; pass --binary",
+                    package.name,
+                    many.join(", ")
+                ))
+            }),
+    }
+}
+
+/// Builds `bin` in release mode and returns the executable's path. Cargo's
+/// progress goes to the terminal when `progress`, else it stays quiet
+/// (errors are still shown).
+pub fn build(
+    folder: &Path,
+    bin: &str,
+    target: Option<&str>,
+    progress: bool,
+) -> Result<PathBuf, PackageError> {
+    if !folder.join("Cargo.lock").is_file() {
+        // A reproducible build needs a lock file; a new extension has none yet.
+        let status = Command::new(cargo())
+            .arg("generate-lockfile")
+            .current_dir(folder)
+            .stdout(Stdio::null())
+            .status()
+            .map_err(|e| PackageError::Build(format!("cannot run cargo: {e}")))?;
+        if !status.success() {
+            return Err(PackageError::Build(
+                "cargo generate-lockfile failed; create Cargo.lock and commit it".into(),
+            ));
+        }
+        eprintln!("note: created Cargo.lock for a reproducible build; commit it");
+    }
+    let mut command = Command::new(cargo());
+    command
+        .args([
+            "build",
+            "--release",
+            "--locked",
+            "--bin",
+            bin,
+            "--message-format=json-render-diagnostics",
+        ])
+        .current_dir(folder)
+        .stdout(Stdio::piped());
+    if let Some(target) = target {
+        command.args(["--target", target]);
+    }
+    if !progress {
+        command.arg("--quiet");
+    }
+    let mut child = command
+        .spawn()
+        .map_err(|e| PackageError::Build(format!("cannot run cargo: {e}")))?;
+    let mut executable = None;
+    if let Some(stdout) = child.stdout.take() {
+        for message in Message::parse_stream(BufReader::new(stdout)).flatten() {
+            if let Message::CompilerArtifact(artifact) = message
+                && artifact.target.name == bin
+                && let Some(path) = artifact.executable
+            {
+                executable = Some(path.into_std_path_buf());
+            }
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| PackageError::Build(format!("cargo build: {e}")))?;
+    if !status.success() {
+        return Err(PackageError::Build(format!(
+            "cargo build --release --locked --bin {bin} failed (its errors are above)"
+        )));
+    }
+    executable.ok_or_else(|| PackageError::Build(format!("cargo built no executable for {bin}")))
+}
+
+fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
+}

@@ -1,0 +1,340 @@
+//! `ecp package`: lint, build (or take `--binary`), stage a self-contained
+//! tree, and write reproducible archives named for Qwen's release-asset
+//! lookup, with SHA-256 sums. Archives are written to temporary files,
+//! linted, and only then renamed into place: a failure leaves no partial
+//! archive.
+//!
+//! - [`stage`]: what goes in (and what never does);
+//! - [`write`]: the deterministic tar.gz and zip writers;
+//! - [`build`]: `cargo_metadata` and `cargo build --release --locked`.
+
+pub mod build;
+pub mod stage;
+pub mod write;
+
+use std::path::{Path, PathBuf};
+
+pub use write::{DEFAULT_EPOCH, Format};
+
+use crate::lint::{self, MANIFEST, Report, Severity};
+
+/// What to package and how.
+#[derive(Debug, Clone)]
+pub struct PackageSettings {
+    /// The extension folder.
+    pub folder: PathBuf,
+    /// Formats to write; empty means the default.
+    pub formats: Vec<Format>,
+    pub out_dir: PathBuf,
+    /// A prebuilt entry point instead of building.
+    pub binary: Option<PathBuf>,
+    /// The Rust target triple (for the build and the archive names).
+    pub target: Option<String>,
+    /// Let cargo show its progress.
+    pub progress: bool,
+    /// Entry times (`SOURCE_DATE_EPOCH`, or [`DEFAULT_EPOCH`]).
+    pub epoch: u64,
+}
+
+/// One written archive.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct WrittenArchive {
+    pub path: PathBuf,
+    pub format: &'static str,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
+/// The outcome of a successful run.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Packaged {
+    pub name: String,
+    pub version: Option<String>,
+    /// `linux.x64` and the like; `None` for a manifest-only extension.
+    pub platform: Option<String>,
+    pub files: Vec<PackagedFile>,
+    pub archives: Vec<WrittenArchive>,
+    pub sums: PathBuf,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PackagedFile {
+    pub name: String,
+    pub mode: String,
+    pub bytes: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PackageError {
+    #[error("{0}")]
+    Lint(lint::LintError),
+    #[error("ecp lint found {errors} error(s); fix them before packaging")]
+    LintFindings { errors: usize, report: Box<Report> },
+    #[error("refusing to package {path}: {reason}")]
+    Refused { path: String, reason: String },
+    #[error("the entry point {} cannot be packaged: {reason}", path.display())]
+    MissingBinary { path: PathBuf, reason: String },
+    #[error("{0}")]
+    Build(String),
+    #[error(
+        "unsupported target `{0}`: the archive name needs linux, darwin or windows and x86_64, aarch64, i686 or armv7"
+    )]
+    Target(String),
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the archive {} failed its own lint: {message}", path.display())]
+    ArchiveLint { path: PathBuf, message: String },
+}
+
+/// Node's platform and architecture names for a Rust target triple, as
+/// Qwen matches them in release asset names (`linux.x64.`).
+pub fn platform_of(triple: &str) -> Result<(&'static str, &'static str), PackageError> {
+    let platform = if triple.contains("-linux") {
+        "linux"
+    } else if triple.contains("-apple-darwin") {
+        "darwin"
+    } else if triple.contains("-windows") {
+        "win32"
+    } else {
+        return Err(PackageError::Target(triple.to_owned()));
+    };
+    let arch = match triple.split('-').next().unwrap_or("") {
+        "x86_64" => "x64",
+        "aarch64" => "arm64",
+        "i686" | "i586" => "ia32",
+        "armv7" | "arm" => "arm",
+        _ => return Err(PackageError::Target(triple.to_owned())),
+    };
+    Ok((platform, arch))
+}
+
+/// The triple this ecp was built for, the default target.
+pub fn host_triple() -> String {
+    let arch = std::env::consts::ARCH;
+    match std::env::consts::OS {
+        "linux" => format!("{arch}-unknown-linux-gnu"),
+        "macos" => format!("{arch}-apple-darwin"),
+        "windows" => format!("{arch}-pc-windows-msvc"),
+        other => format!("{arch}-unknown-{other}"),
+    }
+}
+
+/// `ecp.include` of the crate's `[package.metadata]`.
+fn include_setting(folder: &Path) -> Vec<String> {
+    let Ok(text) = std::fs::read_to_string(folder.join("Cargo.toml")) else {
+        return Vec::new();
+    };
+    let Ok(document) = text.parse::<toml::Table>() else {
+        return Vec::new();
+    };
+    document
+        .get("package")
+        .and_then(|p| p.get("metadata"))
+        .and_then(|m| m.get("ecp"))
+        .and_then(|e| e.get("include"))
+        .and_then(|i| i.as_array())
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|i| i.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Runs the whole pipeline.
+pub fn package(settings: &PackageSettings) -> Result<Packaged, PackageError> {
+    let folder = &settings.folder;
+    // 1. Lint; any error stops here.
+    let report = lint::lint_path(folder).map_err(PackageError::Lint)?;
+    let errors = report.count(Severity::Error);
+    if errors > 0 {
+        return Err(PackageError::LintFindings {
+            errors,
+            report: Box::new(report),
+        });
+    }
+    let manifest_text =
+        std::fs::read_to_string(folder.join(MANIFEST)).map_err(|source| PackageError::Io {
+            path: folder.join(MANIFEST),
+            source,
+        })?;
+    let facts = lint::manifest::check(MANIFEST, &manifest_text)
+        .map(|check| check.facts)
+        .unwrap_or_default();
+    let name = facts.name.clone().unwrap_or_default();
+
+    // 2. The entry point: built, given, or none for a manifest-only extension.
+    let mut stage = stage::Stage::new(folder)?;
+    stage.add(MANIFEST, true)?;
+    for (file, _) in &facts.context_files {
+        stage.add(file, true)?;
+    }
+    for file in stage::documentation_files(folder) {
+        stage.add(&file, true)?;
+    }
+    for include in include_setting(folder) {
+        stage.add(&include, true)?;
+    }
+    let triple = settings.target.clone().unwrap_or_else(host_triple);
+    let platform = match &facts.entry_point {
+        None => None,
+        Some((entry, _)) => {
+            let (os, arch) = platform_of(&triple)?;
+            let binary = match &settings.binary {
+                Some(binary) => binary.clone(),
+                None => {
+                    let bin = build::binary_target(folder, &name)?;
+                    build::build(folder, &bin, settings.target.as_deref(), settings.progress)?
+                }
+            };
+            let entry_name = if os == "win32" {
+                format!("{entry}.exe")
+            } else {
+                entry.clone()
+            };
+            stage.add_entry_point(&entry_name, &binary)?;
+            Some(format!("{os}.{arch}"))
+        }
+    };
+    let files = stage.finish();
+
+    // 3. Archives, written to temporary files and linted before they count.
+    std::fs::create_dir_all(&settings.out_dir).map_err(|source| PackageError::Io {
+        path: settings.out_dir.clone(),
+        source,
+    })?;
+    let mut formats = settings.formats.clone();
+    if formats.is_empty() {
+        // Qwen takes a platform-less asset only when it is the only one.
+        formats = match platform {
+            Some(_) => vec![Format::TarGz, Format::Zip],
+            None => vec![Format::TarGz],
+        };
+    }
+    formats.sort();
+    formats.dedup();
+    let stem = match &platform {
+        Some(platform) => format!("{platform}.{name}"),
+        None => name.clone(),
+    };
+    let mut pending = Vec::new();
+    for format in formats {
+        let final_path = settings
+            .out_dir
+            .join(format!("{stem}.{}", format.extension()));
+        let io = |source| PackageError::Io {
+            path: final_path.clone(),
+            source,
+        };
+        let mut temporary = tempfile::Builder::new()
+            .prefix(".ecp-package-")
+            .suffix(&format!(".{}", format.extension()))
+            .tempfile_in(&settings.out_dir)
+            .map_err(io)?;
+        let sha256 = write::write_archive(format, &files, settings.epoch, temporary.as_file_mut())
+            .map_err(io)?;
+        let mut check = Report::default();
+        lint::archive::lint_archive(temporary.path(), &mut check).map_err(PackageError::Lint)?;
+        if let Some(finding) = check
+            .findings
+            .iter()
+            .find(|f| f.severity == Severity::Error)
+        {
+            return Err(PackageError::ArchiveLint {
+                path: final_path,
+                message: format!("[{}] {}", finding.rule, finding.message),
+            });
+        }
+        let bytes = temporary.as_file().metadata().map(|m| m.len()).unwrap_or(0);
+        pending.push((temporary, final_path, format, sha256, bytes));
+    }
+
+    // 4. Everything is good: rename into place, then write the sums.
+    let mut archives = Vec::new();
+    for (temporary, final_path, format, sha256, bytes) in pending {
+        persist_mode(&temporary)?;
+        temporary
+            .persist(&final_path)
+            .map_err(|e| PackageError::Io {
+                path: final_path.clone(),
+                source: e.error,
+            })?;
+        let file_name = final_path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_owned();
+        write_atomically(
+            &settings.out_dir.join(format!("{file_name}.sha256")),
+            &format!("{sha256}  {file_name}\n"),
+        )?;
+        archives.push(WrittenArchive {
+            path: final_path,
+            format: format.extension(),
+            bytes,
+            sha256,
+        });
+    }
+    let sums_path = settings.out_dir.join("SHA256SUMS");
+    let sums: String = archives
+        .iter()
+        .map(|a| {
+            let file_name = a
+                .path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            format!("{}  {file_name}\n", a.sha256)
+        })
+        .collect();
+    write_atomically(&sums_path, &sums)?;
+
+    Ok(Packaged {
+        name,
+        version: facts.version,
+        platform,
+        files: files
+            .iter()
+            .map(|f| PackagedFile {
+                name: f.name.clone(),
+                mode: format!("{:04o}", f.mode),
+                bytes: f.size,
+            })
+            .collect(),
+        archives,
+        sums: sums_path,
+    })
+}
+
+/// Archives are release assets: world-readable, not tempfile's 0600.
+fn persist_mode(file: &tempfile::NamedTempFile) -> Result<(), PackageError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        file.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))
+            .map_err(|source| PackageError::Io {
+                path: file.path().to_owned(),
+                source,
+            })?;
+    }
+    let _ = file;
+    Ok(())
+}
+
+fn write_atomically(path: &Path, text: &str) -> Result<(), PackageError> {
+    let io = |source| PackageError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let parent = path.parent().unwrap_or(Path::new("."));
+    let mut temporary = tempfile::NamedTempFile::new_in(parent).map_err(io)?;
+    std::io::Write::write_all(&mut temporary, text.as_bytes()).map_err(io)?;
+    persist_mode(&temporary)?;
+    temporary.persist(path).map_err(|e| io(e.error))?;
+    Ok(())
+}

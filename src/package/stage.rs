@@ -1,0 +1,155 @@
+//! The staged tree: which files of the extension folder go into the
+//! archive, under which names and modes. Nothing is copied; entries point at
+//! their sources and the writers stream them.
+
+use std::path::{Component, Path, PathBuf};
+
+use super::PackageError;
+use crate::lint::{MANIFEST, archive::is_secret_file};
+
+/// Folders never packaged, wherever they appear.
+const EXCLUDED_FOLDERS: &[&str] = &[".git", ".hg", ".svn", "target", "node_modules", "dist"];
+
+/// One file of the archive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StagedFile {
+    /// The path inside the archive, `/`-separated, relative.
+    pub name: String,
+    pub source: PathBuf,
+    /// 0o644 or 0o755.
+    pub mode: u32,
+    pub size: u64,
+}
+
+/// Collects the files to package, refusing what must never ship.
+pub struct Stage {
+    root: PathBuf,
+    files: Vec<StagedFile>,
+}
+
+impl Stage {
+    pub fn new(root: &Path) -> Result<Stage, PackageError> {
+        let root = root.canonicalize().map_err(|source| PackageError::Io {
+            path: root.to_owned(),
+            source,
+        })?;
+        Ok(Stage {
+            root,
+            files: Vec::new(),
+        })
+    }
+
+    /// Adds `relative` (a file or folder under the extension root).
+    /// `required`: a missing path is an error rather than skipped.
+    pub fn add(&mut self, relative: &str, required: bool) -> Result<(), PackageError> {
+        let relative_path = Path::new(relative);
+        if relative_path.is_absolute()
+            || relative_path
+                .components()
+                .any(|c| matches!(c, Component::ParentDir | Component::Prefix(_)))
+        {
+            return Err(PackageError::Refused {
+                path: relative.to_owned(),
+                reason: "it is outside the extension folder".into(),
+            });
+        }
+        let path = self.root.join(relative_path);
+        let metadata = match std::fs::symlink_metadata(&path) {
+            Ok(metadata) => metadata,
+            Err(_) if !required => return Ok(()),
+            Err(source) => return Err(PackageError::Io { path, source }),
+        };
+        if metadata.file_type().is_symlink() {
+            return Err(PackageError::Refused {
+                path: relative.to_owned(),
+                reason: "it is a symlink; Qwen rejects links in release archives".into(),
+            });
+        }
+        if metadata.is_dir() {
+            let mut entries: Vec<_> = std::fs::read_dir(&path)
+                .map_err(|source| PackageError::Io {
+                    path: path.clone(),
+                    source,
+                })?
+                .filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|name| !EXCLUDED_FOLDERS.contains(&name.as_str()))
+                .collect();
+            entries.sort();
+            for entry in entries {
+                self.add(&format!("{}/{entry}", relative.trim_end_matches('/')), true)?;
+            }
+            return Ok(());
+        }
+        let name = relative
+            .replace('\\', "/")
+            .trim_start_matches("./")
+            .to_owned();
+        if is_secret_file(&name) {
+            return Err(PackageError::Refused {
+                path: name,
+                reason: "it is an environment or key file; secrets come from the environment at run time".into(),
+            });
+        }
+        self.push(name, path, 0o644, metadata.len());
+        Ok(())
+    }
+
+    /// Adds the entry point from anywhere on disk (a build output).
+    pub fn add_entry_point(&mut self, name: &str, source: &Path) -> Result<(), PackageError> {
+        let metadata = std::fs::metadata(source).map_err(|error| PackageError::MissingBinary {
+            path: source.to_owned(),
+            reason: error.to_string(),
+        })?;
+        if !metadata.is_file() {
+            return Err(PackageError::MissingBinary {
+                path: source.to_owned(),
+                reason: "not a regular file".into(),
+            });
+        }
+        self.push(name.to_owned(), source.to_owned(), 0o755, metadata.len());
+        Ok(())
+    }
+
+    fn push(&mut self, name: String, source: PathBuf, mode: u32, size: u64) {
+        self.files.retain(|f| f.name != name);
+        self.files.push(StagedFile {
+            name,
+            source,
+            mode,
+            size,
+        });
+    }
+
+    /// The files, sorted by name (the archive order).
+    pub fn finish(mut self) -> Vec<StagedFile> {
+        self.files.sort_by(|a, b| a.name.cmp(&b.name));
+        self.files
+    }
+}
+
+/// README and LICENSE files at the root, when present.
+pub fn documentation_files(root: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(root)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_file() || t.is_symlink()))
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|name| {
+                    let upper = name.to_ascii_uppercase();
+                    upper.starts_with("README")
+                        || upper.starts_with("LICENSE")
+                        || upper.starts_with("LICENCE")
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// The manifest is always first in the list of sources.
+pub fn manifest_name() -> &'static str {
+    MANIFEST
+}

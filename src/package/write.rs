@@ -1,0 +1,163 @@
+//! Reproducible archive writers: the same staged tree gives the same bytes
+//! on every run and machine. Entries are sorted, every time is the same
+//! fixed instant, owners are 0 with no names, modes are 0644/0755, the gzip
+//! header has no time or name, and file data is streamed (memory does not
+//! grow with the tree).
+
+use std::{
+    fs::File,
+    io::{self, BufWriter, Read, Seek, SeekFrom, Write},
+};
+
+use sha2::{Digest, Sha256};
+
+use super::stage::StagedFile;
+
+/// The time stamped on every entry when `SOURCE_DATE_EPOCH` is not set:
+/// 1980-01-01T00:00:00Z, the earliest instant a zip entry can hold.
+pub const DEFAULT_EPOCH: u64 = 315_532_800;
+
+/// Archive formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Format {
+    TarGz,
+    Zip,
+}
+
+impl Format {
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::TarGz => "tar.gz",
+            Format::Zip => "zip",
+        }
+    }
+}
+
+/// Writes `files` as `format` into `out` (an empty file) and returns the
+/// SHA-256 of the archive bytes, hex.
+pub fn write_archive(
+    format: Format,
+    files: &[StagedFile],
+    epoch: u64,
+    out: &mut File,
+) -> io::Result<String> {
+    {
+        let mut writer = BufWriter::with_capacity(256 * 1024, &mut *out);
+        match format {
+            Format::TarGz => write_tar_gz(files, epoch, &mut writer)?,
+            Format::Zip => write_zip(files, epoch, &mut writer)?,
+        }
+        writer.flush()?;
+    }
+    out.sync_all()?;
+    out.seek(SeekFrom::Start(0))?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 256 * 1024];
+    loop {
+        let n = out.read(&mut buffer)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buffer[..n]);
+    }
+    Ok(hex(&hasher.finalize()))
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn open(file: &StagedFile) -> io::Result<File> {
+    File::open(&file.source)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", file.source.display())))
+}
+
+fn write_tar_gz<W: Write>(files: &[StagedFile], epoch: u64, out: W) -> io::Result<()> {
+    // No file name and no time in the gzip header.
+    let gzip = flate2::GzBuilder::new()
+        .mtime(0)
+        .operating_system(255)
+        .write(out, flate2::Compression::new(6));
+    let mut tar = tar::Builder::new(gzip);
+    tar.mode(tar::HeaderMode::Deterministic);
+    for file in files {
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_mode(file.mode);
+        header.set_uid(0);
+        header.set_gid(0);
+        header.set_mtime(epoch);
+        header.set_size(file.size);
+        let source = open(file)?.take(file.size);
+        tar.append_data(&mut header, &file.name, source)?;
+    }
+    tar.into_inner()?.finish()?;
+    Ok(())
+}
+
+/// The zip entry time for a Unix epoch second (UTC), clamped to the range
+/// a zip can hold.
+fn zip_time(epoch: u64) -> zip::DateTime {
+    let days = (epoch / 86_400) as i64;
+    let seconds = epoch % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u8;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u8;
+    let year = (yoe + era * 400 + i64::from(month <= 2)) as u16;
+    zip::DateTime::from_date_and_time(
+        year.clamp(1980, 2107),
+        month,
+        day,
+        (seconds / 3600) as u8,
+        (seconds % 3600 / 60) as u8,
+        (seconds % 60) as u8,
+    )
+    .unwrap_or_default()
+}
+
+fn write_zip<W: Write + Seek>(files: &[StagedFile], epoch: u64, out: W) -> io::Result<()> {
+    let mut zip = zip::ZipWriter::new(out);
+    let time = zip_time(epoch);
+    for file in files {
+        let options = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated)
+            .compression_level(Some(6))
+            .last_modified_time(time)
+            .unix_permissions(file.mode)
+            .large_file(file.size >= 0xFFFF_FFFF);
+        zip.start_file(file.name.as_str(), options)
+            .map_err(io::Error::other)?;
+        io::copy(&mut open(file)?.take(file.size), &mut zip)?;
+    }
+    zip.finish().map_err(io::Error::other)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zip_times_are_utc_civil_dates() {
+        let t = zip_time(DEFAULT_EPOCH);
+        assert_eq!((t.year(), t.month(), t.day(), t.hour()), (1980, 1, 1, 0));
+        let t = zip_time(1_767_225_600 + 3_723); // 2026-01-01T01:02:03Z
+        assert_eq!(
+            (
+                t.year(),
+                t.month(),
+                t.day(),
+                t.hour(),
+                t.minute(),
+                t.second()
+            ),
+            (2026, 1, 1, 1, 2, 2)
+        );
+    }
+}

@@ -1,0 +1,438 @@
+//! `ecp package`: byte-identical archives from different folders and
+//! mtimes, archives that the system `tar` and `unzip` extract into a tree
+//! whose `dist/main` serves MCP, refusals that leave nothing behind, a
+//! manifest-only extension, and `--binary`/`--target`.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output, Stdio},
+    time::{Duration, SystemTime},
+};
+
+use rmcp::{ServiceExt, transport::TokioChildProcess};
+use serde_json::Value;
+
+fn generated_target() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/generated")
+}
+
+fn ecp(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ecp"))
+        .args(args)
+        .env("CARGO_TARGET_DIR", generated_target())
+        .env("CARGO_NET_OFFLINE", "true")
+        .env_remove("SOURCE_DATE_EPOCH")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn new_extension(parent: &Path, extra: &[&str]) -> PathBuf {
+    let dir = parent.join("acme-context");
+    let mut args = vec![
+        "new",
+        "acme-context",
+        "--yes",
+        "--dir",
+        dir.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let output = ecp(&args);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    dir
+}
+
+fn package(dir: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["package", dir.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    ecp(&args)
+}
+
+fn succeed(output: Output) -> String {
+    assert!(
+        output.status.success(),
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// Every file under `root` (relative) with its permission bits.
+fn tree_with_modes(root: &Path) -> Vec<(String, u32)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut files = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+                files.push((
+                    path.strip_prefix(root)
+                        .unwrap()
+                        .to_string_lossy()
+                        .into_owned(),
+                    mode,
+                ));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// Sets every file's mtime under `root` to `when`.
+fn touch_all(root: &Path, when: SystemTime) {
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                std::fs::File::options()
+                    .write(true)
+                    .open(&path)
+                    .unwrap()
+                    .set_modified(when)
+                    .unwrap();
+            }
+        }
+    }
+}
+
+async fn assert_serves_tools_list(main: &Path) {
+    let mut command = tokio::process::Command::new(main);
+    command
+        .env("ACME_CONTEXT_BASE_URL", "http://127.0.0.1:9")
+        .env("ACME_CONTEXT_TOKEN", "unused");
+    let (transport, _) = TokioChildProcess::builder(command)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = ().serve(transport).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    assert_eq!(
+        tools.iter().map(|t| t.name.as_ref()).collect::<Vec<_>>(),
+        ["context_search"]
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn packages_are_reproducible_and_extract_into_a_working_extension() {
+    let first = tempfile::tempdir().unwrap();
+    let second = tempfile::tempdir().unwrap();
+    let one = new_extension(first.path(), &[]);
+    let two = new_extension(second.path(), &[]);
+    touch_all(
+        &one,
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_600_000_000),
+    );
+    touch_all(&two, SystemTime::now());
+
+    succeed(package(&one, &[]));
+    let summary = succeed(package(&two, &[]));
+    assert!(
+        summary.contains("Packaged acme-context 0.1.0 for linux.x64"),
+        "{summary}"
+    );
+    for name in [
+        "linux.x64.acme-context.tar.gz",
+        "linux.x64.acme-context.zip",
+        "linux.x64.acme-context.tar.gz.sha256",
+        "linux.x64.acme-context.zip.sha256",
+        "SHA256SUMS",
+    ] {
+        let a = std::fs::read(one.join("dist").join(name)).unwrap();
+        let b = std::fs::read(two.join("dist").join(name)).unwrap();
+        assert!(a == b, "{name} differs between two runs");
+    }
+    let sums = std::fs::read_to_string(one.join("dist/SHA256SUMS")).unwrap();
+    assert_eq!(sums.lines().count(), 2);
+    assert!(
+        sums.lines()
+            .all(|l| l.len() == 64 + 2 + l.split("  ").nth(1).unwrap().len())
+    );
+
+    // The system tools extract both into the same tree, modes included.
+    let expected = vec![
+        ("README.md".to_owned(), 0o644),
+        ("dist/main".to_owned(), 0o755),
+        ("qwen-extension.json".to_owned(), 0o644),
+    ];
+    let out = tempfile::tempdir().unwrap();
+    let untarred = out.path().join("tar");
+    let unzipped = out.path().join("zip");
+    std::fs::create_dir_all(&untarred).unwrap();
+    std::fs::create_dir_all(&unzipped).unwrap();
+    let tar = Command::new("tar")
+        .arg("xzf")
+        .arg(one.join("dist/linux.x64.acme-context.tar.gz"))
+        .arg("-C")
+        .arg(&untarred)
+        .status()
+        .unwrap();
+    assert!(tar.success());
+    let unzip = Command::new("unzip")
+        .arg("-q")
+        .arg(one.join("dist/linux.x64.acme-context.zip"))
+        .arg("-d")
+        .arg(&unzipped)
+        .status()
+        .expect("unzip is installed (CI installs it)");
+    assert!(unzip.success());
+    assert_eq!(tree_with_modes(&untarred), expected);
+    assert_eq!(tree_with_modes(&unzipped), expected);
+    assert_serves_tools_list(&untarred.join("dist/main")).await;
+    assert_serves_tools_list(&unzipped.join("dist/main")).await;
+
+    // Entry times are the documented constant (1980-01-01).
+    let listing = Command::new("tar")
+        .args(["tvzf"])
+        .arg(one.join("dist/linux.x64.acme-context.tar.gz"))
+        .output()
+        .unwrap();
+    let listing = String::from_utf8(listing.stdout).unwrap();
+    assert!(
+        listing
+            .lines()
+            .all(|l| l.contains("0/0") && l.contains("1980-01-01")),
+        "{listing}"
+    );
+}
+
+/// A small executable standing in for a cross-compiled build.
+fn prebuilt(dir: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("prebuilt-main");
+    std::fs::write(&path, "#!/bin/sh\necho prebuilt\n").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700)).unwrap();
+    path
+}
+
+fn archives_in(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn binary_and_target_name_the_archives() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = new_extension(temp.path(), &[]);
+    let binary = prebuilt(temp.path());
+    let out = temp.path().join("out");
+    let json = succeed(package(
+        &dir,
+        &[
+            "--binary",
+            binary.to_str().unwrap(),
+            "--target",
+            "aarch64-apple-darwin",
+            "--out-dir",
+            out.to_str().unwrap(),
+            "--json",
+        ],
+    ));
+    let document: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(document["platform"], "darwin.arm64");
+    assert_eq!(document["files"][1]["name"], "dist/main");
+    assert_eq!(document["files"][1]["mode"], "0755");
+    assert_eq!(
+        archives_in(&out),
+        [
+            "SHA256SUMS",
+            "darwin.arm64.acme-context.tar.gz",
+            "darwin.arm64.acme-context.tar.gz.sha256",
+            "darwin.arm64.acme-context.zip",
+            "darwin.arm64.acme-context.zip.sha256",
+        ]
+    );
+    // The prebuilt file is shipped as is.
+    let unpacked = temp.path().join("unpacked");
+    std::fs::create_dir(&unpacked).unwrap();
+    assert!(
+        Command::new("tar")
+            .arg("xzf")
+            .arg(out.join("darwin.arm64.acme-context.tar.gz"))
+            .arg("-C")
+            .arg(&unpacked)
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert_eq!(
+        std::fs::read(unpacked.join("dist/main")).unwrap(),
+        std::fs::read(&binary).unwrap()
+    );
+
+    // Windows targets ship dist/main.exe; only the formats asked for.
+    let out = temp.path().join("win");
+    succeed(package(
+        &dir,
+        &[
+            "--binary",
+            binary.to_str().unwrap(),
+            "--target",
+            "x86_64-pc-windows-msvc",
+            "--format",
+            "zip",
+            "--out-dir",
+            out.to_str().unwrap(),
+        ],
+    ));
+    assert_eq!(
+        archives_in(&out),
+        [
+            "SHA256SUMS",
+            "win32.x64.acme-context.zip",
+            "win32.x64.acme-context.zip.sha256"
+        ]
+    );
+    let listing = Command::new("unzip")
+        .arg("-l")
+        .arg(out.join("win32.x64.acme-context.zip"))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&listing.stdout).contains("dist/main.exe"));
+
+    let output = package(
+        &dir,
+        &[
+            "--binary",
+            binary.to_str().unwrap(),
+            "--target",
+            "riscv64gc-unknown-none-elf",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("unsupported target"));
+}
+
+#[test]
+fn a_manifest_only_extension_gets_one_platform_independent_archive() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = new_extension(temp.path(), &["--template", "remote"]);
+    succeed(package(&dir, &[]));
+    assert_eq!(
+        archives_in(&dir.join("dist")),
+        [
+            "SHA256SUMS",
+            "acme-context.tar.gz",
+            "acme-context.tar.gz.sha256"
+        ]
+    );
+    let lint = ecp(&[
+        "lint",
+        dir.join("dist/acme-context.tar.gz").to_str().unwrap(),
+    ]);
+    assert!(
+        lint.status.success(),
+        "{}",
+        String::from_utf8_lossy(&lint.stdout)
+    );
+    let listing = Command::new("tar")
+        .arg("tzf")
+        .arg(dir.join("dist/acme-context.tar.gz"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&listing.stdout),
+        "README.md\nqwen-extension.json\n"
+    );
+}
+
+/// Damages a freshly generated extension.
+type Breakage = fn(&Path);
+
+#[test]
+fn refusals_are_clear_and_leave_no_archive() {
+    let temp = tempfile::tempdir().unwrap();
+    let binary = prebuilt(temp.path());
+    let binary = binary.to_str().unwrap();
+
+    let cases: Vec<(&str, Breakage, &str)> = vec![
+        (
+            "symlink",
+            |dir: &Path| {
+                std::fs::remove_file(dir.join("README.md")).unwrap();
+                std::os::unix::fs::symlink("/etc/hostname", dir.join("README.md")).unwrap();
+            },
+            "refusing to package README.md: it is a symlink",
+        ),
+        (
+            "env",
+            |dir: &Path| {
+                std::fs::write(dir.join(".env"), "ACME_CONTEXT_TOKEN=secret").unwrap();
+                let cargo = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+                std::fs::write(
+                    dir.join("Cargo.toml"),
+                    cargo.replace("include = []", "include = [\".env\"]"),
+                )
+                .unwrap();
+            },
+            "refusing to package .env: it is an environment or key file",
+        ),
+        (
+            "outside",
+            |dir: &Path| {
+                let cargo = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+                std::fs::write(
+                    dir.join("Cargo.toml"),
+                    cargo.replace("include = []", "include = [\"../secrets.txt\"]"),
+                )
+                .unwrap();
+            },
+            "it is outside the extension folder",
+        ),
+        (
+            "lint",
+            |dir: &Path| {
+                let manifest = std::fs::read_to_string(dir.join("qwen-extension.json")).unwrap();
+                std::fs::write(
+                    dir.join("qwen-extension.json"),
+                    manifest.replace("\"timeout\": 8000,", "\"timeout\": 8000, \"trust\": true,"),
+                )
+                .unwrap();
+            },
+            "error[trust]",
+        ),
+    ];
+    for (name, break_it, message) in cases {
+        let parent = temp.path().join(name);
+        std::fs::create_dir(&parent).unwrap();
+        let dir = new_extension(&parent, &[]);
+        break_it(&dir);
+        let output = package(&dir, &["--binary", binary]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{name}: {stderr}");
+        assert!(stderr.contains(message), "{name}: {stderr}");
+        let left: Vec<String> = archives_in(&dir.join("dist"));
+        assert!(left.is_empty(), "{name}: left {left:?}");
+    }
+
+    // A missing prebuilt binary.
+    let parent = temp.path().join("missing-binary");
+    std::fs::create_dir(&parent).unwrap();
+    let dir = new_extension(&parent, &[]);
+    let output = package(&dir, &["--binary", "/nonexistent/main"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&output.stderr)
+            .contains("the entry point /nonexistent/main cannot be packaged")
+    );
+    assert!(archives_in(&dir.join("dist")).is_empty());
+}
