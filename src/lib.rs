@@ -12,6 +12,7 @@
 //! - [`name`]: the extension name rules shared by `ecp new` and `ecp lint`.
 //! - [`cli`]: the command line, a thin shell over the library.
 
+pub mod check;
 pub mod cli;
 pub mod contracts;
 pub mod lint;

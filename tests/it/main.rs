@@ -11,4 +11,3 @@ mod render_props;
 mod runtime;
 mod serve_http;
 mod serve_stdio;
-mod upstream;

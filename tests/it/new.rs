@@ -18,10 +18,9 @@ use ecp::{
 use rmcp::{ServiceExt, transport::TokioChildProcess};
 use serde_json::{Value, json};
 
-use crate::{
-    mcp::text_of,
-    upstream::{Reply, Upstream},
-};
+use ecp::check::upstream::{Reply, Upstream};
+
+use crate::mcp::text_of;
 
 fn ecp(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_ecp"))

@@ -7,10 +7,11 @@ use ecp::profile::SEARCH_FAILED;
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 
+use ecp::check::upstream::{Reply, Upstream};
+
 use crate::{
     contracts::render_vectors,
     mcp::{Server, call, text_of},
-    upstream::{Reply, Upstream},
 };
 
 const TOKEN: &str = "tok-CANARY-5f1e2d3c4b";

@@ -1,6 +1,7 @@
 //! A scripted Generic HTTP Search V1 upstream: a real HTTP/1.1 server on
 //! 127.0.0.1 that records every request and every connection close, and
-//! answers each request as the test's script says (faults included).
+//! answers each request as a script says (faults included). `ecp check`
+//! points adapters at it; the tests use it too.
 
 use std::{
     sync::{Arc, Mutex},
@@ -99,9 +100,22 @@ impl Drop for Upstream {
 }
 
 impl Upstream {
+    /// Starts the server on an ephemeral loopback port.
+    ///
+    /// # Panics
+    /// When no loopback port can be bound (tests rely on this); use
+    /// [`Upstream::try_start`] to handle it.
     pub async fn start(script: impl Fn(&SeenRequest) -> Reply + Send + Sync + 'static) -> Upstream {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base_url = format!("http://{}", listener.local_addr().unwrap());
+        Upstream::try_start(script)
+            .await
+            .expect("bind a loopback port")
+    }
+
+    pub async fn try_start(
+        script: impl Fn(&SeenRequest) -> Reply + Send + Sync + 'static,
+    ) -> std::io::Result<Upstream> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let base_url = format!("http://{}", listener.local_addr()?);
         let log = Arc::new(Mutex::new(Log::default()));
         let changed = Arc::new(Notify::new());
         let script: Arc<Script> = Arc::new(script);
@@ -122,12 +136,12 @@ impl Upstream {
                 }
             })
         };
-        Upstream {
+        Ok(Upstream {
             base_url,
             log,
             changed,
             task,
-        }
+        })
     }
 
     pub fn requests(&self) -> Vec<SeenRequest> {
@@ -288,12 +302,18 @@ async fn connection(
 ) {
     while let Some(request) = read_request(&mut stream).await {
         let reply = script(&request);
-        log.lock().unwrap().requests.push(request);
+        log.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .requests
+            .push(request);
         changed.notify_waiters();
         if write_reply(&mut stream, reply).await.is_err() {
             break;
         }
     }
-    log.lock().unwrap().closed.push(Instant::now());
+    log.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .closed
+        .push(Instant::now());
     changed.notify_waiters();
 }
