@@ -144,37 +144,55 @@ impl Upstream {
         })
     }
 
+    fn log(&self) -> std::sync::MutexGuard<'_, Log> {
+        self.log
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     pub fn requests(&self) -> Vec<SeenRequest> {
-        self.log.lock().unwrap().requests.clone()
+        self.log().requests.clone()
     }
 
     pub fn closed_connections(&self) -> Vec<Instant> {
-        self.log.lock().unwrap().closed.clone()
+        self.log().closed.clone()
     }
 
-    /// Waits until `ready` holds for the log, or panics after `limit`.
-    pub async fn wait_for(
+    /// Waits until `ready` holds for the log; `false` if `limit` passes first.
+    pub async fn wait_until(
         &self,
         limit: Duration,
-        what: &str,
         ready: impl Fn(&[SeenRequest], &[Instant]) -> bool,
-    ) {
+    ) -> bool {
         let deadline = Instant::now() + limit;
         loop {
             let notified = self.changed.notified();
             {
-                let log = self.log.lock().unwrap();
+                let log = self.log();
                 if ready(&log.requests, &log.closed) {
-                    return;
+                    return true;
                 }
             }
             if tokio::time::timeout_at(deadline.into(), notified)
                 .await
                 .is_err()
             {
-                panic!("upstream: timed out after {limit:?} waiting for {what}");
+                return false;
             }
         }
+    }
+
+    /// [`Upstream::wait_until`], panicking with `what` on timeout (tests).
+    pub async fn wait_for(
+        &self,
+        limit: Duration,
+        what: &str,
+        ready: impl Fn(&[SeenRequest], &[Instant]) -> bool,
+    ) {
+        assert!(
+            self.wait_until(limit, ready).await,
+            "upstream: timed out after {limit:?} waiting for {what}"
+        );
     }
 }
 

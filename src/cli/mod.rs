@@ -1,6 +1,7 @@
 //! The command line: all the clap definitions in one place, and a dispatch
 //! to one `run` per subcommand. Library code never sees clap.
 
+mod check;
 mod explain;
 mod lint;
 mod new;
@@ -61,6 +62,10 @@ enum Command {
     Explain(ExplainArgs),
     /// Run the profile adapter over stdio (MCP), for local testing
     Serve(ServeArgs),
+    /// Prove that an implementation conforms to the profile, faults included
+    Check(CheckArgs),
+    /// Make one context_search call and pretty-print the result
+    Call(CallArgs),
     /// Print shell completions
     Completions(CompletionsArgs),
 }
@@ -168,6 +173,60 @@ pub enum ArchiveFormat {
     Zip,
 }
 
+/// Where `ecp check` and `ecp call` find the server.
+#[derive(Debug, Args)]
+pub struct TargetArgs {
+    /// A Streamable HTTP MCP endpoint
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+
+    /// For `-- CMD`: the variable that carries the V1 endpoint
+    /// [default: PROVIDER_CONTEXT_BASE_URL]
+    #[arg(long, value_name = "NAME")]
+    pub base_url_env: Option<String>,
+
+    /// For `-- CMD`: the variable that carries the V1 credential
+    /// [default: PROVIDER_CONTEXT_TOKEN]; for `--url`: the variable holding a
+    /// bearer token for the endpoint itself
+    #[arg(long, value_name = "NAME")]
+    pub token_env: Option<String>,
+
+    /// Any stdio MCP server: the program and its arguments, after `--`
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// `ecp check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// An extension folder or a .tar.gz/.zip archive [default: .]
+    pub path: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub target: TargetArgs,
+
+    /// Output format
+    #[arg(long, value_enum, default_value_t = CheckFormat::Human)]
+    pub format: CheckFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CheckFormat {
+    Human,
+    Json,
+}
+
+/// `ecp call`.
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// [PATH] QUERY: an extension folder or archive (default .), then the query
+    #[arg(required = true, num_args = 1..=2, value_name = "PATH] [QUERY")]
+    pub positional: Vec<String>,
+
+    #[command(flatten)]
+    pub target: TargetArgs,
+}
+
 /// `ecp explain`.
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
@@ -219,6 +278,8 @@ pub fn main() -> ExitCode {
         Command::Package(args) => package::run(args, cli.color),
         Command::Explain(args) => explain::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Check(args) => check::run_check(args, cli.color),
+        Command::Call(args) => check::run_call(args),
         Command::Completions(args) => {
             clap_complete::generate(
                 args.shell,

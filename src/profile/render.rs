@@ -222,6 +222,24 @@ fn envelope_utf16_len_without_items() -> usize {
     ENVELOPE_HEAD.len() + quoted_utf16_len(NOTICE) + ITEMS_HEAD.len() + ENVELOPE_TAIL.len()
 }
 
+/// Serializes an envelope of `items` exactly as profile-v1 writes it: keys
+/// in order, no whitespace, `JSON.stringify` escaping plus `\u003c`/`\u003e`,
+/// ECMAScript numbers. No bound is applied here.
+pub fn serialize(items: &[ContextItem]) -> String {
+    let mut text = String::with_capacity(256 + items.len() * 256);
+    text.push_str(ENVELOPE_HEAD);
+    write_json_string(&mut text, NOTICE);
+    text.push_str(ITEMS_HEAD);
+    for (index, item) in items.iter().enumerate() {
+        if index > 0 {
+            text.push(',');
+        }
+        item.write(&mut text);
+    }
+    text.push_str(ENVELOPE_TAIL);
+    text
+}
+
 /// Renders provider items, in provider order, into the bounded envelope.
 pub fn render(provider_items: &[ProviderItem]) -> Envelope {
     let mut items: Vec<ContextItem> = Vec::with_capacity(MAX_ITEMS);
@@ -241,17 +259,7 @@ pub fn render(provider_items: &[ProviderItem]) -> Envelope {
         items.push(item);
     }
 
-    let mut text = String::with_capacity(used + 16);
-    text.push_str(ENVELOPE_HEAD);
-    write_json_string(&mut text, NOTICE);
-    text.push_str(ITEMS_HEAD);
-    for (index, item) in items.iter().enumerate() {
-        if index > 0 {
-            text.push(',');
-        }
-        item.write(&mut text);
-    }
-    text.push_str(ENVELOPE_TAIL);
+    let text = serialize(&items);
     debug_assert_eq!(utf16_len(&text), used);
 
     let mut envelope = Map::new();

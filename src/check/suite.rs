@@ -1,0 +1,829 @@
+//! The checks: discovery, inputs, rendering, and, when the target speaks
+//! the Generic HTTP Search V1 binding, every fault of a scripted upstream.
+//! Each check has a stable ID and ends pass, fail or skip with a reason.
+
+use std::{
+    sync::{Arc, OnceLock},
+    time::Duration,
+};
+
+use rmcp::model::{CallToolResult, Tool};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::{
+    target::Session,
+    upstream::{Reply, SeenRequest, Upstream},
+};
+use crate::{
+    contracts::{INPUT_SCHEMA_JSON, OUTPUT_SCHEMA_JSON, RENDER_VECTORS_JSON, TEST_VECTORS_JSON},
+    profile::{self, ContextItem, ecmascript::utf16_len},
+};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Pass,
+    Fail,
+    Skip,
+}
+
+/// The outcome of one check.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckResult {
+    pub id: &'static str,
+    pub title: &'static str,
+    pub status: Status,
+    pub reason: String,
+}
+
+/// The canaries: none may appear in any result or on stderr.
+pub const QUERY_CANARY: &str = "ecpQueryCanary7f3a";
+pub const TOKEN_CANARY: &str = "ecp-token-canary-51c9e2";
+pub const BODY_CANARY: &str = "ecpBodyCanary0d4b";
+
+const MIB: usize = 1024 * 1024;
+
+/// Faults of the upstream, by the first word of the query.
+pub const FAULTS: &[(&str, &str)] = &[
+    ("fault-timeout", "an upstream that answers after the budget"),
+    ("fault-redirect", "a 302 redirect"),
+    ("fault-rate-limit", "a 429 with a body"),
+    ("fault-server-error", "a 500 with a body"),
+    ("fault-malformed", "malformed JSON"),
+    ("fault-oversized", "a body over 1 MiB"),
+    ("fault-invalid-utf8", "a body that is not UTF-8"),
+    ("fault-slow-body", "a body that trickles past the budget"),
+];
+
+fn reply_for(request: &SeenRequest, vectors: &[(String, String)]) -> Reply {
+    let query = request.query();
+    let first = query.split(' ').next().unwrap_or("");
+    let canary_body = format!(r#"{{"error":"{BODY_CANARY}"}}"#);
+    match first {
+        "fault-timeout" => Reply::After(Duration::from_secs(600), Box::new(Reply::json(r#"{"items":[]}"#))),
+        "fault-redirect" => Reply::Redirect,
+        "fault-rate-limit" => Reply::status(429, &canary_body),
+        "fault-server-error" => Reply::status(500, &canary_body),
+        "fault-malformed" => Reply::json(format!(r#"{{"items":[{{"id":"{BODY_CANARY}""#)),
+        "fault-oversized" => Reply::ChunkedJson { len: MIB + 1 },
+        "fault-invalid-utf8" => Reply::Body {
+            status: 200,
+            body: [br#"{"items":[{"id":"a","content":""#.as_slice(), BODY_CANARY.as_bytes(), b"\xff\"}]}"].concat(),
+        },
+        "fault-slow-body" => Reply::Trickle {
+            body: br#"{"items":[]}"#.to_vec(),
+            every: Duration::from_secs(2),
+        },
+        "hang" => Reply::Hang,
+        "vector" => {
+            let index: usize = query.split(' ').nth(1).and_then(|n| n.parse().ok()).unwrap_or(usize::MAX);
+            match vectors.get(index) {
+                Some((body, _)) => Reply::json(body.clone()),
+                None => Reply::status(404, "{}"),
+            }
+        }
+        "concurrent" => Reply::After(
+            Duration::from_millis(100),
+            Box::new(Reply::json(json!({"items": [{"id": query, "content": "concurrent"}]}).to_string())),
+        ),
+        _ => Reply::json(
+            json!({"items": [{"id": "ecp-check", "content": "Reference data with <angle> brackets & \"quotes\".", "score": 0.5}]})
+                .to_string(),
+        ),
+    }
+}
+
+/// Render vectors as (upstream body, expected text through the binding).
+pub fn render_vectors() -> Vec<(String, String)> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Vector {
+        provider_items: Box<serde_json::value::RawValue>,
+        text: String,
+        #[serde(default)]
+        http_text: Option<String>,
+    }
+    let vectors: Vec<Vector> = serde_json::from_str(RENDER_VECTORS_JSON).unwrap_or_default();
+    vectors
+        .into_iter()
+        .map(|v| {
+            (
+                format!(r#"{{"items":{}}}"#, v.provider_items.get()),
+                v.http_text.unwrap_or(v.text),
+            )
+        })
+        .collect()
+}
+
+/// Starts the scripted upstream for a run.
+pub async fn start_upstream() -> Result<Upstream, String> {
+    let vectors = Arc::new(render_vectors());
+    Upstream::try_start(move |request| reply_for(request, &vectors))
+        .await
+        .map_err(|e| format!("cannot start the scripted upstream: {e}"))
+}
+
+fn validator(json: &str) -> Option<&'static jsonschema::Validator> {
+    static INPUT: OnceLock<Option<jsonschema::Validator>> = OnceLock::new();
+    static OUTPUT: OnceLock<Option<jsonschema::Validator>> = OnceLock::new();
+    let cell = if json == INPUT_SCHEMA_JSON {
+        &INPUT
+    } else {
+        &OUTPUT
+    };
+    cell.get_or_init(|| {
+        serde_json::from_str(json)
+            .ok()
+            .and_then(|schema| jsonschema::draft202012::new(&schema).ok())
+    })
+    .as_ref()
+}
+
+fn text_of(result: &CallToolResult) -> Option<&str> {
+    match result.content.as_slice() {
+        [block] => block.as_text().map(|t| t.text.as_str()),
+        _ => None,
+    }
+}
+
+/// Rebuilds the items of a structured envelope, to serialize them again.
+fn items_of(structured: &Value) -> Option<Vec<ContextItem>> {
+    let items = structured
+        .pointer("/untrusted_external_context/items")?
+        .as_array()?;
+    items
+        .iter()
+        .map(|item| {
+            let string = |key: &str| item.get(key).and_then(Value::as_str).map(str::to_owned);
+            Some(ContextItem {
+                id: string("id")?,
+                content: string("content")?,
+                title: string("title"),
+                uri: string("uri"),
+                score: item.get("score").and_then(Value::as_f64),
+                updated_at: string("updatedAt"),
+            })
+        })
+        .collect()
+}
+
+/// Everything wrong with one success result, per check ID.
+fn success_problems(result: &CallToolResult) -> Vec<(&'static str, String)> {
+    let mut problems = Vec::new();
+    if result.is_error == Some(true) {
+        problems.push(("valid-inputs", "isError is true".to_owned()));
+        return problems;
+    }
+    let Some(structured) = &result.structured_content else {
+        problems.push(("valid-inputs", "no structuredContent".to_owned()));
+        return problems;
+    };
+    if let Some(validator) = validator(OUTPUT_SCHEMA_JSON)
+        && let Some(error) = validator.iter_errors(structured).next()
+    {
+        problems.push((
+            "structured-content",
+            format!("does not validate: {error} at {}", error.instance_path()),
+        ));
+    }
+    let Some(text) = text_of(result) else {
+        problems.push((
+            "text-serialization",
+            "not exactly one text block".to_owned(),
+        ));
+        return problems;
+    };
+    if text.contains('<') || text.contains('>') {
+        problems.push(("text-escaping", "the text holds a raw < or >".to_owned()));
+    }
+    let units = utf16_len(text);
+    if units > profile::MAX_TEXT_UTF16 {
+        problems.push((
+            "text-bound",
+            format!("the text is {units} UTF-16 units (at most 4000)"),
+        ));
+    }
+    match serde_json::from_str::<Value>(text) {
+        Err(_) => problems.push(("text-serialization", "the text is not JSON".to_owned())),
+        Ok(parsed) if parsed != *structured => problems.push((
+            "text-serialization",
+            "the text does not parse to structuredContent".to_owned(),
+        )),
+        Ok(_) => {
+            if items_of(structured).is_some_and(|items| profile::serialize(&items) != text) {
+                problems.push((
+                    "text-serialization",
+                    "the text is not the profile serialization of structuredContent (key order, escaping or number format)".to_owned(),
+                ));
+            }
+        }
+    }
+    problems
+}
+
+/// The run's state: the session, the upstream, and the results so far.
+pub struct Suite<'a> {
+    session: &'a Session,
+    upstream: Option<&'a Upstream>,
+    include_tools: Option<Vec<String>>,
+    results: Vec<CheckResult>,
+    /// Every text any call returned, for the redaction check.
+    texts: Vec<String>,
+    progress: Option<Box<dyn Fn(&CheckResult) + 'a>>,
+}
+
+impl<'a> Suite<'a> {
+    pub fn new(
+        session: &'a Session,
+        upstream: Option<&'a Upstream>,
+        include_tools: Option<Vec<String>>,
+        progress: Option<Box<dyn Fn(&CheckResult) + 'a>>,
+    ) -> Suite<'a> {
+        Suite {
+            session,
+            upstream,
+            include_tools,
+            results: Vec::new(),
+            texts: Vec::new(),
+            progress,
+        }
+    }
+
+    fn record(&mut self, id: &'static str, title: &'static str, outcome: Result<String, String>) {
+        let (status, reason) = match outcome {
+            Ok(reason) => (Status::Pass, reason),
+            Err(reason) => (Status::Fail, reason),
+        };
+        self.push(CheckResult {
+            id,
+            title,
+            status,
+            reason,
+        });
+    }
+
+    fn skip(&mut self, id: &'static str, title: &'static str, reason: &str) {
+        self.push(CheckResult {
+            id,
+            title,
+            status: Status::Skip,
+            reason: reason.to_owned(),
+        });
+    }
+
+    fn push(&mut self, result: CheckResult) {
+        if let Some(progress) = &self.progress {
+            progress(&result);
+        }
+        self.results.push(result);
+    }
+
+    async fn call(&mut self, arguments: Value) -> Result<CallToolResult, String> {
+        let result = self.session.call(arguments).await?;
+        for block in &result.content {
+            if let Some(text) = block.as_text() {
+                self.texts.push(text.text.clone());
+            }
+        }
+        if let Some(structured) = &result.structured_content {
+            self.texts.push(structured.to_string());
+        }
+        Ok(result)
+    }
+
+    /// Runs every check and returns the results in order.
+    pub async fn run(mut self) -> Vec<CheckResult> {
+        let tool = self.discovery().await;
+        if tool.is_none() {
+            for (id, title) in [
+                ("valid-inputs", "every valid input vector succeeds"),
+                ("invalid-inputs", "every invalid input vector is refused"),
+            ] {
+                self.skip(id, title, "no context_search tool to call");
+            }
+            return self.results;
+        }
+        self.inputs().await;
+        let binding = self.binding().await;
+        match binding {
+            Ok(()) => self.upstream_checks().await,
+            Err(reason) => {
+                for (id, title) in UPSTREAM_CHECKS {
+                    self.skip(id, title, &reason);
+                }
+            }
+        }
+        self.concurrency().await;
+        self.redaction();
+        self.results
+    }
+
+    async fn discovery(&mut self) -> Option<Tool> {
+        let tools = match self.session.client.list_all_tools().await {
+            Ok(tools) => tools,
+            Err(error) => {
+                self.record(
+                    "tool-offered",
+                    "exactly context_search is offered",
+                    Err(format!("tools/list failed: {error}")),
+                );
+                return None;
+            }
+        };
+        let offered: Vec<&Tool> = tools
+            .iter()
+            .filter(|t| {
+                self.include_tools
+                    .as_ref()
+                    .is_none_or(|include| include.iter().any(|i| i == t.name.as_ref()))
+            })
+            .collect();
+        let names: Vec<&str> = offered.iter().map(|t| t.name.as_ref()).collect();
+        let via = if self.include_tools.is_some() {
+            " through includeTools"
+        } else {
+            ""
+        };
+        self.record(
+            "tool-offered",
+            "exactly context_search is offered",
+            if names == ["context_search"] {
+                Ok(format!("context_search, alone{via}"))
+            } else {
+                Err(format!("offered{via}: {names:?}"))
+            },
+        );
+        let tool = tools.iter().find(|t| t.name == "context_search")?.clone();
+        let canonical_input: Value = serde_json::from_str(INPUT_SCHEMA_JSON).unwrap_or_default();
+        let canonical_output: Value = serde_json::from_str(OUTPUT_SCHEMA_JSON).unwrap_or_default();
+        let input = Value::Object((*tool.input_schema).clone());
+        self.record(
+            "input-schema",
+            "the input schema is the canonical one",
+            if input == canonical_input {
+                Ok("equal to contracts/v1".into())
+            } else {
+                Err("differs from contracts/v1/context_search.input.schema.json".into())
+            },
+        );
+        let output = tool
+            .output_schema
+            .as_ref()
+            .map(|s| Value::Object((**s).clone()));
+        self.record(
+            "output-schema",
+            "the output schema is the canonical one",
+            match output {
+                Some(output) if output == canonical_output => Ok("equal to contracts/v1".into()),
+                Some(_) => {
+                    Err("differs from contracts/v1/context_search.output.schema.json".into())
+                }
+                None => Err("no outputSchema is declared".into()),
+            },
+        );
+        let annotations = serde_json::to_value(&tool.annotations).unwrap_or(Value::Null);
+        self.record(
+            "annotations",
+            "annotations are exactly {\"destructiveHint\": false}",
+            if annotations == json!({"destructiveHint": false}) {
+                Ok("exact".into())
+            } else {
+                Err(format!("annotations are {annotations}"))
+            },
+        );
+        Some(tool)
+    }
+
+    async fn inputs(&mut self) {
+        let vectors: Value = serde_json::from_str(TEST_VECTORS_JSON).unwrap_or_default();
+        let cases = |group: &str| -> Vec<(String, Value)> {
+            vectors[group]
+                .as_array()
+                .map(|cases| {
+                    cases
+                        .iter()
+                        .filter(|c| c["value"].is_object())
+                        .map(|c| {
+                            (
+                                c["name"].as_str().unwrap_or("").to_owned(),
+                                c["value"].clone(),
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+
+        // Valid inputs: each succeeds and keeps every output promise.
+        let mut problems: Vec<(&'static str, String)> = Vec::new();
+        let valid = cases("validInputs");
+        for (name, arguments) in &valid {
+            match self.call(arguments.clone()).await {
+                Err(error) => problems.push(("valid-inputs", format!("{name}: {error}"))),
+                Ok(result) => problems.extend(
+                    success_problems(&result)
+                        .into_iter()
+                        .map(|(id, p)| (id, format!("{name}: {p}"))),
+                ),
+            }
+        }
+        let count = valid.len();
+        for (id, title) in [
+            ("valid-inputs", "every valid input vector succeeds"),
+            (
+                "structured-content",
+                "structuredContent validates against the output schema",
+            ),
+            (
+                "text-serialization",
+                "the text is the exact profile serialization",
+            ),
+            ("text-escaping", "the text escapes < and >"),
+            ("text-bound", "the text is at most 4000 UTF-16 units"),
+        ] {
+            let first = problems.iter().find(|(check, _)| *check == id);
+            self.record(
+                id,
+                title,
+                match first {
+                    Some((_, problem)) => Err(problem.clone()),
+                    None => Ok(format!("{count} calls")),
+                },
+            );
+        }
+
+        // Invalid inputs: each refused, and no message repeats the query.
+        let mut failure = None;
+        let invalid = cases("invalidInputs");
+        for (name, arguments) in &invalid {
+            match self.call(arguments.clone()).await {
+                Ok(result)
+                    if result.is_error == Some(true) && result.structured_content.is_none() => {}
+                Ok(_) => {
+                    failure.get_or_insert(format!("{name}: accepted"));
+                }
+                Err(error) => {
+                    failure.get_or_insert(format!("{name}: {error}"));
+                }
+            }
+        }
+        self.record(
+            "invalid-inputs",
+            "every invalid input vector is refused with isError",
+            failure.map_or_else(|| Ok(format!("{} refused", invalid.len())), Err),
+        );
+        let unknown = self
+            .call(json!({"query": "deployment policy", "tenant": "acme"}))
+            .await;
+        self.record(
+            "unknown-argument",
+            "an unknown argument is refused",
+            match unknown {
+                Ok(result) if result.is_error == Some(true) => Ok("refused".into()),
+                Ok(_) => Err("a call with an extra `tenant` argument succeeded".into()),
+                Err(error) => Err(error),
+            },
+        );
+        let echo_cases = [
+            json!({"query": QUERY_CANARY, "corpus": "all"}),
+            json!({"query": format!("{QUERY_CANARY} {}", "x".repeat(2000))}),
+            json!({"query": [QUERY_CANARY]}),
+        ];
+        let mut echoed = None;
+        for arguments in echo_cases {
+            if let Ok(result) = self.call(arguments).await
+                && result
+                    .content
+                    .iter()
+                    .any(|b| b.as_text().is_some_and(|t| t.text.contains(QUERY_CANARY)))
+            {
+                echoed = Some("an input error repeats the query".to_owned());
+            }
+        }
+        self.record(
+            "input-errors-redacted",
+            "input errors never echo the query",
+            echoed.map_or_else(|| Ok("no echo".into()), Err),
+        );
+    }
+
+    /// Whether the target talks to the scripted upstream.
+    async fn binding(&mut self) -> Result<(), String> {
+        let Some(upstream) = self.upstream else {
+            return Err(
+                "the target does not take the V1 binding's endpoint and credential variables"
+                    .into(),
+            );
+        };
+        let before = upstream.requests().len();
+        let result = self.call(json!({"query": "  ecp   probe  "})).await;
+        let seen = upstream
+            .wait_until(Duration::from_secs(2), |r, _| r.len() > before)
+            .await;
+        if !seen {
+            return Err(match result {
+                Ok(_) => "the target never called the scripted upstream: it does not speak the Generic HTTP Search V1 binding".into(),
+                Err(error) => format!("the probe call failed ({error}) without reaching the upstream"),
+            });
+        }
+        Ok(())
+    }
+
+    async fn upstream_checks(&mut self) {
+        let Some(upstream) = self.upstream else {
+            return;
+        };
+        // The probe's request.
+        let probe = upstream
+            .requests()
+            .into_iter()
+            .find(|r| r.query().contains("probe"));
+        self.record(
+            "upstream-request",
+            "the upstream request follows the binding",
+            match probe {
+                None => Err("no probe request".into()),
+                Some(request) => request_problem(&request).map_or_else(
+                    || Ok("POST /v1/context/search, bearer, {query, limit: 5}".into()),
+                    Err,
+                ),
+            },
+        );
+
+        // Render vectors, byte for byte.
+        let vectors = render_vectors();
+        let mut mismatch = None;
+        for (index, (_, expected)) in vectors.iter().enumerate() {
+            match self.call(json!({"query": format!("vector {index}")})).await {
+                Ok(result) if text_of(&result) == Some(expected.as_str()) => {}
+                Ok(_) => {
+                    mismatch.get_or_insert(format!(
+                        "vector {index}: the text differs from render-vectors.json"
+                    ));
+                }
+                Err(error) => {
+                    mismatch.get_or_insert(format!("vector {index}: {error}"));
+                }
+            }
+        }
+        self.record(
+            "render-vectors",
+            "every render vector is reproduced byte for byte",
+            mismatch.map_or_else(|| Ok(format!("{} vectors", vectors.len())), Err),
+        );
+
+        // Faults: each gives the same stable error, before the MCP timeout.
+        let mut stable: Option<String> = None;
+        for (id, what) in FAULTS {
+            let started = std::time::Instant::now();
+            let outcome = match self
+                .call(json!({"query": format!("{id} {QUERY_CANARY}")}))
+                .await
+            {
+                Err(error) => Err(error),
+                Ok(result) if result.is_error != Some(true) => {
+                    Err(format!("{what} gave a success"))
+                }
+                Ok(result) if result.structured_content.is_some() => {
+                    Err("the error carries structuredContent".into())
+                }
+                Ok(result) => match text_of(&result) {
+                    None => Err("the error is not one text block".into()),
+                    Some(text) => match &stable {
+                        Some(first) if first != text => Err(format!(
+                            "the error text differs from the other faults': {text:?}"
+                        )),
+                        _ => {
+                            stable.get_or_insert(text.to_owned());
+                            Ok(format!(
+                                "stable error in {} ms",
+                                started.elapsed().as_millis()
+                            ))
+                        }
+                    },
+                },
+            };
+            let title = match *id {
+                "fault-timeout" => "an upstream past the budget gives the stable error in time",
+                "fault-redirect" => "a redirect gives the stable error",
+                "fault-rate-limit" => "a 429 gives the stable error",
+                "fault-server-error" => "a 500 gives the stable error",
+                "fault-malformed" => "malformed JSON gives the stable error",
+                "fault-oversized" => "a body over 1 MiB gives the stable error",
+                "fault-invalid-utf8" => "invalid UTF-8 gives the stable error",
+                _ => "a slow body gives the stable error in time",
+            };
+            self.record(id, title, outcome);
+        }
+
+        // No retry: one upstream request per call.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let requests = upstream.requests();
+        let retried: Vec<String> = FAULTS
+            .iter()
+            .map(|(id, _)| *id)
+            .chain(["vector"])
+            .filter_map(|prefix| {
+                let mut counts = std::collections::BTreeMap::new();
+                for request in requests.iter().filter(|r| r.query().starts_with(prefix)) {
+                    *counts.entry(request.query()).or_insert(0) += 1;
+                }
+                counts.into_iter().find(|(_, n)| *n > 1).map(|(q, n)| {
+                    format!(
+                        "{} requests for `{}`",
+                        n,
+                        q.replace(QUERY_CANARY, "<query>")
+                    )
+                })
+            })
+            .collect();
+        self.record(
+            "no-retry",
+            "one call makes at most one upstream request",
+            retried.first().cloned().map_or_else(
+                || Ok(format!("{} calls, one request each", requests.len())),
+                Err,
+            ),
+        );
+
+        self.cancellation(upstream).await;
+    }
+
+    async fn cancellation(&mut self, upstream: &Upstream) {
+        let before = upstream
+            .requests()
+            .iter()
+            .filter(|r| r.query() == "hang")
+            .count();
+        let closed_before = upstream.closed_connections().len();
+        let peer = self.session.client.peer().clone();
+        let call = tokio::spawn(async move {
+            let mut params = rmcp::model::CallToolRequestParams::new("context_search");
+            params.arguments = json!({"query": "hang"}).as_object().cloned();
+            peer.call_tool(params).await
+        });
+        let arrived = upstream
+            .wait_until(Duration::from_secs(5), |r, _| {
+                r.iter().filter(|r| r.query() == "hang").count() > before
+            })
+            .await;
+        if !arrived {
+            call.abort();
+            self.record(
+                "cancellation",
+                "a cancelled call closes the upstream connection",
+                Err("the call never reached the upstream".into()),
+            );
+            return;
+        }
+        call.abort();
+        let closed = upstream
+            .wait_until(Duration::from_secs(3), |_, closed| {
+                closed.len() > closed_before
+            })
+            .await;
+        self.record(
+            "cancellation",
+            "a cancelled call closes the upstream connection",
+            if closed {
+                Ok("closed within 3 s of notifications/cancelled".into())
+            } else {
+                Err("the upstream connection stayed open 3 s after notifications/cancelled".into())
+            },
+        );
+    }
+
+    async fn concurrency(&mut self) {
+        const CALLS: usize = 20;
+        let calls: Vec<_> = (0..CALLS)
+            .map(|n| {
+                let peer = self.session.client.peer().clone();
+                let timeout = self.session.call_timeout;
+                tokio::spawn(async move {
+                    let mut params = rmcp::model::CallToolRequestParams::new("context_search");
+                    params.arguments = json!({"query": format!("concurrent {n}")})
+                        .as_object()
+                        .cloned();
+                    tokio::time::timeout(timeout, peer.call_tool(params)).await
+                })
+            })
+            .collect();
+        let mut answered = 0;
+        for call in calls {
+            if let Ok(Ok(Ok(_))) = call.await {
+                answered += 1;
+            }
+        }
+        self.record(
+            "concurrency",
+            "concurrent calls are all answered",
+            if answered == CALLS {
+                Ok(format!("{CALLS} of {CALLS}"))
+            } else {
+                Err(format!("{answered} of {CALLS} answered"))
+            },
+        );
+    }
+
+    fn redaction(&mut self) {
+        let stderr = self.session.stderr();
+        let mut secrets = vec![
+            QUERY_CANARY.to_owned(),
+            TOKEN_CANARY.to_owned(),
+            BODY_CANARY.to_owned(),
+        ];
+        if let Some(upstream) = self.upstream {
+            secrets.push(upstream.base_url.trim_start_matches("http://").to_owned());
+        }
+        let leak = secrets.iter().find_map(|secret| {
+            if self.texts.iter().any(|t| t.contains(secret.as_str())) {
+                Some(format!("a result holds {}", describe(secret)))
+            } else if stderr.contains(secret.as_str()) {
+                Some(format!("stderr holds {}", describe(secret)))
+            } else {
+                None
+            }
+        });
+        let checked = if self.session.stderr().is_empty() && self.upstream.is_none() {
+            "results"
+        } else {
+            "results and stderr"
+        };
+        self.record(
+            "redaction",
+            "no query, token, endpoint or upstream body in any result or stderr",
+            leak.map_or_else(|| Ok(format!("{} clean", checked)), Err),
+        );
+    }
+}
+
+fn describe(secret: &str) -> &'static str {
+    match secret {
+        QUERY_CANARY => "the query",
+        TOKEN_CANARY => "the token",
+        BODY_CANARY => "the upstream body",
+        _ => "the endpoint",
+    }
+}
+
+/// What is wrong with the probe request, if anything.
+fn request_problem(request: &SeenRequest) -> Option<String> {
+    if request.method != "POST" || request.path != "/v1/context/search" {
+        return Some(format!(
+            "{} {} instead of POST /v1/context/search",
+            request.method, request.path
+        ));
+    }
+    if request.header("authorization") != Some(&format!("Bearer {TOKEN_CANARY}")) {
+        return Some("the authorization header is not `Bearer <token>`".into());
+    }
+    if !request
+        .header("content-type")
+        .is_some_and(|v| v.starts_with("application/json"))
+    {
+        return Some("content-type is not application/json".into());
+    }
+    let body: Value = serde_json::from_str(&request.body).unwrap_or_default();
+    if body != json!({"query": "ecp probe", "limit": 5}) {
+        return Some(format!(
+            "the body is {} instead of {{\"query\":\"ecp probe\",\"limit\":5}} (normalized query, limit 5)",
+            request.body
+        ));
+    }
+    None
+}
+
+/// The checks that need the V1 binding, skipped together without it.
+pub const UPSTREAM_CHECKS: &[(&str, &str)] = &[
+    (
+        "upstream-request",
+        "the upstream request follows the binding",
+    ),
+    (
+        "render-vectors",
+        "every render vector is reproduced byte for byte",
+    ),
+    (
+        "fault-timeout",
+        "an upstream past the budget gives the stable error in time",
+    ),
+    ("fault-redirect", "a redirect gives the stable error"),
+    ("fault-rate-limit", "a 429 gives the stable error"),
+    ("fault-server-error", "a 500 gives the stable error"),
+    ("fault-malformed", "malformed JSON gives the stable error"),
+    (
+        "fault-oversized",
+        "a body over 1 MiB gives the stable error",
+    ),
+    ("fault-invalid-utf8", "invalid UTF-8 gives the stable error"),
+    (
+        "fault-slow-body",
+        "a slow body gives the stable error in time",
+    ),
+    ("no-retry", "one call makes at most one upstream request"),
+    (
+        "cancellation",
+        "a cancelled call closes the upstream connection",
+    ),
+];

@@ -1,0 +1,172 @@
+//! `ecp check` and `ecp call`: the target from flags, the run on a Tokio
+//! runtime, progress on a terminal, and the report.
+
+use std::{io::IsTerminal, path::PathBuf, process::ExitCode};
+
+use anstyle::AnsiColor;
+
+use super::{CallArgs, CheckArgs, CheckFormat, ColorChoice, TargetArgs};
+use crate::check::{self, CheckResult, CheckSettings, Status, target::Target};
+
+fn settings(path: Option<PathBuf>, args: &TargetArgs) -> Result<CheckSettings, String> {
+    let target = match (path, &args.url, args.command.is_empty()) {
+        (None, None, false) => Target::Command(args.command.clone()),
+        (None, Some(url), true) => Target::Url(url.clone()),
+        (path, None, true) => Target::Extension(path.unwrap_or_else(|| PathBuf::from("."))),
+        _ => return Err("give one target: a PATH, --url URL, or -- CMD ARGS...".into()),
+    };
+    let bearer = match (&target, &args.token_env) {
+        (Target::Url(_), Some(name)) => Some(std::env::var(name).map_err(|_| {
+            format!("{name} is not set; it should hold the bearer token for --url")
+        })?),
+        _ => None,
+    };
+    Ok(CheckSettings {
+        target,
+        base_url_env: args.base_url_env.clone(),
+        token_env: args.token_env.clone(),
+        bearer,
+    })
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+}
+
+fn status_label(status: Status, color: bool) -> String {
+    let (text, style) = match status {
+        Status::Pass => ("pass", AnsiColor::Green.on_default().bold()),
+        Status::Fail => ("FAIL", AnsiColor::Red.on_default().bold()),
+        Status::Skip => ("skip", AnsiColor::Yellow.on_default()),
+    };
+    if color {
+        format!("{style}{text}{style:#}")
+    } else {
+        text.to_owned()
+    }
+}
+
+fn line(result: &CheckResult, color: bool) -> String {
+    format!(
+        "  {}  {:<24} {} ({})",
+        status_label(result.status, color),
+        result.id,
+        result.title,
+        result.reason
+    )
+}
+
+pub fn run_check(args: CheckArgs, color: ColorChoice) -> ExitCode {
+    let settings = match settings(args.path, &args.target) {
+        Ok(settings) => settings,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let tokio = match runtime() {
+        Ok(tokio) => tokio,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let human = args.format == CheckFormat::Human;
+    let progress_color = color.for_stdout() && std::io::stderr().is_terminal();
+    let show_progress = human && std::io::stderr().is_terminal();
+    let progress: Option<Box<dyn Fn(&CheckResult)>> = show_progress.then(|| {
+        Box::new(move |result: &CheckResult| eprintln!("{}", line(result, progress_color)))
+            as Box<dyn Fn(&CheckResult)>
+    });
+    if show_progress {
+        eprintln!("ecp check: starting the target and a scripted upstream on 127.0.0.1...");
+    }
+    let report = match tokio.block_on(check::run(&settings, progress)) {
+        Ok(report) => report,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    tokio.shutdown_background();
+    if human {
+        let color = color.for_stdout();
+        println!("ecp check: {}", report.target);
+        for result in &report.checks {
+            println!("{}", line(result, color));
+        }
+        let verdict = if report.ok() {
+            "conforms to the External Context MCP Profile v1"
+        } else {
+            "does NOT conform to the External Context MCP Profile v1"
+        };
+        println!(
+            "{} passed, {} failed, {} skipped: {verdict}",
+            report.passed, report.failed, report.skipped
+        );
+    } else {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
+    }
+    if report.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+pub fn run_call(args: CallArgs) -> ExitCode {
+    let mut positional = args.positional.clone();
+    let query = positional.pop().unwrap_or_default();
+    let path = positional.pop().map(PathBuf::from);
+    let settings = match settings(path, &args.target) {
+        Ok(settings) => settings,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let tokio = match runtime() {
+        Ok(tokio) => tokio,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = tokio.block_on(check::call_once(&settings, &query));
+    tokio.shutdown_background();
+    match result {
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::from(2)
+        }
+        Ok(result) => {
+            let failed = result.is_error == Some(true);
+            match (&result.structured_content, failed) {
+                (Some(structured), false) => {
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(structured).unwrap_or_default()
+                    );
+                }
+                _ => {
+                    for block in &result.content {
+                        if let Some(text) = block.as_text() {
+                            println!("{}", text.text);
+                        }
+                    }
+                }
+            }
+            if failed {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+    }
+}
