@@ -230,6 +230,10 @@ pub struct Suite<'a> {
     results: Vec<CheckResult>,
     /// Every text any call returned, for the redaction check.
     texts: Vec<String>,
+    /// Broken output promises of any success, by check ID.
+    output_problems: Vec<(&'static str, String)>,
+    /// How many successes were inspected.
+    successes: usize,
     progress: Option<Box<dyn Fn(&CheckResult) + 'a>>,
 }
 
@@ -246,6 +250,8 @@ impl<'a> Suite<'a> {
             include_tools,
             results: Vec::new(),
             texts: Vec::new(),
+            output_problems: Vec::new(),
+            successes: 0,
             progress,
         }
     }
@@ -280,6 +286,11 @@ impl<'a> Suite<'a> {
     }
 
     async fn call(&mut self, arguments: Value) -> Result<CallToolResult, String> {
+        let arguments_label = match arguments.get("query").and_then(Value::as_str) {
+            Some(query) if query.chars().count() <= 40 => format!("query {query:?}"),
+            Some(query) => format!("a query of {} code points", query.chars().count()),
+            None => "a call".to_owned(),
+        };
         let result = self.session.call(arguments).await?;
         for block in &result.content {
             if let Some(text) = block.as_text() {
@@ -289,7 +300,46 @@ impl<'a> Suite<'a> {
         if let Some(structured) = &result.structured_content {
             self.texts.push(structured.to_string());
         }
+        if result.is_error != Some(true) {
+            self.successes += 1;
+            let problems = success_problems(&result);
+            let context = arguments_label;
+            self.output_problems.extend(
+                problems
+                    .into_iter()
+                    .filter(|(id, _)| *id != "valid-inputs")
+                    .map(|(id, p)| (id, format!("{context}: {p}"))),
+            );
+        }
         Ok(result)
+    }
+
+    /// Records the output promises over every success seen.
+    fn output_checks(&mut self) {
+        for (id, title) in [
+            (
+                "structured-content",
+                "structuredContent validates against the output schema",
+            ),
+            (
+                "text-serialization",
+                "the text is the exact profile serialization",
+            ),
+            ("text-escaping", "the text escapes < and >"),
+            ("text-bound", "the text is at most 4000 UTF-16 units"),
+        ] {
+            let first = self
+                .output_problems
+                .iter()
+                .find(|(check, _)| *check == id)
+                .map(|(_, p)| p.clone());
+            let successes = self.successes;
+            self.record(
+                id,
+                title,
+                first.map_or_else(|| Ok(format!("{successes} results")), Err),
+            );
+        }
     }
 
     /// Runs every check and returns the results in order.
@@ -315,6 +365,7 @@ impl<'a> Suite<'a> {
             }
         }
         self.concurrency().await;
+        self.output_checks();
         self.redaction();
         self.results
     }
@@ -424,34 +475,21 @@ impl<'a> Suite<'a> {
                 Ok(result) => problems.extend(
                     success_problems(&result)
                         .into_iter()
+                        .filter(|(id, _)| *id == "valid-inputs")
                         .map(|(id, p)| (id, format!("{name}: {p}"))),
                 ),
             }
         }
         let count = valid.len();
-        for (id, title) in [
-            ("valid-inputs", "every valid input vector succeeds"),
-            (
-                "structured-content",
-                "structuredContent validates against the output schema",
-            ),
-            (
-                "text-serialization",
-                "the text is the exact profile serialization",
-            ),
-            ("text-escaping", "the text escapes < and >"),
-            ("text-bound", "the text is at most 4000 UTF-16 units"),
-        ] {
-            let first = problems.iter().find(|(check, _)| *check == id);
-            self.record(
-                id,
-                title,
-                match first {
-                    Some((_, problem)) => Err(problem.clone()),
-                    None => Ok(format!("{count} calls")),
-                },
-            );
-        }
+        let first = problems
+            .iter()
+            .find(|(check, _)| *check == "valid-inputs")
+            .map(|(_, p)| p.clone());
+        self.record(
+            "valid-inputs",
+            "every valid input vector succeeds",
+            first.map_or_else(|| Ok(format!("{count} calls")), Err),
+        );
 
         // Invalid inputs: each refused, and no message repeats the query.
         let mut failure = None;
@@ -656,7 +694,6 @@ impl<'a> Suite<'a> {
             .iter()
             .filter(|r| r.query() == "hang")
             .count();
-        let closed_before = upstream.closed_connections().len();
         let peer = self.session.client.peer().clone();
         let call = tokio::spawn(async move {
             let mut params = rmcp::model::CallToolRequestParams::new("context_search");
@@ -678,16 +715,16 @@ impl<'a> Suite<'a> {
             return;
         }
         call.abort();
+        let aborted = std::time::Instant::now();
         let closed = upstream
-            .wait_until(Duration::from_secs(3), |_, closed| {
-                closed.len() > closed_before
-            })
+            .wait_for_close_of("hang", Duration::from_secs(3))
             .await;
+        let after = aborted.elapsed().as_millis();
         self.record(
             "cancellation",
             "a cancelled call closes the upstream connection",
             if closed {
-                Ok("closed within 3 s of notifications/cancelled".into())
+                Ok(format!("closed {after} ms after notifications/cancelled"))
             } else {
                 Err("the upstream connection stayed open 3 s after notifications/cancelled".into())
             },

@@ -81,8 +81,10 @@ type Script = dyn Fn(&SeenRequest) -> Reply + Send + Sync;
 #[derive(Default)]
 struct Log {
     requests: Vec<SeenRequest>,
-    /// When each connection closed, by connection number.
+    /// When each connection closed, in closing order.
     closed: Vec<Instant>,
+    /// The queries each closed connection carried, parallel to `closed`.
+    closed_queries: Vec<Vec<String>>,
 }
 
 /// A running upstream; it stops when dropped.
@@ -172,6 +174,29 @@ impl Upstream {
                 if ready(&log.requests, &log.closed) {
                     return true;
                 }
+            }
+            if tokio::time::timeout_at(deadline.into(), notified)
+                .await
+                .is_err()
+            {
+                return false;
+            }
+        }
+    }
+
+    /// Waits until the connection that carried `query` has closed; `false`
+    /// if `limit` passes first.
+    pub async fn wait_for_close_of(&self, query: &str, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        loop {
+            let notified = self.changed.notified();
+            if self
+                .log()
+                .closed_queries
+                .iter()
+                .any(|queries| queries.iter().any(|q| q == query))
+            {
+                return true;
             }
             if tokio::time::timeout_at(deadline.into(), notified)
                 .await
@@ -318,8 +343,10 @@ async fn connection(
     log: Arc<Mutex<Log>>,
     changed: Arc<Notify>,
 ) {
+    let mut queries = Vec::new();
     while let Some(request) = read_request(&mut stream).await {
         let reply = script(&request);
+        queries.push(request.query());
         log.lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .requests
@@ -329,9 +356,12 @@ async fn connection(
             break;
         }
     }
-    log.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .closed
-        .push(Instant::now());
+    {
+        let mut log = log
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        log.closed.push(Instant::now());
+        log.closed_queries.push(queries);
+    }
     changed.notify_waiters();
 }
