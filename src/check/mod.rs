@@ -61,7 +61,7 @@ fn describe(target: &Target) -> String {
 /// it is decided. `Err` when the target cannot be started at all.
 pub async fn run(
     settings: &CheckSettings,
-    progress: Option<Box<dyn Fn(&CheckResult) + '_>>,
+    progress: suite::Progress<'_>,
 ) -> Result<CheckReport, String> {
     let upstream = suite::start_upstream().await?;
     let (session, include_tools, with_upstream) = match &settings.target {

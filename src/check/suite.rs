@@ -222,6 +222,9 @@ fn success_problems(result: &CallToolResult) -> Vec<(&'static str, String)> {
     problems
 }
 
+/// Sees each result as soon as it is decided (progress on a terminal).
+pub type Progress<'a> = Option<Box<dyn Fn(&CheckResult) + 'a>>;
+
 /// The run's state: the session, the upstream, and the results so far.
 pub struct Suite<'a> {
     session: &'a Session,
@@ -234,7 +237,7 @@ pub struct Suite<'a> {
     output_problems: Vec<(&'static str, String)>,
     /// How many successes were inspected.
     successes: usize,
-    progress: Option<Box<dyn Fn(&CheckResult) + 'a>>,
+    progress: Progress<'a>,
 }
 
 impl<'a> Suite<'a> {
@@ -242,7 +245,7 @@ impl<'a> Suite<'a> {
         session: &'a Session,
         upstream: Option<&'a Upstream>,
         include_tools: Option<Vec<String>>,
-        progress: Option<Box<dyn Fn(&CheckResult) + 'a>>,
+        progress: Progress<'a>,
     ) -> Suite<'a> {
         Suite {
             session,

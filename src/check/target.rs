@@ -296,14 +296,27 @@ impl Session {
                 }
             });
         }
-        let client = tokio::time::timeout(Duration::from_secs(30), ().serve(transport))
-            .await
-            .map_err(|_| "no answer to initialize within 30 s".to_owned())?
-            .map_err(|e| format!("the MCP handshake failed: {e}"))?;
-        Ok(Session {
-            client,
-            stderr: Some(buffer),
-            call_timeout: launch.call_timeout,
+        let handshake = tokio::time::timeout(Duration::from_secs(30), ().serve(transport)).await;
+        let failure = match handshake {
+            Ok(Ok(client)) => {
+                return Ok(Session {
+                    client,
+                    stderr: Some(buffer),
+                    call_timeout: launch.call_timeout,
+                });
+            }
+            Ok(Err(error)) => format!("the MCP handshake failed: {error}"),
+            Err(_) => "no answer to initialize within 30 s".to_owned(),
+        };
+        // Give the server a moment to finish its last words.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let stderr =
+            String::from_utf8_lossy(&buffer.lock().unwrap_or_else(PoisonError::into_inner))
+                .into_owned();
+        Err(if stderr.trim().is_empty() {
+            failure
+        } else {
+            format!("{failure}\nthe server's stderr:\n{}", stderr.trim_end())
         })
     }
 

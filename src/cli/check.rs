@@ -77,7 +77,7 @@ pub fn run_check(args: CheckArgs, color: ColorChoice) -> ExitCode {
     let human = args.format == CheckFormat::Human;
     let progress_color = color.for_stdout() && std::io::stderr().is_terminal();
     let show_progress = human && std::io::stderr().is_terminal();
-    let progress: Option<Box<dyn Fn(&CheckResult)>> = show_progress.then(|| {
+    let progress: check::suite::Progress = show_progress.then(|| {
         Box::new(move |result: &CheckResult| eprintln!("{}", line(result, progress_color)))
             as Box<dyn Fn(&CheckResult)>
     });

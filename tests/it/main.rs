@@ -1,5 +1,6 @@
 //! The integration tests: one binary, one module per area.
 
+mod check;
 mod contracts;
 mod lint;
 mod mcp;

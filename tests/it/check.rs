@@ -1,0 +1,240 @@
+//! `ecp check`: it passes conforming servers (`ecp serve --http`, a built
+//! `ecp new` extension as a folder and as an archive), reports the upstream
+//! checks as skipped for a target without the V1 binding, and fails each
+//! deliberately broken server on the check that names its defect.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+};
+
+use serde_json::Value;
+
+fn ecp_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_ecp")
+}
+
+/// `target/debug/examples/broken-server`, built by `cargo test`.
+fn broken_server() -> PathBuf {
+    let deps = std::env::current_exe().unwrap();
+    let profile = deps.parent().unwrap().parent().unwrap();
+    profile.join("examples/broken-server")
+}
+
+/// Runs `ecp check --format json` with `args` and returns its report.
+fn check(args: &[&str]) -> (Option<i32>, Value) {
+    let output = Command::new(ecp_bin())
+        .args(["check", "--format", "json"])
+        .args(args)
+        .env(
+            "CARGO_TARGET_DIR",
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("target/generated"),
+        )
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let report = serde_json::from_slice(&output.stdout).unwrap_or_else(|_| {
+        panic!(
+            "no JSON report from ecp check {args:?}:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    (output.status.code(), report)
+}
+
+fn with_status<'a>(report: &'a Value, status: &str) -> Vec<&'a str> {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["status"] == status)
+        .map(|c| c["id"].as_str().unwrap())
+        .collect()
+}
+
+fn assert_conforms(code: Option<i32>, report: &Value) {
+    assert_eq!(
+        with_status(report, "fail"),
+        Vec::<&str>::new(),
+        "{report:#}"
+    );
+    assert_eq!(
+        with_status(report, "skip"),
+        Vec::<&str>::new(),
+        "{report:#}"
+    );
+    assert_eq!(code, Some(0));
+    assert!(with_status(report, "pass").len() >= 26);
+}
+
+#[test]
+fn ecp_serve_http_conforms() {
+    let (code, report) = check(&["--", ecp_bin(), "serve", "--http"]);
+    assert_conforms(code, &report);
+}
+
+#[test]
+fn a_target_without_the_binding_skips_the_upstream_checks_with_a_reason() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("templates/corpus/example.jsonl");
+    let (code, report) = check(&[
+        "--",
+        ecp_bin(),
+        "serve",
+        "--fixture",
+        corpus.to_str().unwrap(),
+    ]);
+    let skipped = with_status(&report, "skip");
+    assert!(
+        skipped.contains(&"render-vectors") && skipped.contains(&"cancellation"),
+        "{report:#}"
+    );
+    for check in report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["status"] == "skip")
+    {
+        assert!(
+            check["reason"]
+                .as_str()
+                .unwrap()
+                .contains("does not speak the Generic HTTP Search V1 binding")
+        );
+    }
+    assert_eq!(
+        with_status(&report, "fail"),
+        Vec::<&str>::new(),
+        "{report:#}"
+    );
+    assert_eq!(code, Some(0), "skips alone do not fail");
+}
+
+#[test]
+fn every_broken_server_fails_on_the_check_that_names_its_defect() {
+    let cases = [
+        ("wrong-schema", "input-schema"),
+        ("extra-tool", "tool-offered"),
+        ("missing-annotations", "annotations"),
+        ("unescaped-angle", "text-escaping"),
+        ("text-over-4000", "text-bound"),
+        ("echo-query", "input-errors-redacted"),
+        ("accepts-unknown-argument", "unknown-argument"),
+        ("retries", "no-retry"),
+        ("ignores-cancellation", "cancellation"),
+        ("leaks-token", "redaction"),
+        ("unstable-errors", "fault-server-error"),
+    ];
+    let server = broken_server();
+    assert!(
+        server.is_file(),
+        "{} is built by cargo test",
+        server.display()
+    );
+    // The runs are I/O-bound (budgets and faults); run them side by side.
+    let runs: Vec<_> = cases
+        .iter()
+        .map(|&(defect, expected)| {
+            let server = server.clone();
+            std::thread::spawn(move || {
+                let (code, report) = check(&["--", server.to_str().unwrap(), "--defect", defect]);
+                (defect, expected, code, report)
+            })
+        })
+        .collect();
+    for run in runs {
+        let (defect, expected, code, report) = run.join().unwrap();
+        let failed = with_status(&report, "fail");
+        assert!(
+            failed.contains(&expected),
+            "{defect}: expected {expected} to fail, failed: {failed:?}"
+        );
+        assert_eq!(code, Some(1), "{defect}");
+    }
+}
+
+#[test]
+fn a_built_extension_conforms_as_a_folder_and_as_an_archive() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("acme-context");
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/generated");
+    let new = Command::new(ecp_bin())
+        .args([
+            "new",
+            "acme-context",
+            "--yes",
+            "--dir",
+            dir.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(new.status.success());
+    let build = Command::new(env!("CARGO"))
+        .args(["build", "--release", "--offline", "--quiet"])
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", &target)
+        .status()
+        .unwrap();
+    assert!(build.success());
+    std::fs::create_dir_all(dir.join("dist")).unwrap();
+    std::fs::copy(target.join("release/acme-context"), dir.join("dist/main")).unwrap();
+
+    let (code, report) = check(&[dir.to_str().unwrap()]);
+    assert_conforms(code, &report);
+
+    let out = temp.path().join("out");
+    let package = Command::new(ecp_bin())
+        .args([
+            "package",
+            dir.to_str().unwrap(),
+            "--format",
+            "zip",
+            "--out-dir",
+            out.to_str().unwrap(),
+        ])
+        .args([
+            "--binary",
+            target.join("release/acme-context").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        package.status.success(),
+        "{}",
+        String::from_utf8_lossy(&package.stderr)
+    );
+    let (code, report) = check(&[out.join("linux.x64.acme-context.zip").to_str().unwrap()]);
+    assert_conforms(code, &report);
+}
+
+#[test]
+fn call_prints_one_result() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("templates/corpus/example.jsonl");
+    let output = Command::new(ecp_bin())
+        .args([
+            "call",
+            "release train",
+            "--",
+            ecp_bin(),
+            "serve",
+            "--fixture",
+            corpus.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        printed["untrusted_external_context"]["items"][0]["id"],
+        "release-train"
+    );
+
+    let output = Command::new(ecp_bin())
+        .args(["call", "x", "--url", "http://127.0.0.1:9/mcp", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "two targets are refused");
+}
