@@ -238,3 +238,100 @@ fn call_prints_one_result() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2), "two targets are refused");
 }
+
+/// `ContextSearchServer` over Streamable HTTP on 127.0.0.1, behind a bearer
+/// check, as a provider-operated endpoint would be.
+async fn streamable_http_endpoint(token: &'static str) -> String {
+    use std::sync::Arc;
+
+    use axum::{
+        extract::Request,
+        http::StatusCode,
+        middleware::{self, Next},
+        response::Response,
+    };
+    use ecp::{
+        providers::fixture::FixtureCorpus,
+        runtime::{ContextSearchServer, ProviderBudget, RuntimeConfig},
+    };
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    };
+
+    let corpus = FixtureCorpus::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("templates/corpus/example.jsonl"),
+    )
+    .unwrap();
+    let server = ContextSearchServer::new(
+        Arc::new(corpus),
+        RuntimeConfig {
+            name: "remote-test".into(),
+            version: "0".into(),
+            budget: ProviderBudget::DEFAULT,
+        },
+    );
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default().with_sse_keep_alive(None),
+    );
+    let require_bearer = move |request: Request, next: Next| async move {
+        let expected = format!("Bearer {token}");
+        match request.headers().get("authorization") {
+            Some(value) if value.as_bytes() == expected.as_bytes() => {
+                Ok::<Response, StatusCode>(next.run(request).await)
+            }
+            _ => Err(StatusCode::UNAUTHORIZED),
+        }
+    };
+    let router = axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(middleware::from_fn(require_bearer));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    format!("http://{address}/mcp")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamable_http_endpoint_is_checked_with_its_bearer_token() {
+    let url = streamable_http_endpoint("remote-bearer-123").await;
+    let run = |token_env: Option<&'static str>| {
+        let url = url.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut command = Command::new(ecp_bin());
+            command
+                .args(["check", "--format", "json", "--url", &url])
+                .env("ECP_TEST_BEARER", "remote-bearer-123");
+            if let Some(name) = token_env {
+                command.args(["--token-env", name]);
+            }
+            command.stdin(Stdio::null()).output().unwrap()
+        })
+    };
+    let output = run(Some("ECP_TEST_BEARER")).await.unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stderr)));
+    assert_eq!(
+        with_status(&report, "fail"),
+        Vec::<&str>::new(),
+        "{report:#}"
+    );
+    assert!(with_status(&report, "pass").contains(&"input-schema"));
+    assert!(
+        with_status(&report, "skip").contains(&"render-vectors"),
+        "no V1 binding behind a URL"
+    );
+    assert_eq!(output.status.code(), Some(0));
+
+    // Without the token the endpoint refuses the handshake: could not run.
+    let output = run(None).await.unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
