@@ -29,11 +29,23 @@ fn settings(path: Option<PathBuf>, args: &TargetArgs) -> Result<CheckSettings, S
     })
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_current_thread()
+/// The settings for a target and a runtime to run against it; the message
+/// of what stops the command (exit 2) otherwise.
+fn prepare(
+    path: Option<PathBuf>,
+    args: &TargetArgs,
+) -> Result<(CheckSettings, tokio::runtime::Runtime), String> {
+    let settings = settings(path, args)?;
+    let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    Ok((settings, tokio))
+}
+
+fn could_not_run(message: &str) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(2)
 }
 
 fn status_label(status: Status, color: bool) -> String {
@@ -60,19 +72,9 @@ fn line(result: &CheckResult, color: bool) -> String {
 }
 
 pub fn run_check(args: CheckArgs, color: ColorChoice) -> ExitCode {
-    let settings = match settings(args.path, &args.target) {
-        Ok(settings) => settings,
-        Err(message) => {
-            eprintln!("error: {message}");
-            return ExitCode::from(2);
-        }
-    };
-    let tokio = match runtime() {
-        Ok(tokio) => tokio,
-        Err(message) => {
-            eprintln!("error: {message}");
-            return ExitCode::from(2);
-        }
+    let (settings, tokio) = match prepare(args.path, &args.target) {
+        Ok(prepared) => prepared,
+        Err(message) => return could_not_run(&message),
     };
     let human = args.format == CheckFormat::Human;
     let progress_color = color.for_stdout() && std::io::stderr().is_terminal();
@@ -86,10 +88,7 @@ pub fn run_check(args: CheckArgs, color: ColorChoice) -> ExitCode {
     }
     let report = match tokio.block_on(check::run(&settings, progress)) {
         Ok(report) => report,
-        Err(message) => {
-            eprintln!("error: {message}");
-            return ExitCode::from(2);
-        }
+        Err(message) => return could_not_run(&message),
     };
     tokio.shutdown_background();
     if human {
@@ -124,27 +123,14 @@ pub fn run_call(args: CallArgs) -> ExitCode {
     let mut positional = args.positional.clone();
     let query = positional.pop().unwrap_or_default();
     let path = positional.pop().map(PathBuf::from);
-    let settings = match settings(path, &args.target) {
-        Ok(settings) => settings,
-        Err(message) => {
-            eprintln!("error: {message}");
-            return ExitCode::from(2);
-        }
-    };
-    let tokio = match runtime() {
-        Ok(tokio) => tokio,
-        Err(message) => {
-            eprintln!("error: {message}");
-            return ExitCode::from(2);
-        }
+    let (settings, tokio) = match prepare(path, &args.target) {
+        Ok(prepared) => prepared,
+        Err(message) => return could_not_run(&message),
     };
     let result = tokio.block_on(check::call_once(&settings, &query));
     tokio.shutdown_background();
     match result {
-        Err(message) => {
-            eprintln!("error: {message}");
-            ExitCode::from(2)
-        }
+        Err(message) => could_not_run(&message),
         Ok(result) => {
             let failed = result.is_error == Some(true);
             match (&result.structured_content, failed) {

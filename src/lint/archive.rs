@@ -39,6 +39,22 @@ fn is_manifest_name(path: &str) -> bool {
     path.rsplit('/').next() == Some(MANIFEST)
 }
 
+/// The bytes of a manifest entry (small regular files named
+/// qwen-extension.json); `None` for every other entry, which is not read.
+fn manifest_data(
+    kind: Kind,
+    name: &str,
+    size: u64,
+    entry: &mut impl Read,
+) -> std::io::Result<Option<Vec<u8>>> {
+    if kind != Kind::File || !is_manifest_name(name) || size > MAX_MANIFEST_BYTES {
+        return Ok(None);
+    }
+    let mut data = Vec::new();
+    entry.read_to_end(&mut data)?;
+    Ok(Some(data))
+}
+
 fn read_tar_gz(path: &Path) -> Result<Vec<Entry>, LintError> {
     let file = File::open(path).map_err(|source| LintError::Read {
         path: path.to_owned(),
@@ -58,15 +74,8 @@ fn read_tar_gz(path: &Path) -> Result<Vec<Entry>, LintError> {
         let mode = header.mode().unwrap_or(0);
         let size = header.size().unwrap_or(0);
         let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
-        let data = if kind == Kind::File && is_manifest_name(&name) && size <= MAX_MANIFEST_BYTES {
-            let mut data = Vec::new();
-            entry
-                .read_to_end(&mut data)
-                .map_err(|e| archive_error(path, e))?;
-            Some(data)
-        } else {
-            None
-        };
+        let data =
+            manifest_data(kind, &name, size, &mut entry).map_err(|e| archive_error(path, e))?;
         entries.push(Entry {
             path: name,
             kind,
@@ -104,15 +113,8 @@ fn read_zip(path: &Path) -> Result<Vec<Entry>, LintError> {
             Kind::Other
         };
         let size = entry.size();
-        let data = if kind == Kind::File && is_manifest_name(&name) && size <= MAX_MANIFEST_BYTES {
-            let mut data = Vec::new();
-            entry
-                .read_to_end(&mut data)
-                .map_err(|e| archive_error(path, e))?;
-            Some(data)
-        } else {
-            None
-        };
+        let data =
+            manifest_data(kind, &name, size, &mut entry).map_err(|e| archive_error(path, e))?;
         entries.push(Entry {
             path: name,
             kind,

@@ -99,3 +99,21 @@ pub fn text_of(result: &CallToolResult) -> &str {
         .map(|t| t.text.as_str())
         .expect("a text block")
 }
+
+/// Exactly one tool, `context_search`, with the canonical schemas and
+/// annotations.
+pub fn assert_canonical_tool(tools: &[rmcp::model::Tool]) {
+    use ecp::contracts::{INPUT_SCHEMA_JSON, OUTPUT_SCHEMA_JSON};
+    assert_eq!(tools.len(), 1, "{tools:?}");
+    let tool = serde_json::to_value(&tools[0]).unwrap();
+    assert_eq!(tool["name"], "context_search");
+    assert_eq!(tool["annotations"], json!({"destructiveHint": false}));
+    assert_eq!(
+        tool["inputSchema"],
+        serde_json::from_str::<Value>(INPUT_SCHEMA_JSON).unwrap()
+    );
+    assert_eq!(
+        tool["outputSchema"],
+        serde_json::from_str::<Value>(OUTPUT_SCHEMA_JSON).unwrap()
+    );
+}

@@ -11,16 +11,13 @@ use std::{
     time::{Duration, Instant},
 };
 
-use ecp::{
-    contracts::{INPUT_SCHEMA_JSON, OUTPUT_SCHEMA_JSON},
-    scaffold::{COPIED_SOURCES, DEPENDENCY_VERSIONS},
-};
+use ecp::scaffold::{COPIED_SOURCES, DEPENDENCY_VERSIONS};
 use rmcp::{ServiceExt, transport::TokioChildProcess};
 use serde_json::{Value, json};
 
 use ecp::check::upstream::{Reply, Upstream};
 
-use crate::mcp::text_of;
+use crate::mcp::{assert_canonical_tool, text_of};
 
 fn ecp(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_ecp"))
@@ -140,19 +137,7 @@ async fn local_template_builds_tests_lints_and_serves_offline() {
             .name,
         "acme-context"
     );
-    let tools = client.list_all_tools().await.unwrap();
-    assert_eq!(tools.len(), 1);
-    let tool = serde_json::to_value(&tools[0]).unwrap();
-    assert_eq!(tool["name"], "context_search");
-    assert_eq!(tool["annotations"], json!({"destructiveHint": false}));
-    assert_eq!(
-        tool["inputSchema"],
-        serde_json::from_str::<Value>(INPUT_SCHEMA_JSON).unwrap()
-    );
-    assert_eq!(
-        tool["outputSchema"],
-        serde_json::from_str::<Value>(OUTPUT_SCHEMA_JSON).unwrap()
-    );
+    assert_canonical_tool(&client.list_all_tools().await.unwrap());
     let mut params = rmcp::model::CallToolRequestParams::new("context_search");
     params.arguments = json!({"query": "deployment"}).as_object().cloned();
     let result = client.call_tool(params).await.unwrap();

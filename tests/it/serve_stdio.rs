@@ -9,10 +9,9 @@ use std::{
     time::{Duration, Instant},
 };
 
-use ecp::contracts::{INPUT_SCHEMA_JSON, OUTPUT_SCHEMA_JSON};
 use serde_json::{Value, json};
 
-use crate::mcp::{Server, text_of};
+use crate::mcp::{Server, assert_canonical_tool, text_of};
 
 fn corpus() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -94,19 +93,7 @@ fn answers_initialize_for_every_revision_and_exits_on_eof() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn declares_exactly_the_canonical_tool() {
     let server = Server::spawn(&["serve", "--fixture", &corpus()], &[]).await;
-    let tools = server.client.list_all_tools().await.unwrap();
-    assert_eq!(tools.len(), 1);
-    let tool = serde_json::to_value(&tools[0]).unwrap();
-    assert_eq!(tool["name"], "context_search");
-    assert_eq!(tool["annotations"], json!({"destructiveHint": false}));
-    assert_eq!(
-        tool["inputSchema"],
-        serde_json::from_str::<Value>(INPUT_SCHEMA_JSON).unwrap()
-    );
-    assert_eq!(
-        tool["outputSchema"],
-        serde_json::from_str::<Value>(OUTPUT_SCHEMA_JSON).unwrap()
-    );
+    assert_canonical_tool(&server.client.list_all_tools().await.unwrap());
     server.finish().await;
 }
 
