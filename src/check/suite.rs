@@ -497,10 +497,27 @@ impl<'a> Suite<'a> {
         // Invalid inputs: each refused, and no message repeats the query.
         let mut failure = None;
         let invalid = cases("invalidInputs");
+        let mut echoed = None;
         for (name, arguments) in &invalid {
             match self.call(arguments.clone()).await {
                 Ok(result)
-                    if result.is_error == Some(true) && result.structured_content.is_none() => {}
+                    if result.is_error == Some(true) && result.structured_content.is_none() =>
+                {
+                    // A query long enough to recognise must not come back.
+                    let query = arguments
+                        .get("query")
+                        .and_then(Value::as_str)
+                        .map(str::trim)
+                        .unwrap_or("");
+                    if query.chars().count() >= 8
+                        && result
+                            .content
+                            .iter()
+                            .any(|b| b.as_text().is_some_and(|t| t.text.contains(query)))
+                    {
+                        echoed.get_or_insert(format!("the error for `{name}` repeats the query"));
+                    }
+                }
                 Ok(_) => {
                     failure.get_or_insert(format!("{name}: accepted"));
                 }
@@ -531,7 +548,6 @@ impl<'a> Suite<'a> {
             json!({"query": format!("{QUERY_CANARY} {}", "x".repeat(2000))}),
             json!({"query": [QUERY_CANARY]}),
         ];
-        let mut echoed = None;
         for arguments in echo_cases {
             if let Ok(result) = self.call(arguments).await
                 && result
@@ -539,7 +555,7 @@ impl<'a> Suite<'a> {
                     .iter()
                     .any(|b| b.as_text().is_some_and(|t| t.text.contains(QUERY_CANARY)))
             {
-                echoed = Some("an input error repeats the query".to_owned());
+                echoed.get_or_insert("an input error repeats the query".to_owned());
             }
         }
         self.record(
