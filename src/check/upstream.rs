@@ -58,6 +58,12 @@ pub enum Reply {
     DeclaredLength { len: usize },
     /// Close the connection without answering.
     Close,
+    /// Status, content type and body (e.g. a `text/event-stream`), then close.
+    Typed {
+        status: u16,
+        content_type: &'static str,
+        body: Vec<u8>,
+    },
 }
 
 impl Reply {
@@ -325,6 +331,21 @@ async fn write_reply(stream: &mut TcpStream, reply: Reply) -> std::io::Result<()
             stream.write_all(b"0\r\n\r\n").await
         }
         Reply::Close => Err(std::io::ErrorKind::ConnectionAborted.into()),
+        Reply::Typed {
+            status,
+            content_type,
+            body,
+        } => {
+            let head = format!(
+                "HTTP/1.1 {status} {}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                reason(status),
+                body.len()
+            );
+            stream.write_all(head.as_bytes()).await?;
+            stream.write_all(&body).await?;
+            // One answer per connection: the peer reads to the end.
+            Err(std::io::ErrorKind::ConnectionAborted.into())
+        }
         Reply::DeclaredLength { len } => {
             let head = format!(
                 "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len}\r\n\r\n"

@@ -3,6 +3,8 @@
 //! - `ci`: formatting, clippy and the test suite, as `.ci/run` runs them.
 //! - `codegen [--check]`: regenerate `contracts/v1` vectors from their
 //!   ECMAScript generator (`--check` fails when they are stale).
+//! - `e2e`: install the pinned real clients (Qwen Code, MCP Inspector, the
+//!   Python MCP SDK) into `target/e2e-cache/` and run `tests/e2e`.
 //! - `demo`: build `ecp`, scaffold and lint an extension, and run one MCP
 //!   session of `ecp serve` against the example corpus.
 
@@ -48,6 +50,74 @@ fn codegen(check: bool) -> Result<(), String> {
         run("node", &[script, "--check"])
     } else {
         run("node", &[script])
+    }
+}
+
+/// The pinned peers of the real-client suite.
+const QWEN: &str = "@qwen-code/qwen-code@0.24.4";
+const INSPECTOR: &str = "@modelcontextprotocol/inspector@2.12.0";
+const PYTHON_MCP: &str = "mcp==2.3.0";
+
+/// Installs `what` once: `install` runs only when `marker` is missing, and
+/// the marker is written after it succeeds.
+fn once(
+    marker: &Path,
+    what: &str,
+    install: impl FnOnce() -> Result<(), String>,
+) -> Result<(), String> {
+    if marker.is_file() {
+        eprintln!("{what}: cached");
+        return Ok(());
+    }
+    install()?;
+    std::fs::write(marker, what).map_err(|e| format!("{}: {e}", marker.display()))
+}
+
+fn e2e() -> Result<(), String> {
+    let cache = root().join("target/e2e-cache");
+    let npm = cache.join("npm");
+    std::fs::create_dir_all(&npm).map_err(|e| e.to_string())?;
+    let npm_str = npm.to_str().ok_or("non-UTF-8 path")?;
+    once(
+        &npm.join(".installed"),
+        &format!("{QWEN} {INSPECTOR}"),
+        || {
+            run(
+                "npm",
+                &[
+                    "install",
+                    "--prefix",
+                    npm_str,
+                    "--no-audit",
+                    "--no-fund",
+                    "--loglevel=error",
+                    QWEN,
+                    INSPECTOR,
+                ],
+            )
+        },
+    )?;
+    let venv = cache.join("pyenv");
+    let venv_str = venv.to_str().ok_or("non-UTF-8 path")?;
+    once(&cache.join(".python-installed"), PYTHON_MCP, || {
+        run("python3", &["-m", "venv", venv_str])?;
+        let pip = venv.join("bin/pip");
+        run(
+            pip.to_str().ok_or("non-UTF-8 path")?,
+            &["install", "--quiet", PYTHON_MCP],
+        )
+    })?;
+    eprintln!("$ ECP_E2E_CACHE={} cargo test --test e2e", cache.display());
+    let status = Command::new("cargo")
+        .args(["test", "--test", "e2e", "--", "--test-threads=1"])
+        .env("ECP_E2E_CACHE", &cache)
+        .current_dir(root())
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err("the end-to-end suite failed".into())
     }
 }
 
@@ -117,7 +187,8 @@ fn main() -> ExitCode {
         ["codegen"] => codegen(false),
         ["codegen", "--check"] => codegen(true),
         ["demo"] => demo(),
-        _ => Err("usage: cargo xtask <ci | codegen [--check] | demo>".to_owned()),
+        ["e2e"] => e2e(),
+        _ => Err("usage: cargo xtask <ci | codegen [--check] | demo | e2e>".to_owned()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,338 @@
+//! End to end in the real clients: Qwen Code 0.24.4 from the npm registry,
+//! MCP Inspector's CLI and the official Python MCP SDK, all offline on
+//! 127.0.0.1. Run with `cargo xtask e2e`, which installs the pinned peers
+//! into `target/e2e-cache/` and points `ECP_E2E_CACHE` at it.
+//!
+//! Every process is started with `kill_on_drop` or waited for; a failure
+//! prints the client's own output.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output, Stdio},
+    sync::OnceLock,
+    time::Duration,
+};
+
+use ecp::{
+    check::upstream::{Reply, SeenRequest, Upstream},
+    profile::{self, ProviderItem},
+};
+use serde_json::{Value, json};
+
+const UPSTREAM_ITEMS: &str = r#"{"items":[{"id":"policy-1","content":"Use the reviewed <deploy> workflow.","title":"Deployment policy","score":1}]}"#;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn cache() -> PathBuf {
+    PathBuf::from(
+        std::env::var("ECP_E2E_CACHE")
+            .expect("ECP_E2E_CACHE: run the suite with `cargo xtask e2e`"),
+    )
+}
+
+fn qwen_entry() -> PathBuf {
+    cache().join("npm/node_modules/@qwen-code/qwen-code/cli-entry.js")
+}
+
+fn show(output: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+fn ecp(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ecp"))
+        .args(args)
+        .env("CARGO_TARGET_DIR", root().join("target/generated"))
+        .env("CARGO_NET_OFFLINE", "true")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// `ecp new acme-context` packaged once for the whole suite: (extension
+/// folder, archive).
+fn packaged() -> &'static (PathBuf, PathBuf) {
+    static PACKAGED: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    PACKAGED.get_or_init(|| {
+        let dir = root().join("target/e2e-work/acme-context");
+        let _ = std::fs::remove_dir_all(root().join("target/e2e-work"));
+        let output = ecp(&[
+            "new",
+            "acme-context",
+            "--yes",
+            "--dir",
+            dir.to_str().unwrap(),
+        ]);
+        assert!(output.status.success(), "{}", show(&output));
+        let output = ecp(&["package", dir.to_str().unwrap(), "--format", "tar.gz"]);
+        assert!(output.status.success(), "{}", show(&output));
+        let archive = dir.join("dist/linux.x64.acme-context.tar.gz");
+        assert!(archive.is_file());
+        // dist/main beside the manifest, for the clients that start it directly.
+        let unpacked = root().join("target/e2e-work/unpacked");
+        std::fs::create_dir_all(&unpacked).unwrap();
+        let status = Command::new("tar")
+            .arg("xzf")
+            .arg(&archive)
+            .arg("-C")
+            .arg(&unpacked)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        (dir, archive)
+    })
+}
+
+fn dist_main() -> PathBuf {
+    packaged();
+    root().join("target/e2e-work/unpacked/dist/main")
+}
+
+/// A Qwen Code with its own empty HOME.
+struct Qwen {
+    home: tempfile::TempDir,
+}
+
+impl Qwen {
+    fn new() -> Qwen {
+        Qwen {
+            home: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new("node");
+        command
+            .arg(qwen_entry())
+            .args(args)
+            .env("HOME", self.home.path())
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("DASHSCOPE_API_KEY")
+            .current_dir(self.home.path())
+            .stdin(Stdio::null());
+        command
+    }
+
+    fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut command = self.command(args);
+        command.envs(env.iter().copied());
+        command.output().unwrap()
+    }
+}
+
+/// The text the profile renders for [`UPSTREAM_ITEMS`].
+fn expected_envelope() -> String {
+    let items: Value = serde_json::from_str(UPSTREAM_ITEMS).unwrap();
+    let items: Vec<ProviderItem> = items["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(ecp::providers::http::provider_item_from_json)
+        .collect();
+    profile::render(&items).text
+}
+
+/// One streamed chat completion chunk pair carrying `message`.
+fn stream_body(message: &Value, finish: &str) -> Vec<u8> {
+    let mut delta = json!({"role": "assistant"});
+    if let Some(content) = message.get("content").filter(|c| !c.is_null()) {
+        delta["content"] = content.clone();
+    }
+    if let Some(calls) = message.get("tool_calls") {
+        delta["tool_calls"] = calls
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                let mut c = c.clone();
+                c["index"] = 0.into();
+                c
+            })
+            .collect();
+    }
+    let chunk = json!({"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "fake-model",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": null}]});
+    let end = json!({"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "fake-model",
+        "choices": [{"index": 0, "delta": {}, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}});
+    format!("data: {chunk}\n\ndata: {end}\n\ndata: [DONE]\n\n").into_bytes()
+}
+
+/// The fake OpenAI-compatible model: first it calls
+/// `mcp__acme-context__context_search` (through `tool_call` when Qwen
+/// defers MCP tools), then it echoes the tool result as its answer.
+fn fake_model(request: &SeenRequest) -> Reply {
+    if request.method == "GET" {
+        return Reply::json(
+            json!({"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+                .to_string(),
+        );
+    }
+    let body: Value = serde_json::from_str(&request.body).unwrap_or_default();
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let tool_result =
+        messages
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "tool")
+            .map(|m| match &m["content"] {
+                Value::String(text) => text.clone(),
+                Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
+                other => other.to_string(),
+            });
+    let tools: Vec<&str> = body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    let (message, finish) = match tool_result {
+        Some(result) => (
+            json!({"role": "assistant", "content": format!("RESULT:{result}")}),
+            "stop",
+        ),
+        None => {
+            let arguments = json!({"query": "deployment policy"});
+            let call = if tools.contains(&"mcp__acme-context__context_search") {
+                json!({"id": "call_1", "type": "function", "function": {
+                    "name": "mcp__acme-context__context_search", "arguments": arguments.to_string()}})
+            } else {
+                json!({"id": "call_1", "type": "function", "function": {"name": "tool_call",
+                    "arguments": json!({"name": "mcp__acme-context__context_search", "arguments": arguments}).to_string()}})
+            };
+            (
+                json!({"role": "assistant", "content": null, "tool_calls": [call]}),
+                "tool_calls",
+            )
+        }
+    };
+    if body["stream"] == true {
+        Reply::Typed {
+            status: 200,
+            content_type: "text/event-stream",
+            body: stream_body(&message, finish),
+        }
+    } else {
+        Reply::json(
+            json!({"id": "x", "object": "chat.completion", "created": 0, "model": "fake-model",
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+            .to_string(),
+        )
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn qwen_installs_the_archive_connects_and_the_envelope_reaches_the_model() {
+    let (_, archive) = packaged();
+    let qwen = Qwen::new();
+    let install = qwen.run(
+        &[
+            "extensions",
+            "install",
+            archive.to_str().unwrap(),
+            "--consent",
+        ],
+        &[],
+    );
+    assert!(install.status.success(), "{}", show(&install));
+    let list = qwen.run(&["extensions", "list"], &[]);
+    let listed =
+        String::from_utf8_lossy(&list.stdout).to_string() + &String::from_utf8_lossy(&list.stderr);
+    assert!(
+        listed.contains("acme-context (0.1.0)") && listed.contains("MCP servers"),
+        "{}",
+        show(&list)
+    );
+
+    let upstream = Upstream::start(|_| Reply::json(UPSTREAM_ITEMS)).await;
+    let model = Upstream::start(fake_model).await;
+    let env = [
+        ("ACME_CONTEXT_BASE_URL", upstream.base_url.as_str()),
+        ("ACME_CONTEXT_TOKEN", "e2e-token"),
+    ];
+    let mcp = tokio::task::block_in_place(|| qwen.run(&["mcp", "list"], &env));
+    let mcp_text = String::from_utf8_lossy(&mcp.stdout).to_string();
+    assert!(
+        mcp_text
+            .lines()
+            .any(|l| l.contains("acme-context") && l.contains("Connected") && l.contains('✓')),
+        "{}",
+        show(&mcp)
+    );
+
+    let model_url = format!("{}/v1", model.base_url);
+    let run_env = [
+        env[0],
+        env[1],
+        ("OPENAI_API_KEY", "dummy"),
+        ("OPENAI_BASE_URL", model_url.as_str()),
+        ("OPENAI_MODEL", "fake-model"),
+    ];
+    let headless = tokio::task::block_in_place(|| {
+        qwen.run(
+            &[
+                "search the handbook",
+                "-o",
+                "json",
+                "--allowed-tools=mcp__acme-context__context_search",
+            ],
+            &run_env,
+        )
+    });
+    assert!(headless.status.success(), "{}", show(&headless));
+    let events: Value =
+        serde_json::from_slice(&headless.stdout).unwrap_or_else(|_| panic!("{}", show(&headless)));
+    let tool_result = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "user")
+        .flat_map(|e| {
+            e["message"]["content"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .find(|c| c["type"] == "tool_result")
+        .unwrap_or_else(|| panic!("no tool result: {}", show(&headless)));
+    assert_eq!(tool_result["is_error"], false, "{}", show(&headless));
+    let content = tool_result["content"].as_str().unwrap();
+    let expected = expected_envelope();
+    // Qwen gives the model JSON.stringify(structuredContent), then the text
+    // block: the profile text must be there byte for byte.
+    assert!(
+        content.lines().any(|l| l == expected),
+        "expected line {expected}\nin {content}"
+    );
+    // And the model saw it: its answer echoes the tool result.
+    let answered = events.as_array().unwrap().iter().any(|e| {
+        e["type"] == "assistant"
+            && e["message"]["content"].as_array().is_some_and(|parts| {
+                parts.iter().any(|p| {
+                    p["text"]
+                        .as_str()
+                        .is_some_and(|t| t.starts_with("RESULT:") && t.contains(&expected))
+                })
+            })
+    });
+    assert!(
+        answered,
+        "the model's answer does not echo the envelope: {}",
+        show(&headless)
+    );
+    assert_eq!(
+        upstream.requests().len(),
+        1,
+        "one call, one upstream request"
+    );
+}
