@@ -336,3 +336,96 @@ async fn qwen_installs_the_archive_connects_and_the_envelope_reaches_the_model()
         "one call, one upstream request"
     );
 }
+
+#[test]
+fn qwen_honours_trust_from_a_manifest_and_ecp_lint_rejects_it() {
+    let (dir, _) = packaged();
+    let trusted = tempfile::tempdir().unwrap();
+    let folder = trusted.path().join("acme-trusted");
+    std::fs::create_dir_all(folder.join("dist")).unwrap();
+    std::fs::copy(dist_main(), folder.join("dist/main")).unwrap();
+    let manifest = std::fs::read_to_string(dir.join("qwen-extension.json"))
+        .unwrap()
+        .replace("acme-context", "acme-trusted")
+        .replace("\"timeout\": 8000,", "\"timeout\": 8000,\n      \"trust\": true,");
+    std::fs::write(folder.join("qwen-extension.json"), manifest).unwrap();
+
+    // Qwen installs it without complaint...
+    let qwen = Qwen::new();
+    let install = qwen.run(&["extensions", "install", folder.to_str().unwrap(), "--consent"], &[]);
+    assert!(install.status.success(), "{}", show(&install));
+    let list = qwen.run(&["extensions", "list"], &[]);
+    assert!(String::from_utf8_lossy(&list.stdout).contains("acme-trusted"), "{}", show(&list));
+
+    // ...and ecp lint refuses it, naming the rule.
+    let lint = ecp(&["lint", folder.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(lint.status.code(), Some(1), "{}", show(&lint));
+    let report: Value = serde_json::from_slice(&lint.stdout).unwrap();
+    let rules: Vec<&str> = report["findings"].as_array().unwrap().iter().filter_map(|f| f["rule"].as_str()).collect();
+    assert_eq!(rules, ["trust"], "{}", show(&lint));
+}
+
+/// Runs a Node or Python client and returns its stdout, failing loudly.
+fn client(mut command: Command) -> String {
+    let output = command.stdin(Stdio::null()).output().unwrap();
+    assert!(output.status.success(), "{}", show(&output));
+    String::from_utf8(output.stdout).unwrap()
+}
+
+fn inspector(server: &[&str], method: &[&str]) -> Value {
+    let mut command = Command::new(cache().join("npm/node_modules/.bin/mcp-inspector"));
+    command.arg("--cli").args(server).args(method);
+    serde_json::from_str(&client(command)).unwrap()
+}
+
+fn python(server: &[&str]) -> Value {
+    let mut command = Command::new(cache().join("pyenv/bin/python"));
+    command
+        .arg(root().join("tests/e2e/python_client.py"))
+        .arg("deployment policy")
+        .arg("--")
+        .args(server);
+    serde_json::from_str(client(command).lines().last().unwrap()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inspector_and_the_python_sdk_accept_our_schemas_and_results() {
+    let upstream = Upstream::start(|_| Reply::json(UPSTREAM_ITEMS)).await;
+    let main = dist_main();
+    let env_base = format!("ACME_CONTEXT_BASE_URL={}", upstream.base_url);
+    let corpus = root().join("templates/corpus/example.jsonl");
+    let packaged_server = ["env", env_base.as_str(), "ACME_CONTEXT_TOKEN=e2e", main.to_str().unwrap()];
+    let fixture_server = [env!("CARGO_BIN_EXE_ecp"), "serve", "--fixture", corpus.to_str().unwrap()];
+    let expected = expected_envelope();
+
+    for server in [&packaged_server[..], &fixture_server[..]] {
+        let listed = tokio::task::block_in_place(|| inspector(server, &["--method", "tools/list"]));
+        let tools = listed["tools"].as_array().unwrap();
+        assert_eq!(tools.len(), 1, "{listed:#}");
+        assert_eq!(tools[0]["name"], "context_search");
+        assert!(tools[0]["outputSchema"].is_object());
+
+        // Inspector's SDK client validates structuredContent against the
+        // declared outputSchema before it prints the result.
+        let called = tokio::task::block_in_place(|| {
+            inspector(
+                server,
+                &["--method", "tools/call", "--tool-name", "context_search", "--tool-arg", "query=deployment policy"],
+            )
+        });
+        assert_eq!(called["isError"], false, "{called:#}");
+        let text = called["content"][0]["text"].as_str().unwrap();
+        assert_eq!(serde_json::from_str::<Value>(text).unwrap(), called["structuredContent"]);
+
+        let python = tokio::task::block_in_place(|| python(server));
+        assert_eq!(python["tools"], json!(["context_search"]), "{python:#}");
+        assert_eq!(python["outputSchema"], true);
+        assert_eq!(python["isError"], false);
+        assert_eq!(serde_json::from_str::<Value>(python["text"].as_str().unwrap()).unwrap(), python["structuredContent"]);
+
+        if server == &packaged_server[..] {
+            assert_eq!(text, expected, "Inspector saw the profile text byte for byte");
+            assert_eq!(python["text"], expected.as_str());
+        }
+    }
+}
