@@ -163,7 +163,9 @@ the credential from the URL.";
         "a setting is declared as the credential path",
         "In Qwen Code 0.24 values set with `qwen extensions settings set` are stored but do not reach the \
 MCP child process (neither as an environment variable nor through `$VAR` in `env`). A sensitive \
-setting is therefore not a working credential path: document an environment variable instead.";
+setting is therefore not a working credential path: document an environment variable instead. \
+Measured by ecp's end-to-end test `settings_do_not_reach_the_mcp_child` (tests/e2e), which installs \
+a probe extension with a sensitive setting into the real client and records the child's environment.";
     VersionMissing = "version-missing", Error,
         "the manifest needs a `version`",
         "Without `version` the extension installs and then lists as `(undefined)`; updates cannot be told \

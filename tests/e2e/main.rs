@@ -347,21 +347,41 @@ fn qwen_honours_trust_from_a_manifest_and_ecp_lint_rejects_it() {
     let manifest = std::fs::read_to_string(dir.join("qwen-extension.json"))
         .unwrap()
         .replace("acme-context", "acme-trusted")
-        .replace("\"timeout\": 8000,", "\"timeout\": 8000,\n      \"trust\": true,");
+        .replace(
+            "\"timeout\": 8000,",
+            "\"timeout\": 8000,\n      \"trust\": true,",
+        );
     std::fs::write(folder.join("qwen-extension.json"), manifest).unwrap();
 
     // Qwen installs it without complaint...
     let qwen = Qwen::new();
-    let install = qwen.run(&["extensions", "install", folder.to_str().unwrap(), "--consent"], &[]);
+    let install = qwen.run(
+        &[
+            "extensions",
+            "install",
+            folder.to_str().unwrap(),
+            "--consent",
+        ],
+        &[],
+    );
     assert!(install.status.success(), "{}", show(&install));
     let list = qwen.run(&["extensions", "list"], &[]);
-    assert!(String::from_utf8_lossy(&list.stdout).contains("acme-trusted"), "{}", show(&list));
+    assert!(
+        String::from_utf8_lossy(&list.stdout).contains("acme-trusted"),
+        "{}",
+        show(&list)
+    );
 
     // ...and ecp lint refuses it, naming the rule.
     let lint = ecp(&["lint", folder.to_str().unwrap(), "--format", "json"]);
     assert_eq!(lint.status.code(), Some(1), "{}", show(&lint));
     let report: Value = serde_json::from_slice(&lint.stdout).unwrap();
-    let rules: Vec<&str> = report["findings"].as_array().unwrap().iter().filter_map(|f| f["rule"].as_str()).collect();
+    let rules: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["rule"].as_str())
+        .collect();
     assert_eq!(rules, ["trust"], "{}", show(&lint));
 }
 
@@ -394,8 +414,18 @@ async fn inspector_and_the_python_sdk_accept_our_schemas_and_results() {
     let main = dist_main();
     let env_base = format!("ACME_CONTEXT_BASE_URL={}", upstream.base_url);
     let corpus = root().join("templates/corpus/example.jsonl");
-    let packaged_server = ["env", env_base.as_str(), "ACME_CONTEXT_TOKEN=e2e", main.to_str().unwrap()];
-    let fixture_server = [env!("CARGO_BIN_EXE_ecp"), "serve", "--fixture", corpus.to_str().unwrap()];
+    let packaged_server = [
+        "env",
+        env_base.as_str(),
+        "ACME_CONTEXT_TOKEN=e2e",
+        main.to_str().unwrap(),
+    ];
+    let fixture_server = [
+        env!("CARGO_BIN_EXE_ecp"),
+        "serve",
+        "--fixture",
+        corpus.to_str().unwrap(),
+    ];
     let expected = expected_envelope();
 
     for server in [&packaged_server[..], &fixture_server[..]] {
@@ -410,22 +440,138 @@ async fn inspector_and_the_python_sdk_accept_our_schemas_and_results() {
         let called = tokio::task::block_in_place(|| {
             inspector(
                 server,
-                &["--method", "tools/call", "--tool-name", "context_search", "--tool-arg", "query=deployment policy"],
+                &[
+                    "--method",
+                    "tools/call",
+                    "--tool-name",
+                    "context_search",
+                    "--tool-arg",
+                    "query=deployment policy",
+                ],
             )
         });
         assert_eq!(called["isError"], false, "{called:#}");
         let text = called["content"][0]["text"].as_str().unwrap();
-        assert_eq!(serde_json::from_str::<Value>(text).unwrap(), called["structuredContent"]);
+        assert_eq!(
+            serde_json::from_str::<Value>(text).unwrap(),
+            called["structuredContent"]
+        );
 
         let python = tokio::task::block_in_place(|| python(server));
         assert_eq!(python["tools"], json!(["context_search"]), "{python:#}");
         assert_eq!(python["outputSchema"], true);
         assert_eq!(python["isError"], false);
-        assert_eq!(serde_json::from_str::<Value>(python["text"].as_str().unwrap()).unwrap(), python["structuredContent"]);
+        assert_eq!(
+            serde_json::from_str::<Value>(python["text"].as_str().unwrap()).unwrap(),
+            python["structuredContent"]
+        );
 
         if server == &packaged_server[..] {
-            assert_eq!(text, expected, "Inspector saw the profile text byte for byte");
+            assert_eq!(
+                text, expected,
+                "Inspector saw the profile text byte for byte"
+            );
             assert_eq!(python["text"], expected.as_str());
         }
     }
+}
+
+/// The seed's open question: does a sensitive extension *setting* reach the
+/// stdio MCP child? Qwen Code 0.24.4 stores it, but the child sees neither
+/// the value as an environment variable nor through `"$VAR"` in `env`. The
+/// `settings-credential` lint rule cites this test.
+#[test]
+fn settings_do_not_reach_the_mcp_child() {
+    const INSTALL_SECRET: &str = "synthetic-setting-at-install-5521";
+    const SET_SECRET: &str = "synthetic-setting-via-set-9034";
+    let temp = tempfile::tempdir().unwrap();
+    let folder = temp.path().join("acme-probe");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::copy(
+        root().join("tests/e2e/settings_probe.py"),
+        folder.join("probe.py"),
+    )
+    .unwrap();
+    let seen = temp.path().join("seen.json");
+    let manifest = json!({
+        "name": "acme-probe",
+        "version": "0.1.0",
+        "settings": [{"name": "Probe secret", "description": "A synthetic secret",
+                      "envVar": "ACME_PROBE_SECRET", "sensitive": true}],
+        "mcpServers": {"acme-probe": {
+            "command": "${extensionPath}${/}probe.py",
+            "args": [seen.to_str().unwrap()],
+            "env": {"ACME_PROBE_SECRET": "$ACME_PROBE_SECRET"},
+            "timeout": 8000
+        }}
+    });
+    std::fs::write(folder.join("qwen-extension.json"), manifest.to_string()).unwrap();
+
+    let qwen = Qwen::new();
+    // Installing asks for the setting's value; answer on stdin.
+    let install = |value: &str, args: &[&str]| {
+        let mut child = qwen
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        std::thread::sleep(Duration::from_secs(2));
+        std::io::Write::write_all(&mut stdin, format!("{value}\n").as_bytes()).unwrap();
+        drop(stdin);
+        child.wait_with_output().unwrap()
+    };
+    let installed = install(
+        INSTALL_SECRET,
+        &[
+            "extensions",
+            "install",
+            folder.to_str().unwrap(),
+            "--consent",
+        ],
+    );
+    assert!(installed.status.success(), "{}", show(&installed));
+    let set = install(
+        SET_SECRET,
+        &[
+            "extensions",
+            "settings",
+            "set",
+            "acme-probe",
+            "ACME_PROBE_SECRET",
+        ],
+    );
+    assert!(set.status.success(), "{}", show(&set));
+    let listed = qwen.run(&["extensions", "settings", "list", "acme-probe"], &[]);
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).contains("ACME_PROBE_SECRET"),
+        "{}",
+        show(&listed)
+    );
+
+    // `qwen mcp list` starts the child; the probe records its environment.
+    let mcp = qwen.run(&["mcp", "list"], &[]);
+    assert!(
+        String::from_utf8_lossy(&mcp.stdout).contains("acme-probe"),
+        "{}",
+        show(&mcp)
+    );
+    let recorded: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    let env = recorded["env"].as_object().unwrap();
+    let delivered = env.values().any(|v| {
+        v.as_str()
+            .is_some_and(|v| v.contains(INSTALL_SECRET) || v.contains(SET_SECRET))
+    });
+    let observed = env.get("ACME_PROBE_SECRET").cloned().unwrap_or(Value::Null);
+    println!(
+        "settings probe: ACME_PROBE_SECRET in the MCP child = {observed}; setting value delivered: {delivered}"
+    );
+    // Qwen Code 0.24.4: not delivered; the literal placeholder stays.
+    assert!(
+        !delivered,
+        "the setting reached the MCP child: update the settings-credential rule and the docs"
+    );
+    assert_eq!(observed, "$ACME_PROBE_SECRET");
 }
