@@ -35,6 +35,7 @@ enum Defect {
     IgnoresCancellation,
     LeaksToken,
     UnstableErrors,
+    InvalidStructuredContent,
 }
 
 impl Defect {
@@ -51,6 +52,7 @@ impl Defect {
             "ignores-cancellation" => Defect::IgnoresCancellation,
             "leaks-token" => Defect::LeaksToken,
             "unstable-errors" => Defect::UnstableErrors,
+            "invalid-structured-content" => Defect::InvalidStructuredContent,
             _ => return None,
         })
     }
@@ -168,7 +170,10 @@ impl ServerHandler for Broken {
         };
         let result = match self.search(&query, context.ct).await {
             Ok(text) => {
-                let structured: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+                let mut structured: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+                if self.defect == Defect::InvalidStructuredContent {
+                    structured["untrusted_external_context"]["trusted"] = true.into();
+                }
                 let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
                 result.structured_content = Some(structured);
                 result

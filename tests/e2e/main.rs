@@ -575,3 +575,73 @@ fn settings_do_not_reach_the_mcp_child() {
     );
     assert_eq!(observed, "$ACME_PROBE_SECRET");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_clients_validate_structured_content_against_the_output_schema() {
+    // The broken server's `invalid-structured-content` adds a property the
+    // output schema forbids; both clients must refuse the result, which
+    // proves their validation is on when they accept ours.
+    let upstream = Upstream::start(|_| Reply::json(UPSTREAM_ITEMS)).await;
+    let broken = std::env::current_exe()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples/broken-server");
+    assert!(
+        broken.is_file(),
+        "cargo xtask e2e builds {}",
+        broken.display()
+    );
+    let base = format!("PROVIDER_CONTEXT_BASE_URL={}", upstream.base_url);
+    let server = [
+        "env",
+        base.as_str(),
+        "PROVIDER_CONTEXT_TOKEN=e2e",
+        broken.to_str().unwrap(),
+        "--defect",
+        "invalid-structured-content",
+    ];
+    let inspector = tokio::task::block_in_place(|| {
+        Command::new(cache().join("npm/node_modules/.bin/mcp-inspector"))
+            .arg("--cli")
+            .args(server)
+            .args([
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "context_search",
+                "--tool-arg",
+                "query=x",
+            ])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    });
+    assert!(!inspector.status.success(), "{}", show(&inspector));
+    let said = String::from_utf8_lossy(&inspector.stdout).to_string()
+        + &String::from_utf8_lossy(&inspector.stderr);
+    assert!(
+        said.contains("must NOT have additional properties"),
+        "{}",
+        show(&inspector)
+    );
+
+    let python = tokio::task::block_in_place(|| {
+        Command::new(cache().join("pyenv/bin/python"))
+            .arg(root().join("tests/e2e/python_client.py"))
+            .arg("x")
+            .arg("--")
+            .args(server)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    });
+    assert!(!python.status.success(), "{}", show(&python));
+    assert!(
+        String::from_utf8_lossy(&python.stderr).contains("Additional properties are not allowed"),
+        "{}",
+        show(&python)
+    );
+}

@@ -107,6 +107,8 @@ fn e2e() -> Result<(), String> {
             &["install", "--quiet", PYTHON_MCP],
         )
     })?;
+    // A deliberately broken server proves the clients' validation is on.
+    run("cargo", &["build", "--quiet", "--example", "broken-server"])?;
     eprintln!("$ ECP_E2E_CACHE={} cargo test --test e2e", cache.display());
     let status = Command::new("cargo")
         .args(["test", "--test", "e2e", "--", "--test-threads=1"])
