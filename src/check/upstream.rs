@@ -364,6 +364,9 @@ async fn connection(
     log: Arc<Mutex<Log>>,
     changed: Arc<Notify>,
 ) {
+    // Answers go out in several writes; without TCP_NODELAY the second one
+    // waits for the peer's delayed ACK (about 40 ms a request).
+    let _ = stream.set_nodelay(true);
     let mut queries = Vec::new();
     while let Some(request) = read_request(&mut stream).await {
         let reply = script(&request);

@@ -22,7 +22,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
     let Some(budget) = ProviderBudget::from_millis(args.budget_ms) else {
         return fail("--budget-ms must be between 1 and 600000");
     };
-    let config = RuntimeConfig {
+    let runtime_config = RuntimeConfig {
         name: NAME.to_owned(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
         budget,
@@ -36,20 +36,13 @@ pub fn run(args: ServeArgs) -> ExitCode {
     };
     let code = match &args.fixture {
         Some(path) => match FixtureCorpus::load(path) {
-            Ok(corpus) => tokio.block_on(serve(corpus, config)),
+            Ok(corpus) => tokio.block_on(serve(corpus, runtime_config)),
             Err(error) => fail(error),
         },
-        None => {
-            // Build the client inside the runtime: reqwest may need it.
-            let provider = tokio.block_on(async {
-                let config = HttpSearchConfig::from_env(&args.base_url_env, &args.token_env)?;
-                HttpSearchProvider::new(config)
-            });
-            match provider {
-                Ok(provider) => tokio.block_on(serve(provider, config)),
-                Err(error) => fail(format_args!("configuration error: {error}")),
-            }
-        }
+        None => match HttpSearchConfig::from_env(&args.base_url_env, &args.token_env) {
+            Ok(http) => tokio.block_on(serve(HttpSearchProvider::new(http), runtime_config)),
+            Err(error) => fail(format_args!("configuration error: {error}")),
+        },
     };
     // A blocking stdin read may still be parked; do not wait for it.
     tokio.shutdown_background();

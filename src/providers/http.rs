@@ -50,8 +50,6 @@ pub enum ConfigError {
     InvalidBaseUrl { var: String, rule: &'static str },
     /// The credential cannot be sent as a header value.
     InvalidToken { var: String },
-    /// The HTTP client could not be built.
-    Client,
 }
 
 impl std::fmt::Display for ConfigError {
@@ -66,7 +64,6 @@ impl std::fmt::Display for ConfigError {
                 f,
                 "{var} is invalid: a credential must be visible ASCII without spaces or line breaks"
             ),
-            ConfigError::Client => f.write_str("the HTTP client could not be initialised"),
         }
     }
 }
@@ -183,27 +180,42 @@ impl HttpSearchConfig {
 
 /// The binding as a [`Provider`].
 pub struct HttpSearchProvider {
-    client: reqwest::Client,
+    /// Built on the first search: loading the TLS roots is most of an
+    /// adapter's start-up time, and `initialize` should not wait for it.
+    client: std::sync::OnceLock<Option<reqwest::Client>>,
     config: HttpSearchConfig,
 }
 
+fn build_client() -> Option<reqwest::Client> {
+    // reqwest is built without a default TLS crypto provider; ring is ours.
+    // An error only means a provider is already installed.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .retry(reqwest::retry::never())
+        .no_proxy()
+        .user_agent(concat!(
+            env!("CARGO_PKG_NAME"),
+            "/",
+            env!("CARGO_PKG_VERSION")
+        ))
+        .build()
+        .ok()
+}
+
 impl HttpSearchProvider {
-    pub fn new(config: HttpSearchConfig) -> Result<HttpSearchProvider, ConfigError> {
-        // reqwest is built without a default TLS crypto provider; ring is ours.
-        // An error only means a provider is already installed.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .retry(reqwest::retry::never())
-            .no_proxy()
-            .user_agent(concat!(
-                env!("CARGO_PKG_NAME"),
-                "/",
-                env!("CARGO_PKG_VERSION")
-            ))
-            .build()
-            .map_err(|_| ConfigError::Client)?;
-        Ok(HttpSearchProvider { client, config })
+    pub fn new(config: HttpSearchConfig) -> HttpSearchProvider {
+        HttpSearchProvider {
+            client: std::sync::OnceLock::new(),
+            config,
+        }
+    }
+
+    fn client(&self) -> Result<&reqwest::Client, ProviderError> {
+        self.client
+            .get_or_init(build_client)
+            .as_ref()
+            .ok_or(ProviderError::Internal)
     }
 
     async fn fetch(&self, query: &str, limit: usize) -> Result<Vec<u8>, ProviderError> {
@@ -215,7 +227,7 @@ impl HttpSearchProvider {
         let body = serde_json::to_vec(&SearchRequest { query, limit })
             .map_err(|_| ProviderError::Internal)?;
         let mut response = self
-            .client
+            .client()?
             .post(self.config.endpoint.clone())
             .header(ACCEPT, "application/json")
             .header(AUTHORIZATION, self.config.authorization.clone())

@@ -207,7 +207,7 @@ async fn main() {
     }
     let config =
         HttpSearchConfig::from_env(DEFAULT_BASE_URL_ENV, DEFAULT_TOKEN_ENV).expect("configuration");
-    let provider = Arc::new(HttpSearchProvider::new(config).expect("client"));
+    let provider = Arc::new(HttpSearchProvider::new(config));
     let server = Broken { defect, provider };
     let (stdin, stdout) = rmcp::transport::io::stdio();
     let running = server.serve((stdin, stdout)).await.expect("handshake");

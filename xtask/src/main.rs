@@ -5,6 +5,9 @@
 //!   ECMAScript generator (`--check` fails when they are stale).
 //! - `e2e`: install the pinned real clients (Qwen Code, MCP Inspector, the
 //!   Python MCP SDK) into `target/e2e-cache/` and run `tests/e2e`.
+//! - `bench [--quick]`: measure the runtime and the packager against the
+//!   TypeScript SDK, a stdio floor, `tar | gzip` and `mcpb`; writes
+//!   `bench/RESULTS.md`.
 //! - `demo`: build `ecp`, scaffold and lint an extension, and run one MCP
 //!   session of `ecp serve` against the example corpus.
 
@@ -123,6 +126,104 @@ fn e2e() -> Result<(), String> {
     }
 }
 
+/// The peers of the benchmarks.
+const TS_SDK: &str = "@modelcontextprotocol/sdk@1.32.2";
+const ZOD: &str = "zod@3.25.76";
+const MCPB: &str = "@anthropic-ai/mcpb@2.1.2";
+
+fn bench(quick: bool) -> Result<(), String> {
+    let target = root().join("target");
+    run(
+        "cargo",
+        &[
+            "build",
+            "--release",
+            "--quiet",
+            "--bin",
+            "ecp",
+            "--example",
+            "bench",
+        ],
+    )?;
+    let ecp = target.join("release/ecp");
+    let ecp_str = ecp.to_str().ok_or("non-UTF-8 path")?;
+
+    // The adapter measured: a fresh `ecp new` extension, built for release.
+    let work = target.join("bench-work");
+    let _ = std::fs::remove_dir_all(&work);
+    let extension = work.join("acme-context");
+    run(
+        ecp_str,
+        &[
+            "new",
+            "acme-context",
+            "--yes",
+            "--dir",
+            extension.to_str().ok_or("non-UTF-8 path")?,
+        ],
+    )?;
+    let status = Command::new("cargo")
+        .args(["build", "--release", "--quiet"])
+        .current_dir(&extension)
+        .env("CARGO_TARGET_DIR", target.join("generated"))
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !status.success() {
+        return Err("building the generated extension failed".into());
+    }
+    let main = target.join("generated/release/acme-context");
+
+    // The peers: the TypeScript SDK server and mcpb.
+    let npm = target.join("bench-cache/npm");
+    std::fs::create_dir_all(&npm).map_err(|e| e.to_string())?;
+    let npm_str = npm.to_str().ok_or("non-UTF-8 path")?;
+    once(
+        &npm.join(".installed"),
+        &format!("{TS_SDK} {ZOD} {MCPB}"),
+        || {
+            run(
+                "npm",
+                &[
+                    "install",
+                    "--prefix",
+                    npm_str,
+                    "--no-audit",
+                    "--no-fund",
+                    "--loglevel=error",
+                    TS_SDK,
+                    ZOD,
+                    MCPB,
+                ],
+            )
+        },
+    )?;
+    for (from, to) in [
+        ("tests/bench/reference-server.mjs", "reference-server.mjs"),
+        ("xtask/contracts/render.mjs", "render.mjs"),
+    ] {
+        std::fs::copy(root().join(from), npm.join(to)).map_err(|e| format!("{from}: {e}"))?;
+    }
+
+    let mut args = vec![
+        "--ecp".to_owned(),
+        ecp_str.to_owned(),
+        "--main".to_owned(),
+        main.display().to_string(),
+        "--node-server".to_owned(),
+        npm.join("reference-server.mjs").display().to_string(),
+        "--mcpb".to_owned(),
+        npm.join("node_modules/.bin/mcpb").display().to_string(),
+        "--out".to_owned(),
+        root().join("bench/RESULTS.md").display().to_string(),
+    ];
+    if quick {
+        args.push("--quick".to_owned());
+    }
+    let bench = target.join("release/examples/bench");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    run(bench.to_str().ok_or("non-UTF-8 path")?, &args)
+}
+
 const DEMO_SESSION: &[&str] = &[
     r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"xtask-demo","version":"0"}}}"#,
     r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
@@ -190,7 +291,11 @@ fn main() -> ExitCode {
         ["codegen", "--check"] => codegen(true),
         ["demo"] => demo(),
         ["e2e"] => e2e(),
-        _ => Err("usage: cargo xtask <ci | codegen [--check] | demo | e2e>".to_owned()),
+        ["bench"] => bench(false),
+        ["bench", "--quick"] => bench(true),
+        _ => Err(
+            "usage: cargo xtask <ci | codegen [--check] | demo | e2e | bench [--quick]>".to_owned(),
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,653 @@
+//! `cargo xtask bench`: ecp's runtime and packager against the alternatives
+//! a team would otherwise use, side by side in one run. Every figure is a
+//! median over rounds with its spread, and every target is a ratio against
+//! a baseline measured in the same run (machines here are shared and
+//! noisy). xtask builds what is measured and passes the paths.
+//!
+//! `bench --floor` is the floor of what stdio allows: a newline-JSON loop
+//! that answers every request with a canned result.
+
+use std::{
+    io::{BufRead, BufReader, Write},
+    path::{Path, PathBuf},
+    process::{Child, ChildStdin, ChildStdout, Command, Stdio},
+    time::Instant,
+};
+
+use ecp::{
+    check::upstream::{Reply, Upstream},
+    profile::{self, ProviderItem},
+};
+use serde_json::{Value, json};
+
+struct Settings {
+    quick: bool,
+    ecp: PathBuf,
+    main: PathBuf,
+    node_server: PathBuf,
+    mcpb: PathBuf,
+    out: PathBuf,
+}
+
+fn arg(args: &[String], name: &str) -> PathBuf {
+    let at = args
+        .iter()
+        .position(|a| a == name)
+        .unwrap_or_else(|| panic!("missing {name}"));
+    PathBuf::from(&args[at + 1])
+}
+
+/// Median, minimum and maximum of `samples` (sorted in place).
+fn stats(samples: &mut [f64]) -> (f64, f64, f64) {
+    samples.sort_by(f64::total_cmp);
+    (
+        samples[samples.len() / 2],
+        samples[0],
+        samples[samples.len() - 1],
+    )
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+/// A running stdio server and its pipes.
+struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Server {
+    fn spawn(command: &[String], base_url: &str) -> Server {
+        let mut child = Command::new(&command[0])
+            .args(&command[1..])
+            // The generated extension reads ACME_CONTEXT_*, the others PROVIDER_CONTEXT_*.
+            .env("PROVIDER_CONTEXT_BASE_URL", base_url)
+            .env("PROVIDER_CONTEXT_TOKEN", "bench-token")
+            .env("ACME_CONTEXT_BASE_URL", base_url)
+            .env("ACME_CONTEXT_TOKEN", "bench-token")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {command:?}: {e}"));
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Server {
+            child,
+            stdin,
+            stdout,
+        }
+    }
+
+    fn request(&mut self, message: &Value) -> String {
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "the server closed its stdout"
+            );
+            if line.contains("\"id\"") {
+                return line;
+            }
+        }
+    }
+
+    fn initialize(&mut self) -> String {
+        let answer = self.request(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}}));
+        writeln!(
+            self.stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        )
+        .unwrap();
+        answer
+    }
+
+    /// Peak resident set size so far, in KiB (Linux).
+    fn peak_rss_kib(&self) -> u64 {
+        std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmHWM:"))
+                    .and_then(|l| l.split_whitespace().nth(1).and_then(|n| n.parse().ok()))
+            })
+            .unwrap_or(0)
+    }
+
+    fn stop(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn call(id: u64, query: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "context_search", "arguments": {"query": query}}})
+}
+
+/// Upstream items: `count` items of `length` code points each.
+fn items_json(count: usize, length: usize) -> String {
+    let items: Vec<Value> = (0..count)
+        .map(|i| {
+            json!({"id": format!("doc-{i}"), "content": "x".repeat(length), "title": format!("Title {i}"),
+                   "uri": format!("https://docs.example.com/{i}"), "score": 0.5})
+        })
+        .collect();
+    json!({ "items": items }).to_string()
+}
+
+struct Row {
+    name: String,
+    value: String,
+}
+
+#[derive(Default)]
+struct Report {
+    rows: Vec<Row>,
+    targets: Vec<(String, bool, String)>,
+}
+
+impl Report {
+    fn row(&mut self, name: impl Into<String>, value: impl Into<String>) {
+        let (name, value) = (name.into(), value.into());
+        eprintln!("  {name:<58} {value}");
+        self.rows.push(Row { name, value });
+    }
+
+    fn target(&mut self, what: &str, met: bool, detail: String) {
+        eprintln!(
+            "  target {what}: {} ({detail})",
+            if met { "met" } else { "MISSED" }
+        );
+        self.targets.push((what.to_owned(), met, detail));
+    }
+}
+
+fn cold_start(command: &[String], base_url: &str, rounds: usize) -> Vec<f64> {
+    (0..rounds)
+        .map(|_| {
+            let started = Instant::now();
+            let mut server = Server::spawn(command, base_url);
+            server.initialize();
+            let ms = started.elapsed().as_secs_f64() * 1000.0;
+            server.stop();
+            ms
+        })
+        .collect()
+}
+
+/// Per-call latencies in µs over `calls` sequential calls, and the peak RSS.
+fn per_call(command: &[String], base_url: &str, calls: usize) -> (Vec<f64>, u64) {
+    let mut server = Server::spawn(command, base_url);
+    server.initialize();
+    for id in 1..=20 {
+        server.request(&call(id, "warm up"));
+    }
+    let mut samples: Vec<f64> = (0..calls)
+        .map(|n| {
+            let started = Instant::now();
+            let answer = server.request(&call(100 + n as u64, "deployment policy"));
+            let us = started.elapsed().as_secs_f64() * 1e6;
+            assert!(answer.contains("untrusted_external_context"), "{answer}");
+            us
+        })
+        .collect();
+    samples.sort_by(f64::total_cmp);
+    let rss = server.peak_rss_kib();
+    server.stop();
+    (samples, rss)
+}
+
+fn timed(command: &mut Command) -> (f64, u64) {
+    let output = Command::new("/usr/bin/time")
+        .args(["-f", "ECP_BENCH %e %M"])
+        .arg(command.get_program())
+        .args(command.get_args())
+        .current_dir(command.get_current_dir().unwrap_or(Path::new(".")))
+        .stdout(Stdio::null())
+        .output()
+        .expect("GNU time (/usr/bin/time)");
+    assert!(
+        output.status.success(),
+        "{command:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let line = stderr
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("ECP_BENCH "))
+        .unwrap();
+    let mut parts = line.split_whitespace().skip(1);
+    let seconds: f64 = parts.next().unwrap().parse().unwrap();
+    let kib: u64 = parts.next().unwrap().parse().unwrap();
+    (seconds * 1000.0, kib)
+}
+
+/// An extension folder with `files` small assets and a `binary_mib` binary.
+fn tree(root: &Path, ecp: &Path, files: usize, binary_mib: usize) -> (PathBuf, PathBuf) {
+    let dir = root.join(format!("ext-{files}"));
+    let status = Command::new(ecp)
+        .args(["new", "acme-context", "--yes", "--dir"])
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::create_dir_all(dir.join("assets")).unwrap();
+    for i in 0..files {
+        std::fs::write(
+            dir.join(format!("assets/f{i:05}.txt")),
+            "x".repeat(100 + i % 900),
+        )
+        .unwrap();
+    }
+    let cargo = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        cargo.replace("include = []", "include = [\"assets\"]"),
+    )
+    .unwrap();
+    let binary = root.join(format!("main-{binary_mib}"));
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let bytes: Vec<u8> = (0..binary_mib * 1024 * 1024)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect();
+    std::fs::write(&binary, bytes).unwrap();
+    // The same tree, staged for tar and mcpb.
+    let staged = root.join(format!("staged-{files}"));
+    std::fs::create_dir_all(staged.join("dist")).unwrap();
+    std::fs::copy(&binary, staged.join("dist/main")).unwrap();
+    for name in ["qwen-extension.json", "README.md"] {
+        std::fs::copy(dir.join(name), staged.join(name)).unwrap();
+    }
+    let copy = Command::new("cp")
+        .arg("-r")
+        .arg(dir.join("assets"))
+        .arg(&staged)
+        .status()
+        .unwrap();
+    assert!(copy.success());
+    std::fs::write(
+        staged.join("manifest.json"),
+        json!({"manifest_version": "0.2", "name": "acme-context", "version": "0.1.0",
+               "description": "bench", "author": {"name": "bench"},
+               "server": {"type": "binary", "entry_point": "dist/main",
+                          "mcp_config": {"command": "${__dirname}/dist/main", "args": []}}})
+        .to_string(),
+    )
+    .unwrap();
+    (dir, binary)
+}
+
+fn packaging(
+    settings: &Settings,
+    report: &mut Report,
+    rounds: usize,
+    files: usize,
+    compare: bool,
+) -> f64 {
+    let temp = tempfile::tempdir().unwrap();
+    let (dir, binary) = tree(temp.path(), &settings.ecp, files, 20);
+    let staged = temp.path().join(format!("staged-{files}"));
+    let out = temp.path().join("out");
+    let mut ecp_runs = Vec::new();
+    let mut ecp_rss = Vec::new();
+    for _ in 0..rounds {
+        let (ms, kib) = timed(
+            Command::new(&settings.ecp)
+                .args([
+                    "package",
+                    dir.to_str().unwrap(),
+                    "--format",
+                    "tar.gz",
+                    "--binary",
+                ])
+                .arg(&binary)
+                .arg("--out-dir")
+                .arg(&out),
+        );
+        ecp_runs.push(ms);
+        ecp_rss.push(kib as f64);
+    }
+    let (ecp_ms, ecp_min, ecp_max) = stats(&mut ecp_runs);
+    let (ecp_kib, _, _) = stats(&mut ecp_rss);
+    report.row(
+        format!("ecp package tar.gz, {files} files + 20 MiB (incl. lint)"),
+        format!(
+            "{ecp_ms:.0} ms [{ecp_min:.0}-{ecp_max:.0}], peak {:.1} MiB",
+            ecp_kib / 1024.0
+        ),
+    );
+    if !compare {
+        return ecp_ms;
+    }
+    let tarball = temp.path().join("t.tar.gz");
+    let script = format!(
+        "tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C {} -c . | gzip -n -6 > {}",
+        staged.display(),
+        tarball.display()
+    );
+    let mut tar_runs = Vec::new();
+    let mut tar_rss = Vec::new();
+    for _ in 0..rounds {
+        let (ms, kib) = timed(Command::new("sh").args(["-c", &script]));
+        tar_runs.push(ms);
+        tar_rss.push(kib as f64);
+    }
+    let (tar_ms, tar_min, tar_max) = stats(&mut tar_runs);
+    let (tar_kib, _, _) = stats(&mut tar_rss);
+    report.row(
+        "tar --sort=name | gzip -n -6, same tree",
+        format!(
+            "{tar_ms:.0} ms [{tar_min:.0}-{tar_max:.0}], peak {:.1} MiB",
+            tar_kib / 1024.0
+        ),
+    );
+    let mut mcpb_runs = Vec::new();
+    let mut mcpb_rss = Vec::new();
+    for _ in 0..rounds {
+        let (ms, kib) = timed(
+            Command::new(&settings.mcpb)
+                .arg("pack")
+                .arg(&staged)
+                .arg(temp.path().join("bundle.mcpb")),
+        );
+        mcpb_runs.push(ms);
+        mcpb_rss.push(kib as f64);
+    }
+    let (mcpb_ms, mcpb_min, mcpb_max) = stats(&mut mcpb_runs);
+    let (mcpb_kib, _, _) = stats(&mut mcpb_rss);
+    report.row(
+        "mcpb pack, same tree",
+        format!(
+            "{mcpb_ms:.0} ms [{mcpb_min:.0}-{mcpb_max:.0}], peak {:.1} MiB",
+            mcpb_kib / 1024.0
+        ),
+    );
+    report.target(
+        "packaging at most 1.2x the tar pipeline",
+        ecp_ms <= 1.2 * tar_ms,
+        format!("{:.2}x", ecp_ms / tar_ms),
+    );
+    report.target(
+        "packaging faster than mcpb pack",
+        ecp_ms < mcpb_ms,
+        format!("{:.2}x of mcpb", ecp_ms / mcpb_ms),
+    );
+
+    // Lint: a manifest and the 20 MiB archive.
+    let archive = out.join("linux.x64.acme-context.tar.gz");
+    for (what, path) in [
+        (
+            "ecp lint qwen-extension.json",
+            dir.join("qwen-extension.json"),
+        ),
+        ("ecp lint, 20 MiB archive", archive),
+    ] {
+        let mut runs: Vec<f64> = (0..rounds)
+            .map(|_| timed(Command::new(&settings.ecp).arg("lint").arg(&path)).0)
+            .collect();
+        let (ms, min, max) = stats(&mut runs);
+        report.row(what, format!("{ms:.0} ms [{min:.0}-{max:.0}]"));
+    }
+    ecp_ms
+}
+
+fn floor(args: &[String]) {
+    let _ = args;
+    let stdin = std::io::stdin();
+    let mut stdout = std::io::stdout().lock();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        let Ok(message) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let Some(id) = message.get("id") else {
+            continue;
+        };
+        let result = match message["method"].as_str() {
+            Some("initialize") => {
+                json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                                         "serverInfo": {"name": "floor", "version": "0"}})
+            }
+            _ => {
+                json!({"content": [{"type": "text", "text": "{\"untrusted_external_context\":{}}"}],
+                        "structuredContent": {"untrusted_external_context": {}}, "isError": false})
+            }
+        };
+        let _ = writeln!(
+            stdout,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": id, "result": result})
+        );
+        let _ = stdout.flush();
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--floor") {
+        return floor(&args);
+    }
+    let settings = Settings {
+        quick: args.iter().any(|a| a == "--quick"),
+        ecp: arg(&args, "--ecp"),
+        main: arg(&args, "--main"),
+        node_server: arg(&args, "--node-server"),
+        mcpb: arg(&args, "--mcpb"),
+        out: arg(&args, "--out"),
+    };
+    let (rounds, calls) = if settings.quick { (3, 200) } else { (15, 1000) };
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let fixed = items_json(3, 300);
+    let upstream = tokio.block_on(Upstream::start(move |_| Reply::json(fixed.clone())));
+    let base_url = upstream.base_url.clone();
+
+    let main_cmd = vec![settings.main.display().to_string()];
+    let node_cmd = vec![
+        "node".to_owned(),
+        settings.node_server.display().to_string(),
+    ];
+    let floor_cmd = vec![
+        std::env::current_exe().unwrap().display().to_string(),
+        "--floor".to_owned(),
+    ];
+    let mut report = Report::default();
+
+    eprintln!("cold start (spawn to initialize answer), {rounds} rounds");
+    let (main_start, main_min, main_max) = stats(&mut cold_start(&main_cmd, &base_url, rounds));
+    let (node_start, node_min, node_max) = stats(&mut cold_start(&node_cmd, &base_url, rounds));
+    report.row(
+        "cold start, ecp new dist/main",
+        format!("{main_start:.2} ms [{main_min:.2}-{main_max:.2}]"),
+    );
+    report.row(
+        "cold start, TypeScript SDK server",
+        format!("{node_start:.2} ms [{node_min:.2}-{node_max:.2}]"),
+    );
+    report.target(
+        "cold start at least 50x faster",
+        node_start / main_start >= 50.0,
+        format!("{:.0}x", node_start / main_start),
+    );
+
+    eprintln!("per call, {calls} sequential tools/call through a loopback upstream");
+    let (main_calls, main_rss) = per_call(&main_cmd, &base_url, calls);
+    let (node_calls, node_rss) = per_call(&node_cmd, &base_url, calls);
+    let (floor_calls, _) = per_call(&floor_cmd, &base_url, calls);
+    for (name, samples) in [
+        ("dist/main", &main_calls),
+        ("TypeScript SDK server", &node_calls),
+        ("newline-JSON floor (no upstream)", &floor_calls),
+    ] {
+        report.row(
+            format!("per call p50 / p99, {name}"),
+            format!(
+                "{:.0} / {:.0} µs",
+                percentile(samples, 0.5),
+                percentile(samples, 0.99)
+            ),
+        );
+    }
+    let main_p50 = percentile(&main_calls, 0.5);
+    report.target(
+        "per-call p50 at least 2x better than TypeScript",
+        percentile(&node_calls, 0.5) / main_p50 >= 2.0,
+        format!("{:.1}x", percentile(&node_calls, 0.5) / main_p50),
+    );
+    report.target(
+        "per-call p50 within 3x of the floor",
+        main_p50 / percentile(&floor_calls, 0.5) <= 3.0,
+        format!(
+            "{:.1}x the floor (the floor makes no upstream request)",
+            main_p50 / percentile(&floor_calls, 0.5)
+        ),
+    );
+    let items: Vec<ProviderItem> =
+        serde_json::from_str::<Value>(&items_json(3, 300)).unwrap()["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(ecp::providers::http::provider_item_from_json)
+            .collect();
+    let renders = 20_000;
+    let started = Instant::now();
+    for _ in 0..renders {
+        std::hint::black_box(profile::render(std::hint::black_box(&items)));
+    }
+    report.row(
+        "rendering alone, 3 items of 300 code points",
+        format!(
+            "{:.2} µs",
+            started.elapsed().as_secs_f64() * 1e6 / renders as f64
+        ),
+    );
+
+    report.row(
+        "peak RSS after the calls, dist/main",
+        format!("{:.1} MiB", main_rss as f64 / 1024.0),
+    );
+    report.row(
+        "peak RSS after the calls, TypeScript SDK server",
+        format!("{:.1} MiB", node_rss as f64 / 1024.0),
+    );
+    report.target(
+        "memory under 8 MiB",
+        main_rss < 8 * 1024,
+        format!("{:.1} MiB", main_rss as f64 / 1024.0),
+    );
+    report.target(
+        "memory at least 10x below TypeScript",
+        node_rss as f64 / main_rss as f64 >= 10.0,
+        format!("{:.1}x", node_rss as f64 / main_rss as f64),
+    );
+    let size = std::fs::metadata(&settings.main)
+        .map(|m| m.len())
+        .unwrap_or(0);
+    report.row(
+        "release dist/main size",
+        format!("{:.2} MiB", size as f64 / (1024.0 * 1024.0)),
+    );
+
+    eprintln!("packaging and lint, {rounds} rounds");
+    packaging(&settings, &mut report, rounds, 2000, true);
+
+    eprintln!("scale");
+    let shapes: &[(usize, usize)] = if settings.quick {
+        &[(1, 10), (5, 1000)]
+    } else {
+        &[(1, 10), (1, 1000), (3, 300), (5, 10), (5, 1000)]
+    };
+    for &(count, length) in shapes {
+        let body = items_json(count, length);
+        let scaled = tokio.block_on(Upstream::start(move |_| Reply::json(body.clone())));
+        let (samples, _) = per_call(&main_cmd, &scaled.base_url, calls / 4);
+        report.row(
+            format!("per call p50, {count} items x {length} code points"),
+            format!("{:.0} µs", percentile(&samples, 0.5)),
+        );
+    }
+    let trees: &[usize] = if settings.quick {
+        &[10, 1000]
+    } else {
+        &[10, 100, 1000, 10_000]
+    };
+    for &files in trees {
+        let ms = packaging(
+            &settings,
+            &mut Report::default(),
+            rounds.min(5),
+            files,
+            false,
+        );
+        report.row(
+            format!("ecp package, {files} files + 20 MiB"),
+            format!("{ms:.0} ms"),
+        );
+    }
+
+    write_results(&settings, &report);
+}
+
+fn command_output(program: &str, args: &[&str]) -> String {
+    Command::new(program)
+        .args(args)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default()
+}
+
+fn write_results(settings: &Settings, report: &Report) {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
+        })
+        .unwrap_or_default();
+    let mut text = String::from("# ecp benchmark results\n\n");
+    text += &format!(
+        "- date: {}\n- command: `cargo xtask bench{}`\n- machine: {} ({} cores, {})\n- node: {}\n\n",
+        command_output("date", &["-u", "+%Y-%m-%dT%H:%M:%SZ"]),
+        if settings.quick { " --quick" } else { "" },
+        command_output("uname", &["-sr"]),
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(0),
+        cpu,
+        command_output("node", &["--version"]),
+    );
+    text += "Medians over rounds, [min-max] where shown. Ratios compare figures taken in the same run.\n\n";
+    text += "## Targets\n\n| target | verdict | measured |\n|---|---|---|\n";
+    for (what, met, detail) in &report.targets {
+        text += &format!(
+            "| {what} | {} | {detail} |\n",
+            if *met { "met" } else { "**missed**" }
+        );
+    }
+    text += "\n## Figures\n\n| measurement | value |\n|---|---|\n";
+    for row in &report.rows {
+        text += &format!("| {} | {} |\n", row.name, row.value);
+    }
+    std::fs::create_dir_all(settings.out.parent().unwrap()).unwrap();
+    std::fs::write(&settings.out, text).unwrap();
+    eprintln!("wrote {}", settings.out.display());
+}
