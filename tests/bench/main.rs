@@ -231,6 +231,20 @@ fn timed(command: &mut Command) -> (f64, u64) {
     (started.elapsed().as_secs_f64() * 1000.0, kib)
 }
 
+/// `rounds` runs of a command: median, min and max wall time (ms) and the
+/// median peak RSS (KiB).
+fn measure(rounds: usize, mut command: impl FnMut() -> Command) -> (f64, f64, f64, f64) {
+    let (mut times, mut peaks): (Vec<f64>, Vec<f64>) = (0..rounds)
+        .map(|_| {
+            let (ms, kib) = timed(&mut command());
+            (ms, kib as f64)
+        })
+        .unzip();
+    let (ms, min, max) = stats(&mut times);
+    let (kib, _, _) = stats(&mut peaks);
+    (ms, min, max, kib)
+}
+
 /// An extension folder with `files` small assets and a `binary_mib` binary.
 fn tree(root: &Path, ecp: &Path, files: usize, binary_mib: usize) -> (PathBuf, PathBuf) {
     let dir = root.join(format!("ext-{files}"));
@@ -305,34 +319,36 @@ fn packaging(
     let (dir, binary) = tree(temp.path(), &settings.ecp, files, 20);
     let staged = temp.path().join(format!("staged-{files}"));
     let out = temp.path().join("out");
-    let mut ecp_runs = Vec::new();
-    let mut ecp_rss = Vec::new();
-    for _ in 0..rounds {
-        let (ms, kib) = timed(
-            Command::new(&settings.ecp)
-                .args([
-                    "package",
-                    dir.to_str().unwrap(),
-                    "--format",
-                    "tar.gz",
-                    "--binary",
-                ])
-                .arg(&binary)
-                .arg("--out-dir")
-                .arg(&out),
+    let row = |report: &mut Report, what: String, (ms, min, max, kib): (f64, f64, f64, f64)| {
+        report.row(
+            what,
+            format!(
+                "{ms:.0} ms [{min:.0}-{max:.0}], peak {:.1} MiB",
+                kib / 1024.0
+            ),
         );
-        ecp_runs.push(ms);
-        ecp_rss.push(kib as f64);
-    }
-    let (ecp_ms, ecp_min, ecp_max) = stats(&mut ecp_runs);
-    let (ecp_kib, _, _) = stats(&mut ecp_rss);
-    report.row(
+    };
+    let ecp = measure(rounds, || {
+        let mut command = Command::new(&settings.ecp);
+        command
+            .args([
+                "package",
+                dir.to_str().unwrap(),
+                "--format",
+                "tar.gz",
+                "--binary",
+            ])
+            .arg(&binary)
+            .arg("--out-dir")
+            .arg(&out);
+        command
+    });
+    row(
+        report,
         format!("ecp package tar.gz, {files} files + 20 MiB (incl. lint)"),
-        format!(
-            "{ecp_ms:.0} ms [{ecp_min:.0}-{ecp_max:.0}], peak {:.1} MiB",
-            ecp_kib / 1024.0
-        ),
+        ecp,
     );
+    let (ecp_ms, _, _, ecp_kib) = ecp;
     if !compare {
         return (ecp_ms, ecp_kib);
     }
@@ -342,43 +358,26 @@ fn packaging(
         staged.display(),
         tarball.display()
     );
-    let mut tar_runs = Vec::new();
-    let mut tar_rss = Vec::new();
-    for _ in 0..rounds {
-        let (ms, kib) = timed(Command::new("sh").args(["-c", &script]));
-        tar_runs.push(ms);
-        tar_rss.push(kib as f64);
-    }
-    let (tar_ms, tar_min, tar_max) = stats(&mut tar_runs);
-    let (tar_kib, _, _) = stats(&mut tar_rss);
-    report.row(
-        "tar --sort=name | gzip -n -6, same tree",
-        format!(
-            "{tar_ms:.0} ms [{tar_min:.0}-{tar_max:.0}], peak {:.1} MiB",
-            tar_kib / 1024.0
-        ),
+    let tar = measure(rounds, || {
+        let mut command = Command::new("sh");
+        command.args(["-c", &script]);
+        command
+    });
+    row(
+        report,
+        "tar --sort=name | gzip -n -6, same tree".into(),
+        tar,
     );
-    let mut mcpb_runs = Vec::new();
-    let mut mcpb_rss = Vec::new();
-    for _ in 0..rounds {
-        let (ms, kib) = timed(
-            Command::new(&settings.mcpb)
-                .arg("pack")
-                .arg(&staged)
-                .arg(temp.path().join("bundle.mcpb")),
-        );
-        mcpb_runs.push(ms);
-        mcpb_rss.push(kib as f64);
-    }
-    let (mcpb_ms, mcpb_min, mcpb_max) = stats(&mut mcpb_runs);
-    let (mcpb_kib, _, _) = stats(&mut mcpb_rss);
-    report.row(
-        "mcpb pack, same tree",
-        format!(
-            "{mcpb_ms:.0} ms [{mcpb_min:.0}-{mcpb_max:.0}], peak {:.1} MiB",
-            mcpb_kib / 1024.0
-        ),
-    );
+    let mcpb = measure(rounds, || {
+        let mut command = Command::new(&settings.mcpb);
+        command
+            .arg("pack")
+            .arg(&staged)
+            .arg(temp.path().join("bundle.mcpb"));
+        command
+    });
+    row(report, "mcpb pack, same tree".into(), mcpb);
+    let (tar_ms, mcpb_ms) = (tar.0, mcpb.0);
     report.target(
         "packaging at most 1.2x the tar pipeline",
         ecp_ms <= 1.2 * tar_ms,

@@ -76,30 +76,27 @@ fn once(
     std::fs::write(marker, what).map_err(|e| format!("{}: {e}", marker.display()))
 }
 
+/// Installs pinned npm `packages` into `dir` once (cached by a marker).
+fn npm_once(dir: &Path, packages: &[&str]) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let dir_str = dir.to_str().ok_or("non-UTF-8 path")?;
+    once(&dir.join(".installed"), &packages.join(" "), || {
+        let mut args = vec![
+            "install",
+            "--prefix",
+            dir_str,
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+        ];
+        args.extend_from_slice(packages);
+        run("npm", &args)
+    })
+}
+
 fn e2e() -> Result<(), String> {
     let cache = root().join("target/e2e-cache");
-    let npm = cache.join("npm");
-    std::fs::create_dir_all(&npm).map_err(|e| e.to_string())?;
-    let npm_str = npm.to_str().ok_or("non-UTF-8 path")?;
-    once(
-        &npm.join(".installed"),
-        &format!("{QWEN} {INSPECTOR}"),
-        || {
-            run(
-                "npm",
-                &[
-                    "install",
-                    "--prefix",
-                    npm_str,
-                    "--no-audit",
-                    "--no-fund",
-                    "--loglevel=error",
-                    QWEN,
-                    INSPECTOR,
-                ],
-            )
-        },
-    )?;
+    npm_once(&cache.join("npm"), &[QWEN, INSPECTOR])?;
     let venv = cache.join("pyenv");
     let venv_str = venv.to_str().ok_or("non-UTF-8 path")?;
     once(&cache.join(".python-installed"), PYTHON_MCP, || {
@@ -175,28 +172,7 @@ fn bench(quick: bool) -> Result<(), String> {
 
     // The peers: the TypeScript SDK server and mcpb.
     let npm = target.join("bench-cache/npm");
-    std::fs::create_dir_all(&npm).map_err(|e| e.to_string())?;
-    let npm_str = npm.to_str().ok_or("non-UTF-8 path")?;
-    once(
-        &npm.join(".installed"),
-        &format!("{TS_SDK} {ZOD} {MCPB}"),
-        || {
-            run(
-                "npm",
-                &[
-                    "install",
-                    "--prefix",
-                    npm_str,
-                    "--no-audit",
-                    "--no-fund",
-                    "--loglevel=error",
-                    TS_SDK,
-                    ZOD,
-                    MCPB,
-                ],
-            )
-        },
-    )?;
+    npm_once(&npm, &[TS_SDK, ZOD, MCPB])?;
     for (from, to) in [
         ("tests/bench/reference-server.mjs", "reference-server.mjs"),
         ("xtask/contracts/render.mjs", "render.mjs"),
