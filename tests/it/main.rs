@@ -1,6 +1,7 @@
 //! The integration tests: one binary, one module per area.
 
 mod check;
+mod cli;
 mod contracts;
 mod lint;
 mod mcp;

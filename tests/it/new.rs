@@ -5,7 +5,7 @@
 
 use std::{
     io::{Read, Write},
-    path::{Path, PathBuf},
+    path::Path,
     process::{Command, Output, Stdio},
     sync::{Arc, Mutex},
     time::{Duration, Instant},
@@ -17,15 +17,10 @@ use serde_json::{Value, json};
 
 use ecp::check::upstream::{Reply, Upstream};
 
-use crate::mcp::{assert_canonical_tool, text_of};
-
-fn ecp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ecp"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
+use crate::{
+    cli::{ecp, generated_target},
+    mcp::{assert_canonical_tool, text_of},
+};
 
 fn generate(dir: &Path, extra: &[&str]) -> Output {
     let mut args = vec![
@@ -70,11 +65,6 @@ fn lint_is_clean(dir: &Path) {
         "{}",
         String::from_utf8_lossy(&output.stdout)
     );
-}
-
-/// The target folder shared by every generated crate the tests build.
-fn generated_target() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/generated")
 }
 
 fn cargo(dir: &Path, args: &[&str]) {

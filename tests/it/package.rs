@@ -10,22 +10,9 @@ use std::{
 };
 
 use rmcp::{ServiceExt, transport::TokioChildProcess};
+
+use crate::cli::ecp;
 use serde_json::Value;
-
-fn generated_target() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/generated")
-}
-
-fn ecp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ecp"))
-        .args(args)
-        .env("CARGO_TARGET_DIR", generated_target())
-        .env("CARGO_NET_OFFLINE", "true")
-        .env_remove("SOURCE_DATE_EPOCH")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
 
 fn new_extension(parent: &Path, extra: &[&str]) -> PathBuf {
     let dir = parent.join("acme-context");
@@ -355,6 +342,16 @@ fn a_manifest_only_extension_gets_one_platform_independent_archive() {
     );
 }
 
+/// Sets `[package.metadata.ecp] include` of a generated extension.
+fn set_include(dir: &Path, include: &str) {
+    let cargo = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        cargo.replace("include = []", &format!("include = {include}")),
+    )
+    .unwrap();
+}
+
 /// Damages a freshly generated extension.
 type Breakage = fn(&Path);
 
@@ -377,24 +374,14 @@ fn refusals_are_clear_and_leave_no_archive() {
             "env",
             |dir: &Path| {
                 std::fs::write(dir.join(".env"), "ACME_CONTEXT_TOKEN=secret").unwrap();
-                let cargo = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
-                std::fs::write(
-                    dir.join("Cargo.toml"),
-                    cargo.replace("include = []", "include = [\".env\"]"),
-                )
-                .unwrap();
+                set_include(dir, r#"[".env"]"#);
             },
             "refusing to package .env: it is an environment or key file",
         ),
         (
             "outside",
             |dir: &Path| {
-                let cargo = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
-                std::fs::write(
-                    dir.join("Cargo.toml"),
-                    cargo.replace("include = []", "include = [\"../secrets.txt\"]"),
-                )
-                .unwrap();
+                set_include(dir, r#"["../secrets.txt"]"#);
             },
             "it is outside the extension folder",
         ),
