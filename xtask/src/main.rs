@@ -123,6 +123,22 @@ fn e2e() -> Result<(), String> {
     }
 }
 
+/// Whether every file under `a` exists under `b` with the same bytes (the
+/// generated tree has no other files to compare).
+fn same_tree(a: &Path, b: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(a) else {
+        return false;
+    };
+    entries.filter_map(Result::ok).all(|entry| {
+        let (from, to) = (entry.path(), b.join(entry.file_name()));
+        if from.is_dir() {
+            same_tree(&from, &to)
+        } else {
+            matches!((std::fs::read(&from), std::fs::read(&to)), (Ok(x), Ok(y)) if x == y)
+        }
+    })
+}
+
 /// The peers of the benchmarks.
 const TS_SDK: &str = "@modelcontextprotocol/sdk@1.32.2";
 const ZOD: &str = "zod@3.25.76";
@@ -146,9 +162,12 @@ fn bench(quick: bool) -> Result<(), String> {
     let ecp_str = ecp.to_str().ok_or("non-UTF-8 path")?;
 
     // The adapter measured: a fresh `ecp new` extension, built for release.
+    // It is generated anew every run but only replaces the previous one when
+    // a file differs, so an unchanged extension is not rebuilt.
     let work = target.join("bench-work");
-    let _ = std::fs::remove_dir_all(&work);
     let extension = work.join("acme-context");
+    let fresh = work.join("fresh");
+    let _ = std::fs::remove_dir_all(&fresh);
     run(
         ecp_str,
         &[
@@ -156,9 +175,15 @@ fn bench(quick: bool) -> Result<(), String> {
             "acme-context",
             "--yes",
             "--dir",
-            extension.to_str().ok_or("non-UTF-8 path")?,
+            fresh.to_str().ok_or("non-UTF-8 path")?,
         ],
     )?;
+    if same_tree(&fresh, &extension) {
+        let _ = std::fs::remove_dir_all(&fresh);
+    } else {
+        let _ = std::fs::remove_dir_all(&extension);
+        std::fs::rename(&fresh, &extension).map_err(|e| format!("{}: {e}", extension.display()))?;
+    }
     let status = Command::new("cargo")
         .args(["build", "--release", "--quiet"])
         .current_dir(&extension)
