@@ -22,3 +22,42 @@ pub fn ecp(args: &[&str]) -> Output {
         .output()
         .unwrap()
 }
+
+/// `ecp new acme-context --yes --dir DIR EXTRA...`.
+pub fn ecp_new(dir: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "new",
+        "acme-context",
+        "--yes",
+        "--dir",
+        dir.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    ecp(&args)
+}
+
+/// Every file under `root` (not folders), sorted.
+pub fn files_under(root: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// The path of `file` relative to `root`, `/`-separated.
+pub fn relative(root: &Path, file: &Path) -> String {
+    file.strip_prefix(root)
+        .unwrap()
+        .to_string_lossy()
+        .replace('\\', "/")
+}

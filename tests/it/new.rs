@@ -18,43 +18,20 @@ use serde_json::{Value, json};
 use ecp::check::upstream::{Reply, Upstream};
 
 use crate::{
-    cli::{ecp, generated_target},
+    cli::{ecp, ecp_new, files_under, generated_target, relative},
     mcp::{assert_canonical_tool, text_of},
 };
 
 fn generate(dir: &Path, extra: &[&str]) -> Output {
-    let mut args = vec![
-        "new",
-        "acme-context",
-        "--yes",
-        "--dir",
-        dir.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    ecp(&args)
+    ecp_new(dir, extra)
 }
 
 /// Every file under `root`, relative, sorted.
 fn tree(root: &Path) -> Vec<String> {
-    let mut files = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                files.push(
-                    path.strip_prefix(root)
-                        .unwrap()
-                        .to_string_lossy()
-                        .replace('\\', "/"),
-                );
-            }
-        }
-    }
-    files.sort();
-    files
+    files_under(root)
+        .iter()
+        .map(|file| relative(root, file))
+        .collect()
 }
 
 fn lint_is_clean(dir: &Path) {

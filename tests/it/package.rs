@@ -11,20 +11,12 @@ use std::{
 
 use rmcp::{ServiceExt, transport::TokioChildProcess};
 
-use crate::cli::ecp;
+use crate::cli::{ecp, ecp_new, files_under, relative};
 use serde_json::Value;
 
 fn new_extension(parent: &Path, extra: &[&str]) -> PathBuf {
     let dir = parent.join("acme-context");
-    let mut args = vec![
-        "new",
-        "acme-context",
-        "--yes",
-        "--dir",
-        dir.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    let output = ecp(&args);
+    let output = ecp_new(&dir, extra);
     assert!(
         output.status.success(),
         "{}",
@@ -52,46 +44,24 @@ fn succeed(output: Output) -> String {
 /// Every file under `root` (relative) with its permission bits.
 fn tree_with_modes(root: &Path) -> Vec<(String, u32)> {
     use std::os::unix::fs::PermissionsExt;
-    let mut files = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
-                files.push((
-                    path.strip_prefix(root)
-                        .unwrap()
-                        .to_string_lossy()
-                        .into_owned(),
-                    mode,
-                ));
-            }
-        }
-    }
-    files.sort();
-    files
+    files_under(root)
+        .iter()
+        .map(|file| {
+            let mode = std::fs::metadata(file).unwrap().permissions().mode() & 0o777;
+            (relative(root, file), mode)
+        })
+        .collect()
 }
 
 /// Sets every file's mtime under `root` to `when`.
 fn touch_all(root: &Path, when: SystemTime) {
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                std::fs::File::options()
-                    .write(true)
-                    .open(&path)
-                    .unwrap()
-                    .set_modified(when)
-                    .unwrap();
-            }
-        }
+    for file in files_under(root) {
+        std::fs::File::options()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_modified(when)
+            .unwrap();
     }
 }
 
