@@ -12,7 +12,10 @@ use std::{io::IsTerminal, path::PathBuf, process::ExitCode};
 
 use clap::{ArgGroup, Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
-use crate::providers::http::{DEFAULT_BASE_URL_ENV, DEFAULT_TOKEN_ENV};
+use crate::{
+    providers::http::{DEFAULT_BASE_URL_ENV, DEFAULT_TOKEN_ENV},
+    runtime::remote::{DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONCURRENT, env_names},
+};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -267,6 +270,40 @@ pub struct ServeArgs {
     #[arg(long, value_name = "MS", default_value_t = 5000,
           value_parser = clap::value_parser!(u64).range(1..=600_000))]
     pub budget_ms: u64,
+
+    /// Serve MCP Streamable HTTP on IP:PORT instead of stdio: the remote
+    /// adapter, an OAuth resource server (see README, "Operating the remote
+    /// adapter")
+    #[arg(long, value_name = "IP:PORT", help_heading = "Remote adapter")]
+    pub listen: Option<String>,
+
+    /// The public URL of the MCP endpoint (token audience); defaults to
+    /// http://IP:PORT/mcp on loopback
+    #[arg(long, value_name = "URL", env = env_names::RESOURCE_URL, help_heading = "Remote adapter")]
+    pub resource_url: Option<String>,
+
+    /// Issuer URL of an OAuth authorization server whose tokens to accept
+    /// (repeatable; the variable takes a comma-separated list)
+    #[arg(long, value_name = "URL", env = env_names::AUTHORIZATION_SERVERS, help_heading = "Remote adapter")]
+    pub authorization_server: Vec<String>,
+
+    /// The authorization server's JWKS: a URL (https) or a file
+    #[arg(long, value_name = "FILE|URL", env = env_names::JWKS, help_heading = "Remote adapter")]
+    pub jwks: Option<String>,
+
+    /// Serve without OAuth; only allowed on a loopback address
+    #[arg(long, env = env_names::NO_AUTH, help_heading = "Remote adapter")]
+    pub no_auth: bool,
+
+    /// At most this many MCP requests at once; more get 503 and Retry-After
+    #[arg(long, value_name = "N", env = env_names::MAX_CONCURRENT,
+          default_value_t = DEFAULT_MAX_CONCURRENT, help_heading = "Remote adapter")]
+    pub max_concurrent: usize,
+
+    /// Larger request bodies get 413
+    #[arg(long, value_name = "BYTES", env = env_names::MAX_BODY_BYTES,
+          default_value_t = DEFAULT_MAX_BODY_BYTES, help_heading = "Remote adapter")]
+    pub max_body_bytes: usize,
 }
 
 /// Parses the command line and runs the command.

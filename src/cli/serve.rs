@@ -1,4 +1,5 @@
-//! `ecp serve`: the embedded stdio runtime with a fixture or HTTP backend.
+//! `ecp serve`: the embedded runtime with a fixture or HTTP backend, on
+//! stdio or (with `--listen`) as the remote Streamable HTTP adapter.
 
 use std::process::ExitCode;
 
@@ -8,7 +9,10 @@ use crate::{
         fixture::FixtureCorpus,
         http::{HttpSearchConfig, HttpSearchProvider},
     },
-    runtime::{self, Provider, ProviderBudget, RuntimeConfig},
+    runtime::{
+        self, Provider, ProviderBudget, RuntimeConfig,
+        remote::{self, RemoteConfig, RemoteSettings},
+    },
 };
 
 const NAME: &str = "ecp serve";
@@ -27,20 +31,32 @@ pub fn run(args: ServeArgs) -> ExitCode {
         version: env!("CARGO_PKG_VERSION").to_owned(),
         budget,
     };
-    let tokio = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let remote = match remote_config(&args) {
+        Ok(remote) => remote,
+        Err(error) => return fail(error),
+    };
+    let tokio = if remote.is_some() {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    };
+    let tokio = match tokio {
         Ok(tokio) => tokio,
         Err(error) => return fail(format_args!("cannot start the async runtime: {error}")),
     };
     let code = match &args.fixture {
         Some(path) => match FixtureCorpus::load(path) {
-            Ok(corpus) => tokio.block_on(serve(corpus, runtime_config)),
+            Ok(corpus) => tokio.block_on(serve(corpus, runtime_config, remote)),
             Err(error) => fail(error),
         },
         None => match HttpSearchConfig::from_env(&args.base_url_env, &args.token_env) {
-            Ok(http) => tokio.block_on(serve(HttpSearchProvider::new(http), runtime_config)),
+            Ok(http) => {
+                tokio.block_on(serve(HttpSearchProvider::new(http), runtime_config, remote))
+            }
             Err(error) => fail(format_args!("configuration error: {error}")),
         },
     };
@@ -49,8 +65,40 @@ pub fn run(args: ServeArgs) -> ExitCode {
     code
 }
 
-async fn serve<P: Provider>(provider: P, config: RuntimeConfig) -> ExitCode {
-    match runtime::serve_stdio(provider, config).await {
+/// The remote adapter's configuration when `--listen` is given.
+fn remote_config(args: &ServeArgs) -> Result<Option<RemoteConfig>, String> {
+    let Some(listen) = &args.listen else {
+        return Ok(None);
+    };
+    let settings = RemoteSettings {
+        resource_url: args.resource_url.clone(),
+        authorization_servers: args
+            .authorization_server
+            .iter()
+            .flat_map(|list| remote::split_list(list))
+            .collect(),
+        jwks: args.jwks.clone(),
+        no_auth: args.no_auth,
+        max_concurrent: args.max_concurrent,
+        max_body_bytes: args.max_body_bytes,
+        ..RemoteSettings::new(listen)
+    };
+    settings
+        .validate()
+        .map(Some)
+        .map_err(|error| format!("configuration error: {error}"))
+}
+
+async fn serve<P: Provider>(
+    provider: P,
+    config: RuntimeConfig,
+    remote: Option<RemoteConfig>,
+) -> ExitCode {
+    let served = match remote {
+        None => runtime::serve_stdio(provider, config).await,
+        Some(remote) => remote::serve_http_until_signal(provider, config, remote).await,
+    };
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => fail(error),
     }

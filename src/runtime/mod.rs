@@ -11,6 +11,8 @@
 
 #![deny(clippy::print_stdout)]
 
+pub mod log;
+pub mod remote;
 mod server;
 mod tool;
 
@@ -175,7 +177,15 @@ pub async fn serve_stdio<P: Provider>(
     provider: P,
     config: RuntimeConfig,
 ) -> Result<(), RuntimeError> {
-    let name = config.name.clone();
+    install_panic_hook(&config.name);
+    let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
+    serve(provider, config, stdin, stdout).await
+}
+
+/// Replaces the panic message (which could hold provider data) with one
+/// anonymous line naming the place.
+fn install_panic_hook(name: &str) {
+    let name = name.to_owned();
     std::panic::set_hook(Box::new(move |info| {
         let place = info
             .location()
@@ -183,11 +193,4 @@ pub async fn serve_stdio<P: Provider>(
             .unwrap_or_default();
         eprintln!("{name}: internal error (panic{place})");
     }));
-    let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
-    serve(provider, config, stdin, stdout).await
-}
-
-/// Writes one runtime line to stderr. Callers pass only redacted text.
-fn log_line(name: &str, message: std::fmt::Arguments<'_>) {
-    eprintln!("{name}: {message}");
 }

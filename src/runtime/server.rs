@@ -15,7 +15,10 @@ use rmcp::{
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::{Provider, ProviderError, RuntimeConfig, context_search_tool, log_line};
+use super::{
+    Provider, ProviderError, RuntimeConfig, context_search_tool,
+    log::{self, Level, LogFormat},
+};
 use crate::profile::{PROVIDER_LIMIT, SEARCH_FAILED, TOOL_NAME, query_from_arguments, render};
 
 /// The newest protocol revision served; older ones down to 2024-11-05 too.
@@ -25,6 +28,7 @@ const NEWEST_PROTOCOL: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 pub struct ContextSearchServer<P> {
     provider: Arc<P>,
     config: RuntimeConfig,
+    log_format: LogFormat,
 }
 
 impl<P> Clone for ContextSearchServer<P> {
@@ -32,6 +36,7 @@ impl<P> Clone for ContextSearchServer<P> {
         ContextSearchServer {
             provider: self.provider.clone(),
             config: self.config.clone(),
+            log_format: self.log_format,
         }
     }
 }
@@ -56,7 +61,17 @@ enum Outcome {
 
 impl<P: Provider> ContextSearchServer<P> {
     pub fn new(provider: Arc<P>, config: RuntimeConfig) -> Self {
-        ContextSearchServer { provider, config }
+        ContextSearchServer {
+            provider,
+            config,
+            log_format: LogFormat::Plain,
+        }
+    }
+
+    /// Writes stderr lines in `format` (JSON over HTTP).
+    pub fn with_log_format(mut self, format: LogFormat) -> Self {
+        self.log_format = format;
+        self
     }
 
     async fn search(&self, query: String, cancelled: CancellationToken) -> Outcome {
@@ -78,8 +93,15 @@ impl<P: Provider> ContextSearchServer<P> {
         }
     }
 
-    fn log(&self, message: std::fmt::Arguments<'_>) {
-        log_line(&self.config.name, message);
+    fn log(&self, event: &str, message: std::fmt::Arguments<'_>) {
+        log::event(
+            self.log_format,
+            &self.config.name,
+            Level::Warn,
+            event,
+            message,
+            &[],
+        );
     }
 }
 
@@ -136,11 +158,17 @@ impl<P: Provider> ServerHandler for ContextSearchServer<P> {
                 result
             }
             Outcome::Failed(error) => {
-                self.log(format_args!("context_search failed: {error}"));
+                self.log(
+                    "context_search_failed",
+                    format_args!("context_search failed: {error}"),
+                );
                 failure(SEARCH_FAILED)
             }
             Outcome::Cancelled => {
-                self.log(format_args!("context_search cancelled by the client"));
+                self.log(
+                    "context_search_cancelled",
+                    format_args!("context_search cancelled by the client"),
+                );
                 failure(SEARCH_FAILED)
             }
         };

@@ -1,0 +1,696 @@
+//! The OAuth resource server: JWT access tokens checked against a JWKS
+//! (signature, issuer, audience equal to the resource URL, expiry, the
+//! `context.read` scope) before any provider work.
+//!
+//! Signatures are verified with `ring`: RS256/384/512, PS256/384/512,
+//! ES256, ES384 and EdDSA (Ed25519). `none` and the shared-secret HS*
+//! algorithms are refused, as are tokens naming critical header extensions.
+//! A token is never logged or echoed; refusals carry a fixed category only.
+
+use std::{
+    sync::Arc,
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+use ring::signature::{self, RsaPublicKeyComponents, UnparsedPublicKey};
+use serde_json::Value;
+use url::Url;
+
+/// The scope every token must carry.
+pub const REQUIRED_SCOPE: &str = "context.read";
+/// Clock skew tolerated on `exp` and `nbf`.
+const LEEWAY_SECS: f64 = 30.0;
+/// Longer `Authorization` values are refused unread.
+const MAX_TOKEN_BYTES: usize = 16 * 1024;
+/// A remote key set is fetched again at most this often for an unknown `kid`.
+const REFETCH_INTERVAL: Duration = Duration::from_secs(30);
+/// A remote key set older than this is fetched again on the next request.
+const MAX_KEY_SET_AGE: Duration = Duration::from_secs(3600);
+/// Largest key set document accepted.
+const MAX_JWKS_BYTES: usize = 1024 * 1024;
+
+/// Why a request is refused. `Display` is the redacted category that goes
+/// to the log and to `error_description`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// No bearer token at all: 401 without an error code (RFC 6750 3.1).
+    Missing,
+    /// A token that is malformed, unverifiable, expired or not for us: 401.
+    Invalid(&'static str),
+    /// A valid token without `context.read`: 403.
+    InsufficientScope,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::Missing => f.write_str("no bearer token"),
+            Refusal::Invalid(why) => f.write_str(why),
+            Refusal::InsufficientScope => write!(f, "the token lacks the {REQUIRED_SCOPE} scope"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Algorithm {
+    Rs256,
+    Rs384,
+    Rs512,
+    Ps256,
+    Ps384,
+    Ps512,
+    Es256,
+    Es384,
+    EdDsa,
+}
+
+impl Algorithm {
+    fn parse(name: &str) -> Option<Algorithm> {
+        Some(match name {
+            "RS256" => Algorithm::Rs256,
+            "RS384" => Algorithm::Rs384,
+            "RS512" => Algorithm::Rs512,
+            "PS256" => Algorithm::Ps256,
+            "PS384" => Algorithm::Ps384,
+            "PS512" => Algorithm::Ps512,
+            "ES256" => Algorithm::Es256,
+            "ES384" => Algorithm::Es384,
+            "EdDSA" => Algorithm::EdDsa,
+            _ => return None,
+        })
+    }
+}
+
+/// A verification key, decoded once when the key set is loaded.
+#[derive(Debug)]
+enum KeyMaterial {
+    Rsa {
+        n: Vec<u8>,
+        e: Vec<u8>,
+    },
+    /// An uncompressed SEC1 point (`04 || x || y`).
+    P256(Vec<u8>),
+    P384(Vec<u8>),
+    Ed25519(Vec<u8>),
+}
+
+#[derive(Debug)]
+struct Key {
+    kid: Option<String>,
+    /// The key's own `alg`, when it pins one.
+    alg: Option<Algorithm>,
+    material: KeyMaterial,
+}
+
+impl Key {
+    fn accepts(&self, alg: Algorithm) -> bool {
+        if self.alg.is_some_and(|pinned| pinned != alg) {
+            return false;
+        }
+        matches!(
+            (&self.material, alg),
+            (
+                KeyMaterial::Rsa { .. },
+                Algorithm::Rs256
+                    | Algorithm::Rs384
+                    | Algorithm::Rs512
+                    | Algorithm::Ps256
+                    | Algorithm::Ps384
+                    | Algorithm::Ps512
+            ) | (KeyMaterial::P256(_), Algorithm::Es256)
+                | (KeyMaterial::P384(_), Algorithm::Es384)
+                | (KeyMaterial::Ed25519(_), Algorithm::EdDsa)
+        )
+    }
+
+    fn verifies(&self, alg: Algorithm, message: &[u8], signature: &[u8]) -> bool {
+        let rsa = |params: &'static signature::RsaParameters| match &self.material {
+            KeyMaterial::Rsa { n, e } => RsaPublicKeyComponents { n, e }
+                .verify(params, message, signature)
+                .is_ok(),
+            _ => false,
+        };
+        match (alg, &self.material) {
+            (Algorithm::Rs256, _) => rsa(&signature::RSA_PKCS1_2048_8192_SHA256),
+            (Algorithm::Rs384, _) => rsa(&signature::RSA_PKCS1_2048_8192_SHA384),
+            (Algorithm::Rs512, _) => rsa(&signature::RSA_PKCS1_2048_8192_SHA512),
+            (Algorithm::Ps256, _) => rsa(&signature::RSA_PSS_2048_8192_SHA256),
+            (Algorithm::Ps384, _) => rsa(&signature::RSA_PSS_2048_8192_SHA384),
+            (Algorithm::Ps512, _) => rsa(&signature::RSA_PSS_2048_8192_SHA512),
+            (Algorithm::Es256, KeyMaterial::P256(point)) => {
+                UnparsedPublicKey::new(&signature::ECDSA_P256_SHA256_FIXED, point)
+                    .verify(message, signature)
+                    .is_ok()
+            }
+            (Algorithm::Es384, KeyMaterial::P384(point)) => {
+                UnparsedPublicKey::new(&signature::ECDSA_P384_SHA384_FIXED, point)
+                    .verify(message, signature)
+                    .is_ok()
+            }
+            (Algorithm::EdDsa, KeyMaterial::Ed25519(x)) => {
+                UnparsedPublicKey::new(&signature::ED25519, x)
+                    .verify(message, signature)
+                    .is_ok()
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Why a key set cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeySetError(String);
+
+impl std::fmt::Display for KeySetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for KeySetError {}
+
+/// A JSON Web Key Set (RFC 7517), reduced to the signing keys we can verify
+/// with. Keys of other types, curves or uses are skipped.
+#[derive(Debug)]
+pub struct KeySet(Vec<Key>);
+
+impl KeySet {
+    pub fn parse(text: &str) -> Result<KeySet, KeySetError> {
+        let document: Value = serde_json::from_str(text)
+            .map_err(|error| KeySetError(format!("the key set is not JSON: {error}")))?;
+        let Some(keys) = document.get("keys").and_then(Value::as_array) else {
+            return Err(KeySetError(
+                "the key set has no \"keys\" array (expected a JWKS document)".to_owned(),
+            ));
+        };
+        let keys: Vec<Key> = keys.iter().filter_map(parse_key).collect();
+        if keys.is_empty() {
+            return Err(KeySetError(
+                "the key set holds no usable signing key (RSA, EC P-256/P-384 or Ed25519)"
+                    .to_owned(),
+            ));
+        }
+        Ok(KeySet(keys))
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Keys that may have signed a token with this `kid` and `alg`.
+    fn candidates<'a>(
+        &'a self,
+        kid: Option<&'a str>,
+        alg: Algorithm,
+    ) -> impl Iterator<Item = &'a Key> + 'a {
+        self.0
+            .iter()
+            .filter(move |key| key.accepts(alg) && (kid.is_none() || key.kid.as_deref() == kid))
+    }
+}
+
+fn parse_key(jwk: &Value) -> Option<Key> {
+    let text = |name: &str| jwk.get(name).and_then(Value::as_str);
+    let bytes = |name: &str| text(name).and_then(|v| URL_SAFE_NO_PAD.decode(v).ok());
+    if text("use").is_some_and(|usage| usage != "sig") {
+        return None;
+    }
+    let alg = match text("alg") {
+        None => None,
+        Some(name) => Some(Algorithm::parse(name)?),
+    };
+    let material = match (text("kty")?, text("crv")) {
+        ("RSA", _) => KeyMaterial::Rsa {
+            n: strip_leading_zeros(bytes("n")?),
+            e: strip_leading_zeros(bytes("e")?),
+        },
+        ("EC", Some(curve @ ("P-256" | "P-384"))) => {
+            let width = if curve == "P-256" { 32 } else { 48 };
+            let (x, y) = (bytes("x")?, bytes("y")?);
+            if x.len() != width || y.len() != width {
+                return None;
+            }
+            let point = [&[4u8][..], &x, &y].concat();
+            if curve == "P-256" {
+                KeyMaterial::P256(point)
+            } else {
+                KeyMaterial::P384(point)
+            }
+        }
+        ("OKP", Some("Ed25519")) => KeyMaterial::Ed25519(bytes("x").filter(|x| x.len() == 32)?),
+        _ => return None,
+    };
+    Some(Key {
+        kid: text("kid").map(str::to_owned),
+        alg,
+        material,
+    })
+}
+
+/// ring wants RSA integers without leading zero bytes.
+fn strip_leading_zeros(mut bytes: Vec<u8>) -> Vec<u8> {
+    let zeros = bytes.iter().take_while(|&&b| b == 0).count();
+    bytes.drain(..zeros);
+    bytes
+}
+
+/// Where the verification keys come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JwksSource {
+    File(std::path::PathBuf),
+    /// https, or http on loopback; fetched at start and again for an
+    /// unknown `kid` (at most every 30 s) or when an hour old.
+    Url(Url),
+}
+
+impl std::fmt::Display for JwksSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JwksSource::File(path) => write!(f, "{}", path.display()),
+            JwksSource::Url(url) => write!(f, "{url}"),
+        }
+    }
+}
+
+/// A key set fetched over HTTP, kept fresh.
+struct RemoteKeys {
+    url: Url,
+    client: reqwest::Client,
+    current: tokio::sync::RwLock<(Arc<KeySet>, Instant)>,
+    /// Held while fetching, so concurrent unknown `kid`s cause one fetch.
+    fetching: tokio::sync::Mutex<()>,
+}
+
+impl RemoteKeys {
+    async fn fetch(client: &reqwest::Client, url: &Url) -> Result<KeySet, KeySetError> {
+        let fail = |what: String| KeySetError(format!("cannot fetch the key set {url}: {what}"));
+        let mut response = client
+            .get(url.clone())
+            .header(reqwest::header::ACCEPT, "application/json")
+            .send()
+            .await
+            .map_err(|error| fail(error.to_string()))?;
+        if !response.status().is_success() {
+            return Err(fail(format!("HTTP {}", response.status().as_u16())));
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|error| fail(error.to_string()))?
+        {
+            if body.len() + chunk.len() > MAX_JWKS_BYTES {
+                return Err(fail("the document is larger than 1 MiB".to_owned()));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        let text = String::from_utf8(body).map_err(|_| fail("not UTF-8".to_owned()))?;
+        KeySet::parse(&text).map_err(|error| fail(error.0))
+    }
+
+    /// The current keys; fetched again first when `stale_after` has passed.
+    async fn keys(&self, stale_after: Duration) -> Arc<KeySet> {
+        let (keys, fetched) = self.current.read().await.clone();
+        if fetched.elapsed() < stale_after {
+            return keys;
+        }
+        let _fetching = self.fetching.lock().await;
+        let (keys, fetched) = self.current.read().await.clone();
+        if fetched.elapsed() < stale_after {
+            return keys; // another request fetched while we waited
+        }
+        match Self::fetch(&self.client, &self.url).await {
+            Ok(fresh) => {
+                let fresh = Arc::new(fresh);
+                *self.current.write().await = (fresh.clone(), Instant::now());
+                fresh
+            }
+            Err(_) => {
+                // Keep serving with the keys we have; try again later.
+                self.current.write().await.1 = Instant::now();
+                keys
+            }
+        }
+    }
+}
+
+enum Keys {
+    Fixed(KeySet),
+    Remote(RemoteKeys),
+}
+
+/// What a token must satisfy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenRules {
+    /// The protected resource; a token's `aud` must name it.
+    pub resource: String,
+    /// Accepted `iss` values: the authorization servers.
+    pub issuers: Vec<String>,
+}
+
+/// Validates bearer tokens for one resource.
+pub struct Authenticator {
+    rules: TokenRules,
+    keys: Keys,
+}
+
+impl Authenticator {
+    /// Loads (or fetches) the key set; fails when it is unusable, so a
+    /// misconfigured server never starts.
+    pub async fn load(rules: TokenRules, source: &JwksSource) -> Result<Self, KeySetError> {
+        let keys = match source {
+            JwksSource::File(path) => {
+                let text = std::fs::read_to_string(path).map_err(|error| {
+                    KeySetError(format!(
+                        "cannot read the key set {}: {error}",
+                        path.display()
+                    ))
+                })?;
+                Keys::Fixed(
+                    KeySet::parse(&text)
+                        .map_err(|error| KeySetError(format!("{}: {}", path.display(), error.0)))?,
+                )
+            }
+            JwksSource::Url(url) => {
+                let client = reqwest::Client::builder()
+                    .no_proxy()
+                    .redirect(reqwest::redirect::Policy::none())
+                    .timeout(Duration::from_secs(10))
+                    .build()
+                    .map_err(|error| {
+                        KeySetError(format!("cannot build an HTTP client: {error}"))
+                    })?;
+                let keys = RemoteKeys::fetch(&client, url).await?;
+                Keys::Remote(RemoteKeys {
+                    url: url.clone(),
+                    client,
+                    current: tokio::sync::RwLock::new((Arc::new(keys), Instant::now())),
+                    fetching: tokio::sync::Mutex::new(()),
+                })
+            }
+        };
+        Ok(Authenticator { rules, keys })
+    }
+
+    /// An authenticator over keys already in hand.
+    pub fn with_keys(rules: TokenRules, keys: KeySet) -> Self {
+        Authenticator {
+            rules,
+            keys: Keys::Fixed(keys),
+        }
+    }
+
+    /// Checks an `Authorization` header value.
+    pub async fn authorize(&self, authorization: Option<&[u8]>) -> Result<(), Refusal> {
+        let token = bearer_token(authorization)?;
+        let parsed = ParsedToken::parse(token)?;
+        let verified = match &self.keys {
+            Keys::Fixed(keys) => parsed.verify(keys),
+            Keys::Remote(remote) => {
+                let keys = remote.keys(MAX_KEY_SET_AGE).await;
+                match parsed.verify(&keys) {
+                    Err(Refusal::Invalid(NO_KEY)) => {
+                        parsed.verify(&*remote.keys(REFETCH_INTERVAL).await)
+                    }
+                    other => other,
+                }
+            }
+        };
+        verified?;
+        let claims = parsed.claims()?;
+        self.check_claims(&claims, now_secs())
+    }
+
+    fn check_claims(&self, claims: &Value, now: f64) -> Result<(), Refusal> {
+        let Some(expiry) = claims.get("exp").and_then(Value::as_f64) else {
+            return Err(Refusal::Invalid("the token has no expiry (exp)"));
+        };
+        if now > expiry + LEEWAY_SECS {
+            return Err(Refusal::Invalid("the token has expired"));
+        }
+        if let Some(not_before) = claims.get("nbf") {
+            match not_before.as_f64() {
+                Some(nbf) if now + LEEWAY_SECS >= nbf => {}
+                _ => return Err(Refusal::Invalid("the token is not valid yet (nbf)")),
+            }
+        }
+        let issuer = claims.get("iss").and_then(Value::as_str);
+        if !issuer.is_some_and(|iss| self.rules.issuers.iter().any(|known| known == iss)) {
+            return Err(Refusal::Invalid("the token is from another issuer"));
+        }
+        let for_us = |aud: &Value| {
+            aud.as_str()
+                .is_some_and(|aud| same_resource(aud, &self.rules.resource))
+        };
+        let audience_ok = match claims.get("aud") {
+            Some(Value::Array(audiences)) => audiences.iter().any(for_us),
+            Some(aud) => for_us(aud),
+            None => false,
+        };
+        if !audience_ok {
+            return Err(Refusal::Invalid("the token is for another audience"));
+        }
+        if has_scope(claims, REQUIRED_SCOPE) {
+            Ok(())
+        } else {
+            Err(Refusal::InsufficientScope)
+        }
+    }
+}
+
+const NO_KEY: &str = "no key in the key set matches the token";
+
+/// The token of an `Authorization: Bearer ...` header (scheme
+/// case-insensitive); anything else is a missing token.
+fn bearer_token(authorization: Option<&[u8]>) -> Result<&str, Refusal> {
+    let value = authorization.ok_or(Refusal::Missing)?;
+    if value.len() > MAX_TOKEN_BYTES {
+        return Err(Refusal::Invalid("the token is too long"));
+    }
+    let value = std::str::from_utf8(value).map_err(|_| Refusal::Missing)?;
+    let (scheme, token) = value.split_once(' ').ok_or(Refusal::Missing)?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Err(Refusal::Missing);
+    }
+    let token = token.trim_matches(' ');
+    if token.is_empty() {
+        return Err(Refusal::Missing);
+    }
+    Ok(token)
+}
+
+/// A compact JWS, split and decoded but not yet trusted.
+struct ParsedToken<'a> {
+    signed: &'a str,
+    alg: Algorithm,
+    kid: Option<String>,
+    payload: Vec<u8>,
+    signature: Vec<u8>,
+}
+
+impl<'a> ParsedToken<'a> {
+    fn parse(token: &'a str) -> Result<ParsedToken<'a>, Refusal> {
+        const MALFORMED: Refusal = Refusal::Invalid("the token is not a signed JWT");
+        let mut parts = token.split('.');
+        let (Some(header), Some(payload), Some(signature), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(MALFORMED);
+        };
+        let decode = |part: &str| URL_SAFE_NO_PAD.decode(part).map_err(|_| MALFORMED);
+        let header: Value = serde_json::from_slice(&decode(header)?).map_err(|_| MALFORMED)?;
+        if header.get("crit").is_some() {
+            return Err(Refusal::Invalid(
+                "the token names critical header extensions",
+            ));
+        }
+        let alg = header
+            .get("alg")
+            .and_then(Value::as_str)
+            .and_then(Algorithm::parse)
+            .ok_or(Refusal::Invalid(
+                "the token's signature algorithm is not accepted",
+            ))?;
+        Ok(ParsedToken {
+            signed: &token[..token.len() - signature.len() - 1],
+            alg,
+            kid: header.get("kid").and_then(Value::as_str).map(str::to_owned),
+            payload: decode(payload)?,
+            signature: decode(signature)?,
+        })
+    }
+
+    fn verify(&self, keys: &KeySet) -> Result<(), Refusal> {
+        let mut candidates = keys.candidates(self.kid.as_deref(), self.alg).peekable();
+        if candidates.peek().is_none() {
+            return Err(Refusal::Invalid(NO_KEY));
+        }
+        if candidates.any(|key| key.verifies(self.alg, self.signed.as_bytes(), &self.signature)) {
+            Ok(())
+        } else {
+            Err(Refusal::Invalid("the token's signature does not verify"))
+        }
+    }
+
+    fn claims(&self) -> Result<Value, Refusal> {
+        match serde_json::from_slice(&self.payload) {
+            Ok(claims @ Value::Object(_)) => Ok(claims),
+            _ => Err(Refusal::Invalid("the token's claims are not a JSON object")),
+        }
+    }
+}
+
+/// Resource URLs compare equal when they differ only by a trailing slash.
+fn same_resource(a: &str, b: &str) -> bool {
+    a.strip_suffix('/').unwrap_or(a) == b.strip_suffix('/').unwrap_or(b)
+}
+
+/// `scope` (RFC 9068: space-separated) or `scp` (a list, or a string).
+fn has_scope(claims: &Value, wanted: &str) -> bool {
+    let in_text = |text: &str| text.split(' ').any(|scope| scope == wanted);
+    ["scope", "scp"]
+        .iter()
+        .filter_map(|name| claims.get(*name))
+        .any(|value| match value {
+            Value::String(text) => in_text(text),
+            Value::Array(scopes) => scopes.iter().any(|s| s.as_str() == Some(wanted)),
+            _ => false,
+        })
+}
+
+fn now_secs() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |since| since.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules() -> TokenRules {
+        TokenRules {
+            resource: "https://ctx.example/mcp".to_owned(),
+            issuers: vec!["https://auth.example".to_owned()],
+        }
+    }
+
+    fn authenticator() -> Authenticator {
+        Authenticator::with_keys(
+            rules(),
+            KeySet(vec![Key {
+                kid: None,
+                alg: None,
+                material: KeyMaterial::Ed25519(vec![0; 32]),
+            }]),
+        )
+    }
+
+    fn claims(extra: Value) -> Value {
+        let mut claims = serde_json::json!({
+            "iss": "https://auth.example",
+            "aud": "https://ctx.example/mcp",
+            "exp": 2000.0,
+            "scope": "openid context.read",
+        });
+        for (name, value) in extra.as_object().unwrap() {
+            if value.is_null() {
+                claims.as_object_mut().unwrap().remove(name);
+            } else {
+                claims[name] = value.clone();
+            }
+        }
+        claims
+    }
+
+    #[test]
+    fn claims_are_checked_in_a_fixed_order() {
+        let auth = authenticator();
+        let check = |extra: Value, now: f64| auth.check_claims(&claims(extra), now);
+        assert_eq!(check(serde_json::json!({}), 1000.0), Ok(()));
+        assert_eq!(check(serde_json::json!({}), 2029.0), Ok(()), "leeway");
+        assert_eq!(
+            check(serde_json::json!({}), 2031.0),
+            Err(Refusal::Invalid("the token has expired"))
+        );
+        assert_eq!(
+            check(serde_json::json!({"exp": null}), 1000.0),
+            Err(Refusal::Invalid("the token has no expiry (exp)"))
+        );
+        assert_eq!(
+            check(serde_json::json!({"nbf": 1100.0}), 1000.0),
+            Err(Refusal::Invalid("the token is not valid yet (nbf)"))
+        );
+        assert_eq!(
+            check(serde_json::json!({"iss": "https://evil.example"}), 1000.0),
+            Err(Refusal::Invalid("the token is from another issuer"))
+        );
+        assert_eq!(
+            check(
+                serde_json::json!({"aud": ["x", "https://ctx.example/mcp/"]}),
+                1000.0
+            ),
+            Ok(())
+        );
+        assert_eq!(
+            check(serde_json::json!({"aud": "https://ctx.example/"}), 1000.0),
+            Err(Refusal::Invalid("the token is for another audience"))
+        );
+        assert_eq!(
+            check(serde_json::json!({"scope": "context.readonly"}), 1000.0),
+            Err(Refusal::InsufficientScope)
+        );
+        assert_eq!(
+            check(
+                serde_json::json!({"scope": null, "scp": ["context.read"]}),
+                1000.0
+            ),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn only_bearer_headers_carry_a_token() {
+        assert_eq!(bearer_token(None), Err(Refusal::Missing));
+        assert_eq!(bearer_token(Some(b"Basic abc")), Err(Refusal::Missing));
+        assert_eq!(bearer_token(Some(b"Bearer ")), Err(Refusal::Missing));
+        assert_eq!(bearer_token(Some(b"bearer a.b.c")), Ok("a.b.c"));
+    }
+
+    #[test]
+    fn unsigned_and_shared_secret_tokens_are_refused_unread() {
+        let header = |alg: &str| URL_SAFE_NO_PAD.encode(format!(r#"{{"alg":"{alg}"}}"#));
+        for alg in ["none", "HS256"] {
+            let token = format!("{}.e30.", header(alg));
+            assert_eq!(
+                ParsedToken::parse(&token).err(),
+                Some(Refusal::Invalid(
+                    "the token's signature algorithm is not accepted"
+                ))
+            );
+        }
+        assert!(ParsedToken::parse("a.b").is_err());
+        assert!(ParsedToken::parse("a.b.c.d").is_err());
+    }
+
+    #[test]
+    fn key_sets_keep_only_usable_signing_keys() {
+        let set = KeySet::parse(
+            r#"{"keys":[
+                {"kty":"oct","k":"c2VjcmV0"},
+                {"kty":"RSA","use":"enc","n":"AQAB","e":"AQAB"},
+                {"kty":"EC","crv":"P-521","x":"AA","y":"AA"},
+                {"kty":"OKP","crv":"Ed25519","x":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","kid":"k1"}
+            ]}"#,
+        )
+        .unwrap();
+        assert_eq!(set.len(), 1);
+        assert!(KeySet::parse(r#"{"keys":[]}"#).is_err());
+        assert!(KeySet::parse("[]").is_err());
+    }
+}

@@ -1,0 +1,160 @@
+//! The remote adapter: the same `context_search` server over MCP Streamable
+//! HTTP, as a provider-operated OAuth resource server.
+//!
+//! - Stateless (rmcp's stateless mode, JSON responses): no session affinity,
+//!   so any load balancer may spread requests across replicas.
+//! - Every request to the MCP path carries a bearer JWT, checked by
+//!   [`auth::Authenticator`] before any provider work; the protected
+//!   resource metadata (RFC 9728) is served at
+//!   `/.well-known/oauth-protected-resource[/path]`.
+//! - `/healthz`; at most `max_concurrent` MCP requests at once (then 503
+//!   with `Retry-After`); request bodies capped (413); SIGTERM stops
+//!   accepting, lets in-flight calls finish within their provider budget and
+//!   exits; a client that disconnects cancels its call, which aborts the
+//!   upstream request.
+//! - JSON log lines on stderr; never a token, a query or a body.
+//!
+//! Configuration comes from flags or the environment only
+//! ([`RemoteSettings`]), never from a request. Serve it behind TLS: the
+//! adapter speaks plain HTTP and expects a proxy or load balancer in front.
+
+pub mod auth;
+mod http;
+mod settings;
+
+use std::{future::Future, net::SocketAddr, time::Duration};
+
+use url::Url;
+
+pub use auth::{Authenticator, JwksSource, KeySet, REQUIRED_SCOPE, Refusal, TokenRules};
+pub use settings::{
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONCURRENT, FLAGS_USAGE, RemoteSettings, SettingsError,
+    env_names, split_list,
+};
+
+use super::{
+    Provider, RuntimeConfig, RuntimeError,
+    log::{self, Level, LogFormat},
+};
+
+/// Validated configuration of the remote adapter.
+#[derive(Debug, Clone)]
+pub struct RemoteConfig {
+    pub listen: SocketAddr,
+    /// The public URL of the MCP endpoint (the OAuth resource and token
+    /// audience); `None` on loopback means `http://{bound address}/mcp`.
+    pub resource: Option<Url>,
+    /// `None` only for a loopback listener started with `--no-auth`.
+    pub auth: Option<AuthConfig>,
+    pub max_concurrent: usize,
+    pub max_body_bytes: usize,
+}
+
+/// Who issues tokens and where their keys are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthConfig {
+    pub authorization_servers: Vec<String>,
+    pub jwks: JwksSource,
+}
+
+/// Serves until SIGTERM or Ctrl-C, then drains.
+pub async fn serve_http_until_signal<P: Provider>(
+    provider: P,
+    config: RuntimeConfig,
+    remote: RemoteConfig,
+) -> Result<(), RuntimeError> {
+    super::install_panic_hook(&config.name);
+    serve_http(provider, config, remote, shutdown_signal()).await
+}
+
+/// Serves until `shutdown` completes, then stops accepting connections,
+/// waits for in-flight requests (at most the provider budget and a second),
+/// and returns.
+pub async fn serve_http<P: Provider>(
+    provider: P,
+    config: RuntimeConfig,
+    remote: RemoteConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), RuntimeError> {
+    let listener = tokio::net::TcpListener::bind(remote.listen)
+        .await
+        .map_err(|error| RuntimeError(format!("cannot listen on {}: {error}", remote.listen)))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|error| RuntimeError(format!("cannot read the bound address: {error}")))?;
+    let resource = match &remote.resource {
+        Some(resource) => resource.clone(),
+        None => Url::parse(&format!("http://{bound}/mcp"))
+            .map_err(|error| RuntimeError(format!("cannot form the resource URL: {error}")))?,
+    };
+    let authenticator = match &remote.auth {
+        None => None,
+        Some(auth) => {
+            let rules = TokenRules {
+                resource: resource.to_string(),
+                issuers: auth.authorization_servers.clone(),
+            };
+            Some(
+                Authenticator::load(rules, &auth.jwks)
+                    .await
+                    .map_err(|error| RuntimeError(error.to_string()))?,
+            )
+        }
+    };
+    let drain_limit = config.budget.duration() + Duration::from_secs(1);
+    let app = http::App::new(provider, config, &remote, resource, authenticator);
+    app.log(
+        Level::Info,
+        "listening",
+        format_args!("listening on http://{bound}, serving {}", app.resource()),
+        &[
+            ("address", bound.to_string().into()),
+            ("resource", app.resource().to_string().into()),
+            (
+                "auth",
+                if remote.auth.is_some() {
+                    "oauth"
+                } else {
+                    "none"
+                }
+                .into(),
+            ),
+        ],
+    );
+    app.run(listener, shutdown, drain_limit).await;
+    Ok(())
+}
+
+/// SIGTERM (on Unix) or Ctrl-C.
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    _ = terminate.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Used by [`http::App`] for every line it writes.
+fn write_log(
+    server: &str,
+    level: Level,
+    event: &str,
+    message: std::fmt::Arguments<'_>,
+    fields: &[(&str, serde_json::Value)],
+) {
+    log::event(LogFormat::Json, server, level, event, message, fields);
+}
