@@ -377,9 +377,13 @@ impl Authenticator {
                 )
             }
             JwksSource::Url(url) => {
+                // reqwest is built without a TLS crypto provider; an error
+                // only means one is installed already.
+                let _ = rustls::crypto::ring::default_provider().install_default();
                 let client = reqwest::Client::builder()
                     .no_proxy()
                     .redirect(reqwest::redirect::Policy::none())
+                    .retry(reqwest::retry::never())
                     .timeout(Duration::from_secs(10))
                     .build()
                     .map_err(|error| {

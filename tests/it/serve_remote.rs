@@ -1,0 +1,573 @@
+//! The remote adapter (`ecp serve --listen`) as real child processes on
+//! 127.0.0.1: the MCP Streamable HTTP flow through rmcp's client, the OAuth
+//! resource server refusing bad tokens before the upstream sees anything,
+//! client disconnects, replicas behind round-robin, limits and SIGTERM.
+
+use std::{
+    net::SocketAddr,
+    path::Path,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use ecp::check::{
+    target::Session,
+    upstream::{Reply, SeenRequest, Upstream},
+};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use crate::{
+    mcp::{assert_canonical_tool, text_of},
+    oauth::{ISSUER, RemoteServer, Signer, auth_args, claims, claims_with, jwks},
+};
+
+const UPSTREAM_TOKEN: &str = "upstream-CANARY-71c2";
+
+/// Answers each query with one item that repeats it; `slow`/`hang` queries
+/// take 1.5 s / forever.
+fn echo(request: &SeenRequest) -> Reply {
+    let query = request.query();
+    let body = json!({"items": [{"id": "1", "content": format!("answer: {query}")}]}).to_string();
+    match query.as_str() {
+        "slow" => Reply::After(Duration::from_millis(1500), Box::new(Reply::json(body))),
+        "hang" => Reply::Hang,
+        _ => Reply::json(body),
+    }
+}
+
+/// A JWKS file with `signers` in a fresh folder.
+fn jwks_file(signers: &[&Signer]) -> (TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("jwks.json");
+    std::fs::write(&path, jwks(signers)).unwrap();
+    (dir, path)
+}
+
+/// `ecp serve --http` against `upstream`, with OAuth from `jwks` and `extra`.
+async fn remote(upstream: &Upstream, jwks: &Path, extra: &[&str]) -> RemoteServer {
+    let mut args: Vec<String> = vec!["--http".into()];
+    args.extend(auth_args(jwks));
+    args.extend(extra.iter().map(|a| a.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    RemoteServer::start(
+        &args,
+        &[
+            ("PROVIDER_CONTEXT_BASE_URL", &upstream.base_url),
+            ("PROVIDER_CONTEXT_TOKEN", UPSTREAM_TOKEN),
+        ],
+    )
+    .await
+}
+
+fn http() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder().no_proxy().build().unwrap()
+}
+
+/// One stateless `tools/call` POST, as a Streamable HTTP client sends it.
+fn tools_call(
+    client: &reqwest::Client,
+    url: &str,
+    token: Option<&str>,
+    query: &str,
+) -> reqwest::RequestBuilder {
+    let body = json!({
+        "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "context_search", "arguments": {"query": query}},
+    });
+    let request = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .body(body.to_string());
+    match token {
+        Some(token) => request.bearer_auth(token),
+        None => request,
+    }
+}
+
+/// The `structuredContent` items' contents of a JSON-RPC `tools/call` reply.
+fn contents(reply: &Value) -> Vec<String> {
+    reply["result"]["structuredContent"]["untrusted_external_context"]["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("not a result: {reply}"))
+        .iter()
+        .map(|item| item["content"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_streamable_http_flow_works_through_rmcp_with_rs256_and_es256_tokens() {
+    let upstream = Upstream::start(echo).await;
+    let (rsa, ec) = (Signer::rs256("rsa-1"), Signer::es256("ec-1"));
+    let (_dir, jwks) = jwks_file(&[&rsa, &ec]);
+    let server = remote(&upstream, &jwks, &[]).await;
+    assert!(server.url.starts_with("http://127.0.0.1:") && server.url.ends_with("/mcp"));
+
+    for signer in [&rsa, &ec] {
+        let token = signer.token(&claims(&server.url));
+        let session = Session::connect(&server.url, Some(token.clone()), Duration::from_secs(10))
+            .await
+            .expect("initialize over Streamable HTTP");
+        let tools = session.client.list_all_tools().await.unwrap();
+        assert_canonical_tool(&tools);
+        let result = session
+            .call(json!({"query": "  where <is> the   manual "}))
+            .await
+            .unwrap();
+        assert_eq!(result.is_error, Some(false));
+        let structured = result.structured_content.clone().unwrap();
+        assert_eq!(
+            structured["untrusted_external_context"]["items"][0]["content"],
+            "answer: where <is> the manual",
+            "the query is normalized before the provider sees it"
+        );
+        let text: Value = serde_json::from_str(text_of(&result)).unwrap();
+        assert_eq!(text, structured, "the text is the same JSON");
+        assert!(text_of(&result).contains(r"\u003cis\u003e"), "escaped text");
+        session.close().await;
+        assert!(!server.stderr().contains(&token), "a token reached the log");
+    }
+    let seen = upstream.requests();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(
+        seen[0].header("authorization"),
+        Some(format!("Bearer {UPSTREAM_TOKEN}").as_str()),
+        "the upstream gets the provider's credential, not the client's token"
+    );
+    let log = server.stderr();
+    assert!(
+        !log.contains("where") && !log.contains(UPSTREAM_TOKEN),
+        "{log}"
+    );
+    assert!(
+        server.events("request").iter().all(|e| e["route"] == "mcp"),
+        "{log}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_tokens_are_refused_with_the_right_challenge_before_the_upstream_sees_anything() {
+    let upstream = Upstream::start(echo).await;
+    let good = Signer::es256("k1");
+    let impostor = Signer::es256("k1"); // same kid, different key
+    let (_dir, jwks) = jwks_file(&[&good]);
+    let server = remote(&upstream, &jwks, &[]).await;
+    let url = server.url.as_str();
+    let metadata_url = format!("{}/.well-known/oauth-protected-resource/mcp", server.origin);
+    let now = claims(url)["iat"].as_u64().unwrap();
+    let none = format!(
+        "{}.{}.",
+        base64_url(r#"{"alg":"none"}"#),
+        base64_url(&claims(url).to_string())
+    );
+    let cases: Vec<(&str, Option<String>, u16, String)> = vec![
+        (
+            "missing",
+            None,
+            401,
+            format!(r#"Bearer resource_metadata="{metadata_url}", scope="context.read""#),
+        ),
+        (
+            "expired",
+            Some(good.token(&claims_with(url, json!({"exp": now - 600})))),
+            401,
+            r#"error="invalid_token", error_description="the token has expired""#.into(),
+        ),
+        (
+            "wrong audience",
+            Some(good.token(&claims_with(
+                url,
+                json!({"aud": "https://other.example/mcp"}),
+            ))),
+            401,
+            r#"error="invalid_token", error_description="the token is for another audience""#
+                .into(),
+        ),
+        (
+            "wrong issuer",
+            Some(good.token(&claims_with(url, json!({"iss": "https://evil.example"})))),
+            401,
+            r#"error="invalid_token", error_description="the token is from another issuer""#.into(),
+        ),
+        (
+            "wrong scope",
+            Some(good.token(&claims_with(url, json!({"scope": "openid context.write"})))),
+            403,
+            format!(
+                r#"Bearer resource_metadata="{metadata_url}", error="insufficient_scope", scope="context.read""#
+            ),
+        ),
+        (
+            "forged signature",
+            Some(impostor.token(&claims(url))),
+            401,
+            r#"error_description="the token's signature does not verify""#.into(),
+        ),
+        (
+            "alg none",
+            Some(none),
+            401,
+            r#"error_description="the token's signature algorithm is not accepted""#.into(),
+        ),
+        (
+            "not a JWT",
+            Some("opaque-token-value".into()),
+            401,
+            r#"error_description="the token is not a signed JWT""#.into(),
+        ),
+    ];
+    let client = http();
+    for (name, token, status, challenge) in &cases {
+        let response = tools_call(&client, url, token.as_deref(), "secret question")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), *status, "{name}");
+        let header = response.headers()["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            header.starts_with(&format!(r#"Bearer resource_metadata="{metadata_url}""#))
+                && header.contains(challenge.as_str()),
+            "{name}: {header}"
+        );
+        let body: Value = response.json().await.unwrap();
+        assert!(body["error"].is_string(), "{name}: {body}");
+    }
+    assert!(
+        upstream.requests().is_empty(),
+        "a refused request reached the upstream"
+    );
+
+    // The metadata the challenge points at (and its root-path twin).
+    for address in [
+        metadata_url.clone(),
+        format!("{}/.well-known/oauth-protected-resource", server.origin),
+    ] {
+        let metadata: Value = client
+            .get(&address)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(metadata["resource"], url);
+        assert_eq!(metadata["authorization_servers"], json!([ISSUER]));
+        assert_eq!(metadata["scopes_supported"], json!(["context.read"]));
+        assert_eq!(metadata["bearer_methods_supported"], json!(["header"]));
+    }
+
+    // The same request with a good token goes through.
+    let reply: Value = tools_call(
+        &client,
+        url,
+        Some(&good.token(&claims(url))),
+        "secret question",
+    )
+    .send()
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(contents(&reply), ["answer: secret question"]);
+    assert_eq!(upstream.requests().len(), 1);
+
+    let log = server.stderr();
+    for (_, token, _, _) in &cases {
+        if let Some(token) = token {
+            assert!(
+                !log.contains(token.as_str()),
+                "a token reached the log: {log}"
+            );
+        }
+    }
+    assert!(
+        !log.contains("secret question"),
+        "a query reached the log: {log}"
+    );
+    let refusals: Vec<String> = server
+        .events("request")
+        .iter()
+        .filter(|e| e["status"] != 200)
+        .map(|e| e["reason"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert!(
+        refusals.contains(&"the token has expired".to_owned()),
+        "{refusals:?}"
+    );
+}
+
+fn base64_url(text: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_disconnect_closes_the_upstream_request() {
+    let upstream = Upstream::start(echo).await;
+    let signer = Signer::es256("k");
+    let (_dir, jwks) = jwks_file(&[&signer]);
+    // A budget far longer than the test: only the disconnect can end it.
+    let server = remote(&upstream, &jwks, &["--budget-ms", "60000"]).await;
+    let token = signer.token(&claims(&server.url));
+    let started = Instant::now();
+    let outcome = tools_call(&http(), &server.url, Some(&token), "hang")
+        .timeout(Duration::from_millis(700))
+        .send()
+        .await;
+    assert!(outcome.unwrap_err().is_timeout());
+    assert!(
+        upstream
+            .wait_for_close_of("hang", Duration::from_secs(5))
+            .await,
+        "the upstream request stayed open after the client left"
+    );
+    assert!(started.elapsed() < Duration::from_secs(6));
+    wait_for_event(&server, "context_search_cancelled").await;
+}
+
+async fn wait_for_event(server: &RemoteServer, event: &str) -> Value {
+    for _ in 0..100 {
+        if let Some(found) = server.events(event).pop() {
+            return found;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no {event} event:\n{}", server.stderr());
+}
+
+/// A TCP proxy on 127.0.0.1 that sends each new connection to the next
+/// backend in turn: a load balancer with no session affinity.
+async fn round_robin(listener: tokio::net::TcpListener, backends: Vec<String>) {
+    let mut next = 0usize;
+    while let Ok((mut inbound, _)) = listener.accept().await {
+        let backend = backends[next % backends.len()].clone();
+        next += 1;
+        tokio::spawn(async move {
+            let address = backend.trim_start_matches("http://");
+            if let Ok(mut outbound) = tokio::net::TcpStream::connect(address).await {
+                let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+            }
+        });
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_behind_round_robin_answer_200_concurrent_calls() {
+    let upstream = Upstream::start(echo).await;
+    let signer = Signer::rs256("rsa-1");
+    let (_dir, jwks) = jwks_file(&[&signer]);
+    let balancer = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address: SocketAddr = balancer.local_addr().unwrap();
+    let resource = format!("http://{address}/mcp");
+    let replicas = [
+        remote(&upstream, &jwks, &["--resource-url", &resource]).await,
+        remote(&upstream, &jwks, &["--resource-url", &resource]).await,
+    ];
+    tokio::spawn(round_robin(
+        balancer,
+        replicas.iter().map(|r| r.origin.clone()).collect(),
+    ));
+    let token = signer.token(&claims(&resource));
+    // One session: initialized through one replica, called through both.
+    let session = Arc::new(
+        Session::connect(&resource, Some(token), Duration::from_secs(30))
+            .await
+            .unwrap(),
+    );
+    let mut calls = tokio::task::JoinSet::new();
+    for i in 0..200 {
+        let session = session.clone();
+        calls.spawn(async move {
+            let query = format!("question {i}");
+            let result = session.call(json!({ "query": query })).await.unwrap();
+            assert_eq!(result.is_error, Some(false), "{i}: {result:?}");
+            let items = &result.structured_content.unwrap()["untrusted_external_context"]["items"];
+            assert_eq!(items[0]["content"], format!("answer: {query}"));
+        });
+    }
+    let mut answered = 0;
+    while let Some(call) = calls.join_next().await {
+        call.unwrap();
+        answered += 1;
+    }
+    assert_eq!(answered, 200);
+    let served: Vec<usize> = replicas
+        .iter()
+        .map(|r| {
+            r.events("request")
+                .iter()
+                .filter(|e| e["status"] == 200)
+                .count()
+        })
+        .collect();
+    assert!(
+        served.iter().all(|&n| n >= 20) && served.iter().sum::<usize>() >= 201,
+        "both replicas serve calls: {served:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_lets_the_call_in_flight_finish_then_exits() {
+    let upstream = Upstream::start(echo).await;
+    let signer = Signer::es256("k");
+    let (_dir, jwks) = jwks_file(&[&signer]);
+    let mut server = remote(&upstream, &jwks, &[]).await;
+    let token = signer.token(&claims(&server.url));
+    let in_flight = tokio::spawn(tools_call(&http(), &server.url, Some(&token), "slow").send());
+    upstream
+        .wait_for(Duration::from_secs(5), "the slow call", |seen, _| {
+            !seen.is_empty()
+        })
+        .await;
+    server.terminate();
+    wait_for_event(&server, "draining").await;
+    let address = server.origin.trim_start_matches("http://").to_owned();
+    assert!(
+        tokio::net::TcpStream::connect(&address).await.is_err(),
+        "still accepting connections while draining"
+    );
+    let response = in_flight.await.unwrap().unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(contents(&response.json().await.unwrap()), ["answer: slow"]);
+    let status = server
+        .wait(Duration::from_secs(10))
+        .await
+        .expect("exits after draining");
+    assert!(status.success(), "{status:?}: {}", server.stderr());
+    wait_for_event(&server, "stopped").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_concurrency_and_body_limits_answer_503_and_413() {
+    let upstream = Upstream::start(echo).await;
+    let signer = Signer::es256("k");
+    let (_dir, jwks) = jwks_file(&[&signer]);
+    let server = remote(
+        &upstream,
+        &jwks,
+        &["--max-concurrent", "1", "--max-body-bytes", "2048"],
+    )
+    .await;
+    let token = signer.token(&claims(&server.url));
+    let client = http();
+    let first = tokio::spawn(tools_call(&client, &server.url, Some(&token), "slow").send());
+    upstream
+        .wait_for(Duration::from_secs(5), "the slow call", |seen, _| {
+            !seen.is_empty()
+        })
+        .await;
+    let busy = tools_call(&client, &server.url, Some(&token), "second")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(busy.status().as_u16(), 503);
+    assert_eq!(busy.headers()["retry-after"], "1");
+    let body: Value = busy.json().await.unwrap();
+    assert_eq!(body["error"], "busy");
+    assert!(
+        body["error_description"]
+            .as_str()
+            .unwrap()
+            .contains("1 requests are in flight")
+    );
+    assert_eq!(first.await.unwrap().unwrap().status().as_u16(), 200);
+
+    let large = tools_call(&client, &server.url, Some(&token), &"x".repeat(3000))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(large.status().as_u16(), 413);
+    assert_eq!(upstream.requests().len(), 1, "neither reached the upstream");
+
+    let health = client
+        .get(format!("{}/healthz", server.origin))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+    assert_eq!(
+        health.json::<Value>().await.unwrap(),
+        json!({"status": "ok"})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_come_from_a_jwks_url_and_an_unreachable_one_stops_the_start() {
+    let signer = Signer::rs256("rsa-1");
+    let document = jwks(&[&signer]);
+    let keys = Upstream::start(move |_| Reply::json(document.clone())).await;
+    let jwks_url = format!("{}/jwks.json", keys.base_url.trim_end_matches('/'));
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("templates/corpus/example.jsonl");
+    let corpus = corpus.to_str().unwrap();
+    let server = RemoteServer::start(
+        &[
+            "--fixture",
+            corpus,
+            "--authorization-server",
+            ISSUER,
+            "--jwks",
+            &jwks_url,
+        ],
+        &[],
+    )
+    .await;
+    let reply: Value = tools_call(
+        &http(),
+        &server.url,
+        Some(&signer.token(&claims(&server.url))),
+        "install",
+    )
+    .send()
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert!(reply["result"]["structuredContent"].is_object(), "{reply}");
+    assert_eq!(keys.requests().len(), 1, "fetched once at start");
+
+    let output = crate::cli::ecp(&[
+        "serve",
+        "--fixture",
+        corpus,
+        "--listen",
+        "127.0.0.1:0",
+        "--authorization-server",
+        ISSUER,
+        "--jwks",
+        "http://127.0.0.1:9/jwks.json",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("cannot fetch the key set http://127.0.0.1:9/jwks.json"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn unsafe_remote_settings_are_refused_before_listening() {
+    let output = crate::cli::ecp(&[
+        "serve",
+        "--fixture",
+        "x.json",
+        "--listen",
+        "0.0.0.0:0",
+        "--no-auth",
+        "--resource-url",
+        "https://ctx.example/mcp",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--no-auth serves without OAuth and is only allowed on a loopback address"),
+        "{stderr}"
+    );
+}
