@@ -20,6 +20,23 @@ pub const COPIED_SOURCES: &[(&str, &str)] = &[
         include_str!("../runtime/server.rs"),
     ),
     ("src/runtime/tool.rs", include_str!("../runtime/tool.rs")),
+    ("src/runtime/log.rs", include_str!("../runtime/log.rs")),
+    (
+        "src/runtime/remote/mod.rs",
+        include_str!("../runtime/remote/mod.rs"),
+    ),
+    (
+        "src/runtime/remote/auth.rs",
+        include_str!("../runtime/remote/auth.rs"),
+    ),
+    (
+        "src/runtime/remote/http.rs",
+        include_str!("../runtime/remote/http.rs"),
+    ),
+    (
+        "src/runtime/remote/settings.rs",
+        include_str!("../runtime/remote/settings.rs"),
+    ),
     // The provider's own file starts as the Generic HTTP Search V1 binding
     // (after a header that says it is theirs to edit).
     ("src/provider.rs", include_str!("../providers/http.rs")),
@@ -52,4 +69,10 @@ pub const DEPENDENCY_VERSIONS: &[(&str, &str)] = &[
     ("reqwest", "0.13.5"),
     ("rustls", "0.23.46"),
     ("url", "2.5.8"),
+    ("hyper", "1.12.0"),
+    ("hyper-util", "0.1.21"),
+    ("http-body-util", "0.1.5"),
+    ("bytes", "1.12.2"),
+    ("ring", "0.17.14"),
+    ("base64", "0.23.1"),
 ];

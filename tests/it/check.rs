@@ -1,5 +1,6 @@
 //! `ecp check`: it passes conforming servers (`ecp serve --http`, a built
-//! `ecp new` extension as a folder and as an archive), reports the upstream
+//! `ecp new` extension as a folder, as an archive, and as the remote adapter
+//! checked by URL with a minted token), reports the upstream
 //! checks as skipped for a target without the V1 binding, and fails each
 //! deliberately broken server on the check that names its defect.
 
@@ -204,6 +205,55 @@ fn a_built_extension_conforms_as_a_folder_and_as_an_archive() {
     );
     let (code, report) = check(&[out.join("linux.x64.acme-context.zip").to_str().unwrap()]);
     assert_conforms(code, &report);
+
+    // The same binary as the remote adapter, checked by URL with a token.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        use crate::oauth::{RemoteServer, Signer, auth_args, claims, jwks};
+        use ecp::check::upstream::{Reply, Upstream};
+
+        let upstream = Upstream::start(|_| Reply::json(r#"{"items":[]}"#)).await;
+        let signer = Signer::es256("k1");
+        let jwks_path = temp.path().join("jwks.json");
+        std::fs::write(&jwks_path, jwks(&[&signer])).unwrap();
+        let args = auth_args(&jwks_path);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let server = RemoteServer::start_program(
+            &dir.join("dist/main"),
+            &args,
+            &[
+                ("ACME_CONTEXT_BASE_URL", &upstream.base_url),
+                ("ACME_CONTEXT_TOKEN", "upstream-token"),
+            ],
+        )
+        .await;
+        let token = signer.token(&claims(&server.url));
+        let url = server.url.clone();
+        let output = tokio::task::spawn_blocking(move || {
+            Command::new(ecp_bin())
+                .args(["check", "--format", "json", "--url", &url])
+                .args(["--token-env", "ECP_TEST_BEARER"])
+                .env("ECP_TEST_BEARER", token)
+                .stdin(Stdio::null())
+                .output()
+                .unwrap()
+        })
+        .await
+        .unwrap();
+        let report: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stderr)));
+        assert_eq!(
+            with_status(&report, "fail"),
+            Vec::<&str>::new(),
+            "{report:#}"
+        );
+        assert_eq!(output.status.code(), Some(0), "{report:#}");
+        assert!(
+            server.events("request").len() >= 3,
+            "the checks went through dist/main --listen:\n{}",
+            server.stderr()
+        );
+    });
 }
 
 #[test]
@@ -239,72 +289,28 @@ fn call_prints_one_result() {
     assert_eq!(output.status.code(), Some(2), "two targets are refused");
 }
 
-/// `ContextSearchServer` over Streamable HTTP on 127.0.0.1, behind a bearer
-/// check, as a provider-operated endpoint would be.
-async fn streamable_http_endpoint(token: &'static str) -> String {
-    use std::sync::Arc;
-
-    use axum::{
-        extract::Request,
-        http::StatusCode,
-        middleware::{self, Next},
-        response::Response,
-    };
-    use ecp::{
-        providers::fixture::FixtureCorpus,
-        runtime::{ContextSearchServer, ProviderBudget, RuntimeConfig},
-    };
-    use rmcp::transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-    };
-
-    let corpus = FixtureCorpus::load(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("templates/corpus/example.jsonl"),
-    )
-    .unwrap();
-    let server = ContextSearchServer::new(
-        Arc::new(corpus),
-        RuntimeConfig {
-            name: "remote-test".into(),
-            version: "0".into(),
-            budget: ProviderBudget::DEFAULT,
-        },
-    );
-    let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default().with_sse_keep_alive(None),
-    );
-    let require_bearer = move |request: Request, next: Next| async move {
-        let expected = format!("Bearer {token}");
-        match request.headers().get("authorization") {
-            Some(value) if value.as_bytes() == expected.as_bytes() => {
-                Ok::<Response, StatusCode>(next.run(request).await)
-            }
-            _ => Err(StatusCode::UNAUTHORIZED),
-        }
-    };
-    let router = axum::Router::new()
-        .nest_service("/mcp", service)
-        .layer(middleware::from_fn(require_bearer));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
-    });
-    format!("http://{address}/mcp")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_streamable_http_endpoint_is_checked_with_its_bearer_token() {
-    let url = streamable_http_endpoint("remote-bearer-123").await;
+async fn the_remote_adapter_is_checked_by_url_with_a_minted_token() {
+    use crate::oauth::{RemoteServer, Signer, auth_args, claims, jwks};
+
+    let signer = Signer::es256("k1");
+    let dir = tempfile::tempdir().unwrap();
+    let jwks_path = dir.path().join("jwks.json");
+    std::fs::write(&jwks_path, jwks(&[&signer])).unwrap();
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("templates/corpus/example.jsonl");
+    let mut args = vec!["--fixture".to_owned(), corpus.display().to_string()];
+    args.extend(auth_args(&jwks_path));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = RemoteServer::start(&args, &[]).await;
+    let url = server.url.clone();
+    let token = signer.token(&claims(&url));
     let run = |token_env: Option<&'static str>| {
-        let url = url.clone();
+        let (url, token) = (url.clone(), token.clone());
         tokio::task::spawn_blocking(move || {
             let mut command = Command::new(ecp_bin());
             command
                 .args(["check", "--format", "json", "--url", &url])
-                .env("ECP_TEST_BEARER", "remote-bearer-123");
+                .env("ECP_TEST_BEARER", &token);
             if let Some(name) = token_env {
                 command.args(["--token-env", name]);
             }

@@ -158,7 +158,21 @@ impl RemoteServer {
     /// Starts `ecp serve ARGS --listen 127.0.0.1:0` and waits until it
     /// says where it listens.
     pub async fn start(args: &[&str], env: &[(&str, &str)]) -> RemoteServer {
-        let mut command = crate::mcp::ecp_command(&["serve"], env);
+        RemoteServer::launch(crate::mcp::ecp_command(&["serve"], env), args).await
+    }
+
+    /// Starts another adapter binary (a built `dist/main`) the same way.
+    pub async fn start_program(
+        program: &std::path::Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> RemoteServer {
+        let mut command = tokio::process::Command::new(program);
+        command.envs(env.iter().copied());
+        RemoteServer::launch(command, args).await
+    }
+
+    async fn launch(mut command: tokio::process::Command, args: &[&str]) -> RemoteServer {
         command
             .args(args)
             .args(["--listen", "127.0.0.1:0"])
