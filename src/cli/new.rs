@@ -141,7 +141,7 @@ pub fn run(args: NewArgs) -> ExitCode {
         Template::Remote => {
             println!("  ecp lint .");
             println!(
-                "  ecp check --url {}",
+                "  ecp check --url {} --token-env TOKEN   # once it runs (README.md), with an access token in TOKEN",
                 settings.endpoint.as_deref().unwrap_or("")
             );
         }

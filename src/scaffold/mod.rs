@@ -196,6 +196,11 @@ struct TemplateContext<'a> {
     description_toml: String,
     env_prefix: &'a str,
     endpoint: Option<String>,
+    /// The endpoint's host (remote template: the TLS proxy example).
+    endpoint_host: Option<String>,
+    /// The environment prefix of a `{name}-adapter` crate (remote template:
+    /// how to run the adapter behind the endpoint).
+    adapter_env_prefix: String,
     ecp_version: &'static str,
     versions: std::collections::BTreeMap<String, &'static str>,
 }
@@ -244,7 +249,12 @@ pub fn plan(settings: &NewSettings) -> Result<Vec<GeneratedFile>, ScaffoldError>
             .replace('\\', "\\\\")
             .replace('"', "\\\""),
         env_prefix: &settings.env_prefix,
+        endpoint_host: endpoint
+            .as_deref()
+            .and_then(|e| url::Url::parse(e).ok())
+            .and_then(|url| url.host_str().map(str::to_owned)),
         endpoint,
+        adapter_env_prefix: env_prefix(&format!("{}-adapter", settings.name)),
         ecp_version: env!("CARGO_PKG_VERSION"),
         versions: DEPENDENCY_VERSIONS
             .iter()

@@ -137,11 +137,17 @@ fn remote_template_is_a_clean_manifest_only_extension() {
     assert_eq!(tree(&dir), ["README.md", "qwen-extension.json"]);
     let manifest = std::fs::read_to_string(dir.join("qwen-extension.json")).unwrap();
     insta::assert_snapshot!("remote_manifest", manifest);
-    assert!(
-        std::fs::read_to_string(dir.join("README.md"))
-            .unwrap()
-            .contains("https://context.acme.dev/mcp")
-    );
+    // The README runs the adapter for exactly this endpoint, behind TLS.
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    for expected in [
+        "--resource-url https://context.acme.dev/mcp",
+        "ecp new acme-context-adapter --template local",
+        "export ACME_CONTEXT_ADAPTER_BASE_URL=",
+        "context.acme.dev {",
+        "ecp check --url https://context.acme.dev/mcp --token-env",
+    ] {
+        assert!(readme.contains(expected), "{expected}:\n{readme}");
+    }
 }
 
 #[test]
