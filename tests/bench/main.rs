@@ -20,6 +20,8 @@ use ecp::{
 };
 use serde_json::{Value, json};
 
+mod remote;
+
 struct Settings {
     quick: bool,
     ecp: PathBuf,
@@ -521,6 +523,9 @@ fn main() {
             main_p50 / percentile(&floor_calls, 0.5)
         ),
     );
+    eprintln!("the remote adapter over Streamable HTTP");
+    remote::bench(&settings.main, &base_url, calls, main_p50, &mut report);
+
     let items: Vec<ProviderItem> =
         serde_json::from_str::<Value>(&items_json(3, 300)).unwrap()["items"]
             .as_array()

@@ -29,6 +29,8 @@ const REFETCH_INTERVAL: Duration = Duration::from_secs(30);
 const MAX_KEY_SET_AGE: Duration = Duration::from_secs(3600);
 /// Largest key set document accepted.
 const MAX_JWKS_BYTES: usize = 1024 * 1024;
+/// Verified tokens remembered at once (see [`VerifiedTokens`]).
+const MAX_REMEMBERED_TOKENS: usize = 4096;
 
 /// Why a request is refused. `Display` is the redacted category that goes
 /// to the log and to `error_description`.
@@ -284,6 +286,9 @@ struct RemoteKeys {
     current: tokio::sync::RwLock<(Arc<KeySet>, Instant)>,
     /// Held while fetching, so concurrent unknown `kid`s cause one fetch.
     fetching: tokio::sync::Mutex<()>,
+    /// Counts the key sets fetched; remembered tokens name the one that
+    /// verified them.
+    generation: std::sync::atomic::AtomicU64,
 }
 
 impl RemoteKeys {
@@ -328,6 +333,8 @@ impl RemoteKeys {
             Ok(fresh) => {
                 let fresh = Arc::new(fresh);
                 *self.current.write().await = (fresh.clone(), Instant::now());
+                self.generation
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 fresh
             }
             Err(_) => {
@@ -353,10 +360,61 @@ pub struct TokenRules {
     pub issuers: Vec<String>,
 }
 
+/// Tokens that passed every check, by the SHA-256 of the token, with their
+/// `exp` and the key set generation that verified them. A client reuses its
+/// access token for many calls and the signature is most of the cost
+/// (ES256: ~60 µs), so a remembered token only has its expiry checked. A
+/// new key set forgets them all; only tokens that passed are remembered.
+#[derive(Default)]
+struct VerifiedTokens(std::sync::Mutex<std::collections::HashMap<[u8; 32], (f64, u64)>>);
+
+impl VerifiedTokens {
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<[u8; 32], (f64, u64)>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether `digest` passed with key set `generation` and is unexpired.
+    fn remembers(&self, digest: &[u8; 32], generation: u64, now: f64) -> bool {
+        let mut entries = self.lock();
+        match entries.get(digest) {
+            Some(&(expiry, verified_by))
+                if verified_by == generation && now <= expiry + LEEWAY_SECS =>
+            {
+                true
+            }
+            Some(_) => {
+                entries.remove(digest);
+                false
+            }
+            None => false,
+        }
+    }
+
+    fn remember(&self, digest: [u8; 32], expiry: f64, generation: u64, now: f64) {
+        let mut entries = self.lock();
+        if entries.len() >= MAX_REMEMBERED_TOKENS {
+            entries.retain(|_, (expiry, _)| now <= *expiry + LEEWAY_SECS);
+            if entries.len() >= MAX_REMEMBERED_TOKENS {
+                entries.clear();
+            }
+        }
+        entries.insert(digest, (expiry, generation));
+    }
+}
+
+fn token_digest(token: &str) -> [u8; 32] {
+    let mut digest = [0; 32];
+    digest.copy_from_slice(ring::digest::digest(&ring::digest::SHA256, token.as_bytes()).as_ref());
+    digest
+}
+
 /// Validates bearer tokens for one resource.
 pub struct Authenticator {
     rules: TokenRules,
     keys: Keys,
+    verified: VerifiedTokens,
 }
 
 impl Authenticator {
@@ -395,10 +453,15 @@ impl Authenticator {
                     client,
                     current: tokio::sync::RwLock::new((Arc::new(keys), Instant::now())),
                     fetching: tokio::sync::Mutex::new(()),
+                    generation: std::sync::atomic::AtomicU64::new(0),
                 })
             }
         };
-        Ok(Authenticator { rules, keys })
+        Ok(Authenticator {
+            rules,
+            keys,
+            verified: VerifiedTokens::default(),
+        })
     }
 
     /// An authenticator over keys already in hand.
@@ -406,12 +469,25 @@ impl Authenticator {
         Authenticator {
             rules,
             keys: Keys::Fixed(keys),
+            verified: VerifiedTokens::default(),
+        }
+    }
+
+    fn generation(&self) -> u64 {
+        match &self.keys {
+            Keys::Fixed(_) => 0,
+            Keys::Remote(remote) => remote.generation.load(std::sync::atomic::Ordering::SeqCst),
         }
     }
 
     /// Checks an `Authorization` header value.
     pub async fn authorize(&self, authorization: Option<&[u8]>) -> Result<(), Refusal> {
         let token = bearer_token(authorization)?;
+        let digest = token_digest(token);
+        let now = now_secs();
+        if self.verified.remembers(&digest, self.generation(), now) {
+            return Ok(());
+        }
         let parsed = ParsedToken::parse(token)?;
         let verified = match &self.keys {
             Keys::Fixed(keys) => parsed.verify(keys),
@@ -427,10 +503,14 @@ impl Authenticator {
         };
         verified?;
         let claims = parsed.claims()?;
-        self.check_claims(&claims, now_secs())
+        let expiry = self.check_claims(&claims, now)?;
+        self.verified
+            .remember(digest, expiry, self.generation(), now);
+        Ok(())
     }
 
-    fn check_claims(&self, claims: &Value, now: f64) -> Result<(), Refusal> {
+    /// Checks the claims of a verified token; `Ok` holds its `exp`.
+    fn check_claims(&self, claims: &Value, now: f64) -> Result<f64, Refusal> {
         let Some(expiry) = claims.get("exp").and_then(Value::as_f64) else {
             return Err(Refusal::Invalid("the token has no expiry (exp)"));
         };
@@ -460,7 +540,7 @@ impl Authenticator {
             return Err(Refusal::Invalid("the token is for another audience"));
         }
         if has_scope(claims, REQUIRED_SCOPE) {
-            Ok(())
+            Ok(expiry)
         } else {
             Err(Refusal::InsufficientScope)
         }
@@ -616,8 +696,8 @@ mod tests {
     fn claims_are_checked_in_a_fixed_order() {
         let auth = authenticator();
         let check = |extra: Value, now: f64| auth.check_claims(&claims(extra), now);
-        assert_eq!(check(serde_json::json!({}), 1000.0), Ok(()));
-        assert_eq!(check(serde_json::json!({}), 2029.0), Ok(()), "leeway");
+        assert_eq!(check(serde_json::json!({}), 1000.0), Ok(2000.0));
+        assert_eq!(check(serde_json::json!({}), 2029.0), Ok(2000.0), "leeway");
         assert_eq!(
             check(serde_json::json!({}), 2031.0),
             Err(Refusal::Invalid("the token has expired"))
@@ -639,7 +719,7 @@ mod tests {
                 serde_json::json!({"aud": ["x", "https://ctx.example/mcp/"]}),
                 1000.0
             ),
-            Ok(())
+            Ok(2000.0)
         );
         assert_eq!(
             check(serde_json::json!({"aud": "https://ctx.example/"}), 1000.0),
@@ -654,8 +734,60 @@ mod tests {
                 serde_json::json!({"scope": null, "scp": ["context.read"]}),
                 1000.0
             ),
+            Ok(2000.0)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_verified_token_is_remembered_until_it_expires() {
+        use ring::{
+            rand::SystemRandom,
+            signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair},
+        };
+        let rng = SystemRandom::new();
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+        let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
+            .unwrap();
+        let auth = Authenticator::with_keys(
+            rules(),
+            KeySet(vec![Key {
+                kid: None,
+                alg: None,
+                material: KeyMaterial::P256(key.public_key().as_ref().to_vec()),
+            }]),
+        );
+        let now = now_secs();
+        let signed = format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(r#"{"alg":"ES256"}"#),
+            URL_SAFE_NO_PAD.encode(claims(serde_json::json!({"exp": now + 300.0})).to_string())
+        );
+        let signature = key.sign(&rng, signed.as_bytes()).unwrap();
+        let token = format!("{signed}.{}", URL_SAFE_NO_PAD.encode(signature.as_ref()));
+        let forged = format!("{signed}.{}", URL_SAFE_NO_PAD.encode([7u8; 64]));
+
+        let header = |token: &str| format!("Bearer {token}");
+        assert_eq!(
+            auth.authorize(Some(header(&token).as_bytes())).await,
             Ok(())
         );
+        assert!(auth.verified.remembers(&token_digest(&token), 0, now));
+        assert!(
+            !auth.verified.remembers(&token_digest(&token), 1, now),
+            "another key set"
+        );
+        assert_eq!(
+            auth.authorize(Some(header(&forged).as_bytes())).await,
+            Err(Refusal::Invalid("the token's signature does not verify"))
+        );
+        assert!(!auth.verified.remembers(&token_digest(&forged), 0, now));
+        // Past its expiry a remembered token is forgotten, so checked again.
+        assert!(
+            !auth
+                .verified
+                .remembers(&token_digest(&token), 0, now + 400.0)
+        );
+        assert!(auth.verified.lock().is_empty());
     }
 
     #[test]
