@@ -41,8 +41,8 @@ pub fn event(
     message: std::fmt::Arguments<'_>,
     fields: &[(&str, Value)],
 ) {
-    match format {
-        LogFormat::Plain => eprintln!("{server}: {message}"),
+    let line = match format {
+        LogFormat::Plain => format!("{server}: {message}\n"),
         LogFormat::Json => {
             let mut line = Map::new();
             line.insert("time".into(), Value::String(rfc3339_now()));
@@ -53,9 +53,12 @@ pub fn event(
             for (name, value) in fields {
                 line.insert((*name).into(), value.clone());
             }
-            eprintln!("{}", Value::Object(line));
+            format!("{}\n", Value::Object(line))
         }
-    }
+    };
+    // One write per line: stderr is unbuffered, and formatting straight into
+    // it would cost a system call per fragment (and interleave lines).
+    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
 }
 
 /// The current UTC time as `2026-11-29T22:35:47.123Z`.

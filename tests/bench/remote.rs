@@ -166,16 +166,8 @@ pub fn bench(main: &Path, base_url: &str, calls: usize, stdio_p50: f64, report: 
     report.row(
         "Streamable HTTP per call p50, 1 client, --no-auth",
         format!(
-            "{:.0} µs (JWT verification costs the difference)",
+            "{:.0} µs (the difference is the bearer check of a remembered token)",
             percentile(&unauthenticated.latencies, 0.5)
-        ),
-    );
-    report.target(
-        "Streamable HTTP per call within 2x of stdio",
-        p50 / stdio_p50 <= 2.0,
-        format!(
-            "{:.2}x (JWT verification and HTTP framing included)",
-            p50 / stdio_p50
         ),
     );
 
