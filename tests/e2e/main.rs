@@ -19,6 +19,11 @@ use ecp::{
 };
 use serde_json::{Value, json};
 
+#[path = "../support/jwt.rs"]
+mod jwt;
+#[path = "../support/remote.rs"]
+mod remote;
+
 const UPSTREAM_ITEMS: &str = r#"{"items":[{"id":"policy-1","content":"Use the reviewed <deploy> workflow.","title":"Deployment policy","score":1}]}"#;
 
 fn root() -> &'static Path {
@@ -231,6 +236,26 @@ fn fake_model(request: &SeenRequest) -> Reply {
     }
 }
 
+/// The events of a headless `qwen -o json` run and its one tool result.
+fn tool_result(headless: &Output) -> (Value, Value) {
+    let events: Value =
+        serde_json::from_slice(&headless.stdout).unwrap_or_else(|_| panic!("{}", show(headless)));
+    let tool_result = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "user")
+        .flat_map(|e| {
+            e["message"]["content"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .find(|c| c["type"] == "tool_result")
+        .unwrap_or_else(|| panic!("no tool result: {}", show(headless)));
+    (events, tool_result)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn qwen_installs_the_archive_connects_and_the_envelope_reaches_the_model() {
     let (_, archive) = packaged();
@@ -290,21 +315,7 @@ async fn qwen_installs_the_archive_connects_and_the_envelope_reaches_the_model()
         )
     });
     assert!(headless.status.success(), "{}", show(&headless));
-    let events: Value =
-        serde_json::from_slice(&headless.stdout).unwrap_or_else(|_| panic!("{}", show(&headless)));
-    let tool_result = events
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["type"] == "user")
-        .flat_map(|e| {
-            e["message"]["content"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-        })
-        .find(|c| c["type"] == "tool_result")
-        .unwrap_or_else(|| panic!("no tool result: {}", show(&headless)));
+    let (events, tool_result) = tool_result(&headless);
     assert_eq!(tool_result["is_error"], false, "{}", show(&headless));
     let content = tool_result["content"].as_str().unwrap();
     let expected = expected_envelope();
@@ -474,6 +485,117 @@ async fn inspector_and_the_python_sdk_accept_our_schemas_and_results() {
             assert_eq!(python["text"], expected.as_str());
         }
     }
+}
+
+/// The remote adapter (the packaged `dist/main --listen`) behind a bearer
+/// JWT, spoken to over Streamable HTTP by Qwen Code (an `httpUrl` server
+/// with an `Authorization` header in its settings), MCP Inspector's CLI and
+/// the Python SDK: all three get the profile text byte for byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_remote_adapter_serves_qwen_inspector_and_the_python_sdk_over_http() {
+    let upstream = Upstream::start(|_| Reply::json(UPSTREAM_ITEMS)).await;
+    let model = Upstream::start(fake_model).await;
+    let signer = jwt::Signer::rs256("e2e");
+    let keys = tempfile::tempdir().unwrap();
+    let jwks = keys.path().join("jwks.json");
+    std::fs::write(&jwks, jwt::jwks(&[&signer])).unwrap();
+    let args = remote::auth_args(&jwks);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = remote::RemoteServer::start_program(
+        &dist_main(),
+        &args,
+        &[
+            ("ACME_CONTEXT_BASE_URL", upstream.base_url.as_str()),
+            ("ACME_CONTEXT_TOKEN", "e2e-token"),
+        ],
+    )
+    .await;
+    let token = signer.token(&jwt::claims(&server.url));
+    let expected = expected_envelope();
+
+    let qwen = Qwen::new();
+    let settings = json!({"mcpServers": {"acme-context": {
+        "httpUrl": server.url,
+        "headers": {"Authorization": format!("Bearer {token}")},
+        "timeout": 8000,
+        "includeTools": ["context_search"],
+    }}});
+    std::fs::create_dir_all(qwen.home.path().join(".qwen")).unwrap();
+    std::fs::write(
+        qwen.home.path().join(".qwen/settings.json"),
+        settings.to_string(),
+    )
+    .unwrap();
+    let mcp = tokio::task::block_in_place(|| qwen.run(&["mcp", "list"], &[]));
+    assert!(
+        String::from_utf8_lossy(&mcp.stdout)
+            .lines()
+            .any(|l| l.contains("acme-context") && l.contains("Connected")),
+        "{}",
+        show(&mcp)
+    );
+    let model_url = format!("{}/v1", model.base_url);
+    let headless = tokio::task::block_in_place(|| {
+        qwen.run(
+            &[
+                "search the handbook",
+                "-o",
+                "json",
+                "--allowed-tools=mcp__acme-context__context_search",
+            ],
+            &[
+                ("OPENAI_API_KEY", "dummy"),
+                ("OPENAI_BASE_URL", model_url.as_str()),
+                ("OPENAI_MODEL", "fake-model"),
+            ],
+        )
+    });
+    assert!(headless.status.success(), "{}", show(&headless));
+    let (_, tool_result) = tool_result(&headless);
+    assert_eq!(tool_result["is_error"], false, "{}", show(&headless));
+    let content = tool_result["content"].as_str().unwrap();
+    assert!(
+        content.lines().any(|l| l == expected),
+        "expected line {expected}\nin {content}"
+    );
+
+    let bearer = format!("Authorization: Bearer {token}");
+    let called = tokio::task::block_in_place(|| {
+        inspector(
+            &[&server.url, "--transport", "http", "--header", &bearer],
+            &[
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "context_search",
+                "--tool-arg",
+                "query=deployment policy",
+            ],
+        )
+    });
+    assert_eq!(called["isError"], false, "{called:#}");
+    assert_eq!(called["content"][0]["text"], expected.as_str());
+
+    let mut command = Command::new(cache().join("pyenv/bin/python"));
+    command
+        .arg(root().join("tests/e2e/python_client.py"))
+        .args(["deployment policy", "--url", &server.url])
+        .env("ECP_E2E_BEARER", &token);
+    let python: Value = serde_json::from_str(
+        tokio::task::block_in_place(|| client(command))
+            .lines()
+            .last()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(python["tools"], json!(["context_search"]), "{python:#}");
+    assert_eq!(python["text"], expected.as_str());
+
+    assert!(!server.stderr().contains(&token), "{}", server.stderr());
+    assert!(
+        upstream.requests().len() >= 3,
+        "Qwen, Inspector and Python each made a call"
+    );
 }
 
 /// The seed's open question: does a sensitive extension *setting* reach the

@@ -209,7 +209,10 @@ fn a_built_extension_conforms_as_a_folder_and_as_an_archive() {
     // The same binary as the remote adapter, checked by URL with a token.
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
-        use crate::oauth::{RemoteServer, Signer, auth_args, claims, jwks};
+        use crate::{
+            jwt::{Signer, claims, jwks},
+            remote::{RemoteServer, auth_args},
+        };
         use ecp::check::upstream::{Reply, Upstream};
 
         let upstream = Upstream::start(|_| Reply::json(r#"{"items":[]}"#)).await;
@@ -291,7 +294,10 @@ fn call_prints_one_result() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_remote_adapter_is_checked_by_url_with_a_minted_token() {
-    use crate::oauth::{RemoteServer, Signer, auth_args, claims, jwks};
+    use crate::{
+        jwt::{Signer, claims, jwks},
+        remote::{RemoteServer, auth_args},
+    };
 
     let signer = Signer::es256("k1");
     let dir = tempfile::tempdir().unwrap();

@@ -3,13 +3,16 @@
 mod check;
 mod cli;
 mod contracts;
+#[path = "../support/jwt.rs"]
+mod jwt;
 mod lint;
 mod mcp;
 mod new;
 mod npm;
 mod numbers;
-mod oauth;
 mod package;
+#[path = "../support/remote.rs"]
+mod remote;
 mod render_props;
 mod runtime;
 mod serve_http;

@@ -18,8 +18,9 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::{
+    jwt::{ISSUER, Signer, claims, claims_with, jwks},
     mcp::{assert_canonical_tool, text_of},
-    oauth::{ISSUER, RemoteServer, Signer, auth_args, claims, claims_with, jwks},
+    remote::{RemoteServer, auth_args},
 };
 
 const UPSTREAM_TOKEN: &str = "upstream-CANARY-71c2";

@@ -1,6 +1,8 @@
 //! The remote adapter as a child process (`ecp serve --listen 127.0.0.1:0`,
-//! or a built `dist/main`) with its JSON stderr collected, and the test
-//! OAuth material from `tests/support/jwt.rs`.
+//! or a built `dist/main`) with its JSON stderr collected, shared by the
+//! integration and e2e suites; each declares `jwt` (tests/support/jwt.rs)
+//! beside it.
+#![allow(dead_code)] // each including crate uses a part
 
 use std::{
     process::Stdio,
@@ -11,9 +13,7 @@ use std::{
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-#[path = "../support/jwt.rs"]
-mod jwt;
-pub use jwt::{ISSUER, Signer, claims, claims_with, jwks};
+use crate::jwt::ISSUER;
 
 /// A running `ecp serve --listen`; killed when dropped.
 pub struct RemoteServer {
@@ -29,7 +29,13 @@ impl RemoteServer {
     /// Starts `ecp serve ARGS --listen 127.0.0.1:0` and waits until it
     /// says where it listens.
     pub async fn start(args: &[&str], env: &[(&str, &str)]) -> RemoteServer {
-        RemoteServer::launch(crate::mcp::ecp_command(&["serve"], env), args).await
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_ecp"));
+        command
+            .arg("serve")
+            .env_remove("PROVIDER_CONTEXT_BASE_URL")
+            .env_remove("PROVIDER_CONTEXT_TOKEN")
+            .envs(env.iter().copied());
+        RemoteServer::launch(command, args).await
     }
 
     /// Starts another adapter binary (a built `dist/main`) the same way.
