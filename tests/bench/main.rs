@@ -657,7 +657,10 @@ fn write_results(settings: &Settings, report: &Report) {
     );
     text += "Medians over rounds, [min-max] where shown. Ratios compare figures taken in the same run. \
 The per-call figures include one loopback HTTP request to a scripted upstream for the two servers \
-(the floor makes none). Cold start does not depend on result size: `initialize` calls no upstream.\n\n";
+(the floor makes none). Cold start does not depend on result size: `initialize` calls no upstream. \
+The Streamable HTTP rows run the same dist/main with `--listen`; every call carries an ES256 JWT \
+(verified on first use, then remembered until it expires); the load generator, the upstream and \
+the server processes share the machine's cores, so on 2 cores a second process adds little.\n\n";
     text += "## Targets\n\n| target | verdict | measured |\n|---|---|---|\n";
     let cell = |s: &str| s.replace('|', "\\|");
     for (what, met, detail) in &report.targets {

@@ -572,3 +572,38 @@ fn unsafe_remote_settings_are_refused_before_listening() {
         "{stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn any_host_is_served_with_oauth_and_only_loopback_names_without() {
+    let upstream = Upstream::start(echo).await;
+    let signer = Signer::es256("k");
+    let (_dir, jwks) = jwks_file(&[&signer]);
+    let guarded = remote(&upstream, &jwks, &[]).await;
+    let token = signer.token(&claims(&guarded.url));
+    // nginx's default: the upstream group's name as Host.
+    let proxied = tools_call(&http(), &guarded.url, Some(&token), "behind a proxy")
+        .header("host", "adapters")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(proxied.status().as_u16(), 200);
+
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("templates/corpus/example.jsonl");
+    let open =
+        RemoteServer::start(&["--fixture", corpus.to_str().unwrap(), "--no-auth"], &[]).await;
+    let local = tools_call(&http(), &open.url, None, "install")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(local.status().as_u16(), 200);
+    let rebound = tools_call(&http(), &open.url, None, "install")
+        .header("host", "evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        rebound.status().as_u16(),
+        403,
+        "DNS rebinding guard without OAuth"
+    );
+}

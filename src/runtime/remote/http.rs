@@ -66,27 +66,23 @@ impl<P: Provider> App<P> {
         let server =
             ContextSearchServer::new(Arc::new(provider), config).with_log_format(LogFormat::Json);
         let cancel = CancellationToken::new();
-        // Host validation guards unauthenticated local servers against DNS
-        // rebinding: accept the resource's own host and loopback names.
-        let mut hosts = vec![
-            "localhost".to_owned(),
-            "127.0.0.1".to_owned(),
-            "::1".to_owned(),
-        ];
-        if let Some(host) = resource.host_str() {
-            hosts.push(host.trim_matches(['[', ']']).to_owned());
-        }
-        if !remote.listen.ip().is_unspecified() {
-            hosts.push(remote.listen.ip().to_string());
-        }
         let mcp_config = StreamableHttpServerConfig::default()
             .with_legacy_session_mode(false)
             .with_json_response(true)
             .with_sse_keep_alive(None)
             .with_sse_retry(None)
-            .with_allowed_hosts(hosts)
             .with_max_request_body_bytes(remote.max_body_bytes)
             .with_cancellation_token(cancel.child_token());
+        // `Host` validation guards servers without authentication against
+        // DNS rebinding, so `--no-auth` (loopback only) keeps rmcp's
+        // loopback list. With OAuth a rebinding page has no token to send,
+        // and proxies rewrite `Host` freely (nginx sends the upstream
+        // name), so any host is accepted.
+        let mcp_config = if remote.auth.is_some() {
+            mcp_config.disable_allowed_hosts()
+        } else {
+            mcp_config
+        };
         let mcp = StreamableHttpService::new(
             move || Ok(server.clone()),
             Arc::new(NeverSessionManager::default()),
