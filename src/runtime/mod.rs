@@ -3,8 +3,10 @@
 //! schemas, bounded input errors, one stable redacted failure, a provider
 //! budget inside the client timeout, cancellation, no retry).
 //!
-//! Only MCP goes to stdout; the runtime's own lines go to stderr and never
-//! hold a query, an endpoint, a credential or an upstream body.
+//! On stdio ([`serve_stdio`]) or, in [`remote`], over MCP Streamable HTTP as
+//! an OAuth resource server. Only MCP goes to stdout; the runtime's own
+//! lines go to stderr ([`log`]) and never hold a query, an endpoint, a
+//! credential, a token or an upstream body.
 //!
 //! Self-contained like [`crate::profile`] (it uses only that module and
 //! crates.io packages): `ecp new` copies it verbatim into extensions.
@@ -177,20 +179,27 @@ pub async fn serve_stdio<P: Provider>(
     provider: P,
     config: RuntimeConfig,
 ) -> Result<(), RuntimeError> {
-    install_panic_hook(&config.name);
+    install_panic_hook(&config.name, log::LogFormat::Plain);
     let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
     serve(provider, config, stdin, stdout).await
 }
 
 /// Replaces the panic message (which could hold provider data) with one
 /// anonymous line naming the place.
-fn install_panic_hook(name: &str) {
+fn install_panic_hook(name: &str, format: log::LogFormat) {
     let name = name.to_owned();
     std::panic::set_hook(Box::new(move |info| {
         let place = info
             .location()
             .map(|l| format!(" at {}:{}", l.file(), l.line()))
             .unwrap_or_default();
-        eprintln!("{name}: internal error (panic{place})");
+        log::event(
+            format,
+            &name,
+            log::Level::Error,
+            "panic",
+            format_args!("internal error (panic{place})"),
+            &[],
+        );
     }));
 }

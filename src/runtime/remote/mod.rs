@@ -63,7 +63,7 @@ pub async fn serve_http_until_signal<P: Provider>(
     config: RuntimeConfig,
     remote: RemoteConfig,
 ) -> Result<(), RuntimeError> {
-    super::install_panic_hook(&config.name);
+    super::install_panic_hook(&config.name, LogFormat::Json);
     serve_http(provider, config, remote, shutdown_signal()).await
 }
 
