@@ -129,6 +129,26 @@ impl Qwen {
         command.envs(env.iter().copied());
         command.output().unwrap()
     }
+
+    /// A headless `qwen -o json` run against the scripted `model` that may
+    /// call only `acme-context`'s context_search.
+    fn ask(&self, model: &Upstream, env: &[(&str, &str)]) -> Output {
+        let model_url = format!("{}/v1", model.base_url);
+        let model_env = [
+            ("OPENAI_API_KEY", "dummy"),
+            ("OPENAI_BASE_URL", model_url.as_str()),
+            ("OPENAI_MODEL", "fake-model"),
+        ];
+        self.run(
+            &[
+                "search the handbook",
+                "-o",
+                "json",
+                "--allowed-tools=mcp__acme-context__context_search",
+            ],
+            &[env, &model_env[..]].concat(),
+        )
+    }
 }
 
 /// The text the profile renders for [`UPSTREAM_ITEMS`].
@@ -295,25 +315,7 @@ async fn qwen_installs_the_archive_connects_and_the_envelope_reaches_the_model()
         show(&mcp)
     );
 
-    let model_url = format!("{}/v1", model.base_url);
-    let run_env = [
-        env[0],
-        env[1],
-        ("OPENAI_API_KEY", "dummy"),
-        ("OPENAI_BASE_URL", model_url.as_str()),
-        ("OPENAI_MODEL", "fake-model"),
-    ];
-    let headless = tokio::task::block_in_place(|| {
-        qwen.run(
-            &[
-                "search the handbook",
-                "-o",
-                "json",
-                "--allowed-tools=mcp__acme-context__context_search",
-            ],
-            &run_env,
-        )
-    });
+    let headless = tokio::task::block_in_place(|| qwen.ask(&model, &env));
     assert!(headless.status.success(), "{}", show(&headless));
     let (events, tool_result) = tool_result(&headless);
     assert_eq!(tool_result["is_error"], false, "{}", show(&headless));
@@ -403,6 +405,16 @@ fn client(mut command: Command) -> String {
     String::from_utf8(output.stdout).unwrap()
 }
 
+/// Inspector CLI arguments for one `context_search` call.
+const INSPECTOR_CALL: &[&str] = &[
+    "--method",
+    "tools/call",
+    "--tool-name",
+    "context_search",
+    "--tool-arg",
+    "query=deployment policy",
+];
+
 fn inspector(server: &[&str], method: &[&str]) -> Value {
     let mut command = Command::new(cache().join("npm/node_modules/.bin/mcp-inspector"));
     command.arg("--cli").args(server).args(method);
@@ -448,19 +460,7 @@ async fn inspector_and_the_python_sdk_accept_our_schemas_and_results() {
 
         // Inspector's SDK client validates structuredContent against the
         // declared outputSchema before it prints the result.
-        let called = tokio::task::block_in_place(|| {
-            inspector(
-                server,
-                &[
-                    "--method",
-                    "tools/call",
-                    "--tool-name",
-                    "context_search",
-                    "--tool-arg",
-                    "query=deployment policy",
-                ],
-            )
-        });
+        let called = tokio::task::block_in_place(|| inspector(server, INSPECTOR_CALL));
         assert_eq!(called["isError"], false, "{called:#}");
         let text = called["content"][0]["text"].as_str().unwrap();
         assert_eq!(
@@ -534,22 +534,7 @@ async fn the_remote_adapter_serves_qwen_inspector_and_the_python_sdk_over_http()
         "{}",
         show(&mcp)
     );
-    let model_url = format!("{}/v1", model.base_url);
-    let headless = tokio::task::block_in_place(|| {
-        qwen.run(
-            &[
-                "search the handbook",
-                "-o",
-                "json",
-                "--allowed-tools=mcp__acme-context__context_search",
-            ],
-            &[
-                ("OPENAI_API_KEY", "dummy"),
-                ("OPENAI_BASE_URL", model_url.as_str()),
-                ("OPENAI_MODEL", "fake-model"),
-            ],
-        )
-    });
+    let headless = tokio::task::block_in_place(|| qwen.ask(&model, &[]));
     assert!(headless.status.success(), "{}", show(&headless));
     let (_, tool_result) = tool_result(&headless);
     assert_eq!(tool_result["is_error"], false, "{}", show(&headless));
@@ -563,14 +548,7 @@ async fn the_remote_adapter_serves_qwen_inspector_and_the_python_sdk_over_http()
     let called = tokio::task::block_in_place(|| {
         inspector(
             &[&server.url, "--transport", "http", "--header", &bearer],
-            &[
-                "--method",
-                "tools/call",
-                "--tool-name",
-                "context_search",
-                "--tool-arg",
-                "query=deployment policy",
-            ],
+            INSPECTOR_CALL,
         )
     });
     assert_eq!(called["isError"], false, "{called:#}");

@@ -68,6 +68,38 @@ fn assert_conforms(code: Option<i32>, report: &Value) {
     assert!(with_status(report, "pass").len() >= 26);
 }
 
+/// `ecp check --url URL`, with `token` passed through `--token-env`.
+async fn check_url(url: &str, token: Option<&str>) -> std::process::Output {
+    let mut command = Command::new(ecp_bin());
+    command.args(["check", "--format", "json", "--url", url]);
+    if let Some(token) = token {
+        command
+            .args(["--token-env", "ECP_TEST_BEARER"])
+            .env("ECP_TEST_BEARER", token);
+    }
+    tokio::task::spawn_blocking(move || command.stdin(Stdio::null()).output().unwrap())
+        .await
+        .unwrap()
+}
+
+/// A URL target conforms: nothing fails, and the checks that need the
+/// scripted V1 upstream are skipped, not failed.
+fn assert_conforms_by_url(output: &std::process::Output) {
+    let report: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stderr)));
+    assert_eq!(
+        with_status(&report, "fail"),
+        Vec::<&str>::new(),
+        "{report:#}"
+    );
+    assert!(with_status(&report, "pass").contains(&"input-schema"));
+    assert!(
+        with_status(&report, "skip").contains(&"render-vectors"),
+        "no V1 binding behind a URL"
+    );
+    assert_eq!(output.status.code(), Some(0), "{report:#}");
+}
+
 #[test]
 fn ecp_serve_http_conforms() {
     let (code, report) = check(&["--", ecp_bin(), "serve", "--http"]);
@@ -231,26 +263,7 @@ fn a_built_extension_conforms_as_a_folder_and_as_an_archive() {
         )
         .await;
         let token = signer.token(&claims(&server.url));
-        let url = server.url.clone();
-        let output = tokio::task::spawn_blocking(move || {
-            Command::new(ecp_bin())
-                .args(["check", "--format", "json", "--url", &url])
-                .args(["--token-env", "ECP_TEST_BEARER"])
-                .env("ECP_TEST_BEARER", token)
-                .stdin(Stdio::null())
-                .output()
-                .unwrap()
-        })
-        .await
-        .unwrap();
-        let report: Value = serde_json::from_slice(&output.stdout)
-            .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stderr)));
-        assert_eq!(
-            with_status(&report, "fail"),
-            Vec::<&str>::new(),
-            "{report:#}"
-        );
-        assert_eq!(output.status.code(), Some(0), "{report:#}");
+        assert_conforms_by_url(&check_url(&server.url, Some(&token)).await);
         assert!(
             server.events("request").len() >= 3,
             "the checks went through dist/main --listen:\n{}",
@@ -308,38 +321,11 @@ async fn the_remote_adapter_is_checked_by_url_with_a_minted_token() {
     args.extend(auth_args(&jwks_path));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let server = RemoteServer::start(&args, &[]).await;
-    let url = server.url.clone();
-    let token = signer.token(&claims(&url));
-    let run = |token_env: Option<&'static str>| {
-        let (url, token) = (url.clone(), token.clone());
-        tokio::task::spawn_blocking(move || {
-            let mut command = Command::new(ecp_bin());
-            command
-                .args(["check", "--format", "json", "--url", &url])
-                .env("ECP_TEST_BEARER", &token);
-            if let Some(name) = token_env {
-                command.args(["--token-env", name]);
-            }
-            command.stdin(Stdio::null()).output().unwrap()
-        })
-    };
-    let output = run(Some("ECP_TEST_BEARER")).await.unwrap();
-    let report: Value = serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stderr)));
-    assert_eq!(
-        with_status(&report, "fail"),
-        Vec::<&str>::new(),
-        "{report:#}"
-    );
-    assert!(with_status(&report, "pass").contains(&"input-schema"));
-    assert!(
-        with_status(&report, "skip").contains(&"render-vectors"),
-        "no V1 binding behind a URL"
-    );
-    assert_eq!(output.status.code(), Some(0));
+    let token = signer.token(&claims(&server.url));
+    assert_conforms_by_url(&check_url(&server.url, Some(&token)).await);
 
     // Without the token the endpoint refuses the handshake: could not run.
-    let output = run(None).await.unwrap();
+    let output = check_url(&server.url, None).await;
     assert_eq!(
         output.status.code(),
         Some(2),

@@ -61,6 +61,29 @@ async fn remote(upstream: &Upstream, jwks: &Path, extra: &[&str]) -> RemoteServe
     .await
 }
 
+/// An [`echo`] upstream and `ecp serve --http` in front of it, trusting one
+/// ES256 key, with a valid token for it.
+struct Adapter {
+    upstream: Upstream,
+    server: RemoteServer,
+    token: String,
+    _keys: TempDir,
+}
+
+async fn adapter(extra: &[&str]) -> Adapter {
+    let upstream = Upstream::start(echo).await;
+    let signer = Signer::es256("k");
+    let (keys, jwks) = jwks_file(&[&signer]);
+    let server = remote(&upstream, &jwks, extra).await;
+    let token = signer.token(&claims(&server.url));
+    Adapter {
+        upstream,
+        server,
+        token,
+        _keys: keys,
+    }
+}
+
 fn http() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder().no_proxy().build().unwrap()
@@ -86,6 +109,17 @@ fn tools_call(
     match token {
         Some(token) => request.bearer_auth(token),
         None => request,
+    }
+}
+
+/// Sends a request and reads its JSON answer.
+trait JsonReply {
+    async fn json_reply(self) -> Value;
+}
+
+impl JsonReply for reqwest::RequestBuilder {
+    async fn json_reply(self) -> Value {
+        self.send().await.unwrap().json().await.unwrap()
     }
 }
 
@@ -249,14 +283,7 @@ async fn bad_tokens_are_refused_with_the_right_challenge_before_the_upstream_see
         metadata_url.clone(),
         format!("{}/.well-known/oauth-protected-resource", server.origin),
     ] {
-        let metadata: Value = client
-            .get(&address)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let metadata: Value = client.get(&address).json_reply().await;
         assert_eq!(metadata["resource"], url);
         assert_eq!(metadata["authorization_servers"], json!([ISSUER]));
         assert_eq!(metadata["scopes_supported"], json!(["context.read"]));
@@ -270,12 +297,8 @@ async fn bad_tokens_are_refused_with_the_right_challenge_before_the_upstream_see
         Some(&good.token(&claims(url))),
         "secret question",
     )
-    .send()
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    .json_reply()
+    .await;
     assert_eq!(contents(&reply), ["answer: secret question"]);
     assert_eq!(upstream.requests().len(), 1);
 
@@ -311,12 +334,13 @@ fn base64_url(text: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_disconnect_closes_the_upstream_request() {
-    let upstream = Upstream::start(echo).await;
-    let signer = Signer::es256("k");
-    let (_dir, jwks) = jwks_file(&[&signer]);
     // A budget far longer than the test: only the disconnect can end it.
-    let server = remote(&upstream, &jwks, &["--budget-ms", "60000"]).await;
-    let token = signer.token(&claims(&server.url));
+    let Adapter {
+        upstream,
+        server,
+        token,
+        ..
+    } = adapter(&["--budget-ms", "60000"]).await;
     let started = Instant::now();
     let outcome = tools_call(&http(), &server.url, Some(&token), "hang")
         .timeout(Duration::from_millis(700))
@@ -416,11 +440,12 @@ async fn two_replicas_behind_round_robin_answer_200_concurrent_calls() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_lets_the_call_in_flight_finish_then_exits() {
-    let upstream = Upstream::start(echo).await;
-    let signer = Signer::es256("k");
-    let (_dir, jwks) = jwks_file(&[&signer]);
-    let mut server = remote(&upstream, &jwks, &[]).await;
-    let token = signer.token(&claims(&server.url));
+    let Adapter {
+        upstream,
+        mut server,
+        token,
+        ..
+    } = adapter(&[]).await;
     let in_flight = tokio::spawn(tools_call(&http(), &server.url, Some(&token), "slow").send());
     upstream
         .wait_for(Duration::from_secs(5), "the slow call", |seen, _| {
@@ -447,16 +472,12 @@ async fn sigterm_lets_the_call_in_flight_finish_then_exits() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_concurrency_and_body_limits_answer_503_and_413() {
-    let upstream = Upstream::start(echo).await;
-    let signer = Signer::es256("k");
-    let (_dir, jwks) = jwks_file(&[&signer]);
-    let server = remote(
-        &upstream,
-        &jwks,
-        &["--max-concurrent", "1", "--max-body-bytes", "2048"],
-    )
-    .await;
-    let token = signer.token(&claims(&server.url));
+    let Adapter {
+        upstream,
+        server,
+        token,
+        ..
+    } = adapter(&["--max-concurrent", "1", "--max-body-bytes", "2048"]).await;
     let client = http();
     let first = tokio::spawn(tools_call(&client, &server.url, Some(&token), "slow").send());
     upstream
@@ -525,63 +546,56 @@ async fn keys_come_from_a_jwks_url_and_an_unreachable_one_stops_the_start() {
         Some(&signer.token(&claims(&server.url))),
         "install",
     )
-    .send()
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    .json_reply()
+    .await;
     assert!(reply["result"]["structuredContent"].is_object(), "{reply}");
     assert_eq!(keys.requests().len(), 1, "fetched once at start");
 
-    let output = crate::cli::ecp(&[
-        "serve",
-        "--fixture",
-        corpus,
-        "--listen",
-        "127.0.0.1:0",
-        "--authorization-server",
-        ISSUER,
-        "--jwks",
-        "http://127.0.0.1:9/jwks.json",
-    ]);
+    assert_refused(
+        &[
+            "--fixture",
+            corpus,
+            "--listen",
+            "127.0.0.1:0",
+            "--authorization-server",
+            ISSUER,
+            "--jwks",
+            "http://127.0.0.1:9/jwks.json",
+        ],
+        "cannot fetch the key set http://127.0.0.1:9/jwks.json",
+    );
+}
+
+/// `ecp serve ARGS` exits 1 at once, saying `message`.
+fn assert_refused(args: &[&str], message: &str) {
+    let output = crate::cli::ecp(&[&["serve"], args].concat());
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("cannot fetch the key set http://127.0.0.1:9/jwks.json"),
-        "{stderr}"
-    );
+    assert!(stderr.contains(message), "{stderr}");
 }
 
 #[test]
 fn unsafe_remote_settings_are_refused_before_listening() {
-    let output = crate::cli::ecp(&[
-        "serve",
-        "--fixture",
-        "x.json",
-        "--listen",
-        "0.0.0.0:0",
-        "--no-auth",
-        "--resource-url",
-        "https://ctx.example/mcp",
-    ]);
-    assert_eq!(output.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("--no-auth serves without OAuth and is only allowed on a loopback address"),
-        "{stderr}"
+    assert_refused(
+        &[
+            "--fixture",
+            "x.json",
+            "--listen",
+            "0.0.0.0:0",
+            "--no-auth",
+            "--resource-url",
+            "https://ctx.example/mcp",
+        ],
+        "--no-auth serves without OAuth and is only allowed on a loopback address",
     );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn any_host_is_served_with_oauth_and_only_loopback_names_without() {
-    let upstream = Upstream::start(echo).await;
-    let signer = Signer::es256("k");
-    let (_dir, jwks) = jwks_file(&[&signer]);
-    let guarded = remote(&upstream, &jwks, &[]).await;
-    let token = signer.token(&claims(&guarded.url));
+    let guarded = adapter(&[]).await;
+    let (guarded, token) = (&guarded.server, &guarded.token);
     // nginx's default: the upstream group's name as Host.
-    let proxied = tools_call(&http(), &guarded.url, Some(&token), "behind a proxy")
+    let proxied = tools_call(&http(), &guarded.url, Some(token), "behind a proxy")
         .header("host", "adapters")
         .send()
         .await
