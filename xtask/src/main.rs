@@ -8,11 +8,13 @@
 //! - `bench [--quick]`: measure the runtime and the packager against the
 //!   TypeScript SDK, a stdio floor, `tar | gzip` and `mcpb`; writes
 //!   `bench/RESULTS.md`.
-//! - `demo`: build `ecp`, scaffold and lint an extension, and run one MCP
-//!   session of `ecp serve` against the example corpus.
+//! - `demo`: build `ecp`, scaffold and lint an extension, run one MCP
+//!   session of `ecp serve` against the example corpus, then one call to the
+//!   same runtime as the remote adapter (`--listen`, Streamable HTTP) and
+//!   stop it with SIGTERM.
 
 use std::{
-    io::{Read, Write},
+    io::{BufRead, BufReader, Read, Write},
     path::{Path, PathBuf},
     process::{Command, ExitCode, Stdio},
 };
@@ -279,6 +281,70 @@ fn demo() -> Result<(), String> {
     }
     if !status.success() || output.lines().count() != DEMO_SESSION.len() - 1 {
         return Err(format!("the session did not complete ({status})"));
+    }
+    remote_demo(&ecp, &corpus)
+}
+
+/// The same runtime as the remote adapter: one stateless Streamable HTTP
+/// `tools/call` on loopback (no OAuth, which `--no-auth` allows only there),
+/// then SIGTERM and a clean exit.
+fn remote_demo(ecp: &Path, corpus: &Path) -> Result<(), String> {
+    eprintln!(
+        "$ ecp serve --fixture templates/corpus/example.jsonl --listen 127.0.0.1:0 --no-auth  (one HTTP call, then SIGTERM)"
+    );
+    let mut child = Command::new(ecp)
+        .args(["serve", "--fixture"])
+        .arg(corpus)
+        .args(["--listen", "127.0.0.1:0", "--no-auth"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", ecp.display()))?;
+    let mut log = BufReader::new(child.stderr.take().ok_or("no stderr")?);
+    let mut listening = String::new();
+    log.read_line(&mut listening).map_err(|e| e.to_string())?;
+    eprint!("  {listening}");
+    let address = listening
+        .split("\"address\":\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .ok_or_else(|| format!("no address in {listening:?}"))?
+        .to_owned();
+    let body = DEMO_SESSION[3];
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n\
+         Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    println!("> POST http://{address}/mcp {body}");
+    let mut stream = std::net::TcpStream::connect(&address).map_err(|e| e.to_string())?;
+    stream
+        .write_all(request.as_bytes())
+        .map_err(|e| e.to_string())?;
+    let mut response = String::new();
+    stream
+        .read_to_string(&mut response)
+        .map_err(|e| e.to_string())?;
+    let (head, answer) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    println!("< {} {answer}", head.lines().next().unwrap_or(""));
+    let stopped = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .map_err(|e| e.to_string())?;
+    let status = child.wait().map_err(|e| e.to_string())?;
+    let mut rest = String::new();
+    let _ = log.read_to_string(&mut rest);
+    for line in rest.lines() {
+        eprintln!("  {line}");
+    }
+    if !head.starts_with("HTTP/1.1 200") || !answer.contains("untrusted_external_context") {
+        return Err("the HTTP call did not answer with the envelope".into());
+    }
+    if !stopped.success() || !status.success() {
+        return Err(format!(
+            "the adapter did not stop cleanly on SIGTERM ({status})"
+        ));
     }
     Ok(())
 }
