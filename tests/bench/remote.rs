@@ -166,7 +166,7 @@ pub fn bench(main: &Path, base_url: &str, calls: usize, stdio_p50: f64, report: 
     report.row(
         "Streamable HTTP per call p50, 1 client, --no-auth",
         format!(
-            "{:.0} µs (the difference is the bearer check of a remembered token)",
+            "{:.0} µs (the same server without OAuth)",
             percentile(&unauthenticated.latencies, 0.5)
         ),
     );
