@@ -521,10 +521,13 @@ async fn the_concurrency_and_body_limits_answer_503_and_413() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn keys_come_from_a_jwks_url_and_an_unreachable_one_stops_the_start() {
+async fn keys_come_from_a_jwks_url_rotate_and_an_unreachable_one_stops_the_start() {
     let signer = Signer::rs256("rsa-1");
-    let document = jwks(&[&signer]);
-    let keys = Upstream::start(move |_| Reply::json(document.clone())).await;
+    let document = Arc::new(std::sync::Mutex::new(jwks(&[&signer])));
+    let keys = {
+        let document = document.clone();
+        Upstream::start(move |_| Reply::json(document.lock().unwrap().clone())).await
+    };
     let jwks_url = format!("{}/jwks.json", keys.base_url.trim_end_matches('/'));
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("templates/corpus/example.jsonl");
     let corpus = corpus.to_str().unwrap();
@@ -550,6 +553,45 @@ async fn keys_come_from_a_jwks_url_and_an_unreachable_one_stops_the_start() {
     .await;
     assert!(reply["result"]["structuredContent"].is_object(), "{reply}");
     assert_eq!(keys.requests().len(), 1, "fetched once at start");
+    let started = Instant::now();
+
+    // Rotation: a token from a new key is refused until the key set is
+    // fetched again, which an unknown kid causes at most every 30 s.
+    let rotated = Signer::es256("ec-2");
+    let token = rotated.token(&claims(&server.url));
+    let status = |token: String| {
+        let url = server.url.clone();
+        async move {
+            tools_call(&http(), &url, Some(&token), "install")
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    assert_eq!(status(token.clone()).await, 401);
+    *document.lock().unwrap() = jwks(&[&signer, &rotated]);
+    assert_eq!(
+        status(token.clone()).await,
+        401,
+        "not refetched within 30 s"
+    );
+    assert_eq!(keys.requests().len(), 1);
+    tokio::time::sleep(Duration::from_secs(31).saturating_sub(started.elapsed())).await;
+    assert_eq!(
+        status(token.clone()).await,
+        200,
+        "refetched for the new kid"
+    );
+    assert_eq!(keys.requests().len(), 2);
+    let stranger = Signer::es256("unknown").token(&claims(&server.url));
+    assert_eq!(status(stranger).await, 401);
+    assert_eq!(
+        keys.requests().len(),
+        2,
+        "unknown kids do not refetch at will"
+    );
 
     assert_refused(
         &[
