@@ -27,8 +27,11 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
-use super::{REQUIRED_SCOPE, RemoteConfig, auth::Authenticator, auth::Refusal, write_log};
-use crate::runtime::{ContextSearchServer, Provider, RuntimeConfig, log::Level, log::LogFormat};
+use super::{REQUIRED_SCOPE, RemoteConfig, auth::Authenticator, auth::Refusal};
+use crate::runtime::{
+    ContextSearchServer, Provider, RuntimeConfig,
+    log::{self, Level, LogFormat},
+};
 
 type Body = BoxBody<Bytes, Infallible>;
 
@@ -130,7 +133,7 @@ impl<P: Provider> App<P> {
         message: std::fmt::Arguments<'_>,
         fields: &[(&str, Value)],
     ) {
-        write_log(&self.name, level, event, message, fields);
+        log::event(LogFormat::Json, &self.name, level, event, message, fields);
     }
 
     /// Accepts connections until `shutdown`, then drains for at most

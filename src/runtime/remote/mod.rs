@@ -34,7 +34,7 @@ pub use settings::{
 
 use super::{
     Provider, RuntimeConfig, RuntimeError,
-    log::{self, Level, LogFormat},
+    log::{Level, LogFormat},
 };
 
 /// Validated configuration of the remote adapter.
@@ -146,15 +146,4 @@ pub async fn shutdown_signal() {
     {
         let _ = tokio::signal::ctrl_c().await;
     }
-}
-
-/// Used by [`http::App`] for every line it writes.
-fn write_log(
-    server: &str,
-    level: Level,
-    event: &str,
-    message: std::fmt::Arguments<'_>,
-    fields: &[(&str, serde_json::Value)],
-) {
-    log::event(LogFormat::Json, server, level, event, message, fields);
 }
