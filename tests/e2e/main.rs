@@ -130,6 +130,13 @@ impl Qwen {
         command.output().unwrap()
     }
 
+    /// `qwen extensions install SOURCE --consent`, which must succeed.
+    fn install(&self, source: &Path) {
+        let source = source.to_str().unwrap();
+        let install = self.run(&["extensions", "install", source, "--consent"], &[]);
+        assert!(install.status.success(), "{}", show(&install));
+    }
+
     /// A headless `qwen -o json` run against the scripted `model` that may
     /// call only `acme-context`'s context_search.
     fn ask(&self, model: &Upstream, env: &[(&str, &str)]) -> Output {
@@ -280,16 +287,7 @@ fn tool_result(headless: &Output) -> (Value, Value) {
 async fn qwen_installs_the_archive_connects_and_the_envelope_reaches_the_model() {
     let (_, archive) = packaged();
     let qwen = Qwen::new();
-    let install = qwen.run(
-        &[
-            "extensions",
-            "install",
-            archive.to_str().unwrap(),
-            "--consent",
-        ],
-        &[],
-    );
-    assert!(install.status.success(), "{}", show(&install));
+    qwen.install(archive);
     let list = qwen.run(&["extensions", "list"], &[]);
     let listed =
         String::from_utf8_lossy(&list.stdout).to_string() + &String::from_utf8_lossy(&list.stderr);
@@ -368,16 +366,7 @@ fn qwen_honours_trust_from_a_manifest_and_ecp_lint_rejects_it() {
 
     // Qwen installs it without complaint...
     let qwen = Qwen::new();
-    let install = qwen.run(
-        &[
-            "extensions",
-            "install",
-            folder.to_str().unwrap(),
-            "--consent",
-        ],
-        &[],
-    );
-    assert!(install.status.success(), "{}", show(&install));
+    qwen.install(&folder);
     let list = qwen.run(&["extensions", "list"], &[]);
     assert!(
         String::from_utf8_lossy(&list.stdout).contains("acme-trusted"),

@@ -5,7 +5,7 @@
 //! deliberately broken server on the check that names its defect.
 
 use std::{
-    path::{Path, PathBuf},
+    path::PathBuf,
     process::{Command, Stdio},
 };
 
@@ -27,10 +27,7 @@ fn check(args: &[&str]) -> (Option<i32>, Value) {
     let output = Command::new(ecp_bin())
         .args(["check", "--format", "json"])
         .args(args)
-        .env(
-            "CARGO_TARGET_DIR",
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("target/generated"),
-        )
+        .env("CARGO_TARGET_DIR", crate::cli::generated_target())
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -108,14 +105,8 @@ fn ecp_serve_http_conforms() {
 
 #[test]
 fn a_target_without_the_binding_skips_the_upstream_checks_with_a_reason() {
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("templates/corpus/example.jsonl");
-    let (code, report) = check(&[
-        "--",
-        ecp_bin(),
-        "serve",
-        "--fixture",
-        corpus.to_str().unwrap(),
-    ]);
+    let corpus = crate::cli::corpus();
+    let (code, report) = check(&["--", ecp_bin(), "serve", "--fixture", &corpus]);
     let skipped = with_status(&report, "skip");
     assert!(
         skipped.contains(&"render-vectors") && skipped.contains(&"cancellation"),
@@ -189,7 +180,7 @@ fn every_broken_server_fails_on_the_check_that_names_its_defect() {
 fn a_built_extension_conforms_as_a_folder_and_as_an_archive() {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("acme-context");
-    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/generated");
+    let target = crate::cli::generated_target();
     let new = Command::new(ecp_bin())
         .args([
             "new",
@@ -274,7 +265,7 @@ fn a_built_extension_conforms_as_a_folder_and_as_an_archive() {
 
 #[test]
 fn call_prints_one_result() {
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("templates/corpus/example.jsonl");
+    let corpus = crate::cli::corpus();
     let output = Command::new(ecp_bin())
         .args([
             "call",
@@ -283,7 +274,7 @@ fn call_prints_one_result() {
             ecp_bin(),
             "serve",
             "--fixture",
-            corpus.to_str().unwrap(),
+            &corpus,
         ])
         .output()
         .unwrap();
@@ -316,8 +307,8 @@ async fn the_remote_adapter_is_checked_by_url_with_a_minted_token() {
     let dir = tempfile::tempdir().unwrap();
     let jwks_path = dir.path().join("jwks.json");
     std::fs::write(&jwks_path, jwks(&[&signer])).unwrap();
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("templates/corpus/example.jsonl");
-    let mut args = vec!["--fixture".to_owned(), corpus.display().to_string()];
+    let corpus = crate::cli::corpus();
+    let mut args = vec!["--fixture".to_owned(), corpus];
     args.extend(auth_args(&jwks_path));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let server = RemoteServer::start(&args, &[]).await;

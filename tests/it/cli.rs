@@ -10,6 +10,14 @@ pub fn generated_target() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("target/generated")
 }
 
+/// The example corpus `ecp serve --fixture` tests serve.
+pub fn corpus() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("templates/corpus/example.jsonl")
+        .display()
+        .to_string()
+}
+
 /// Runs `ecp ARGS` with no stdin; builds it triggers go to the shared,
 /// offline target folder, and archives get the documented default times.
 pub fn ecp(args: &[&str]) -> Output {

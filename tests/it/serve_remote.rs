@@ -529,8 +529,8 @@ async fn keys_come_from_a_jwks_url_rotate_and_an_unreachable_one_stops_the_start
         Upstream::start(move |_| Reply::json(document.lock().unwrap().clone())).await
     };
     let jwks_url = format!("{}/jwks.json", keys.base_url.trim_end_matches('/'));
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("templates/corpus/example.jsonl");
-    let corpus = corpus.to_str().unwrap();
+    let corpus = crate::cli::corpus();
+    let corpus = corpus.as_str();
     let server = RemoteServer::start(
         &[
             "--fixture",
@@ -644,9 +644,8 @@ async fn any_host_is_served_with_oauth_and_only_loopback_names_without() {
         .unwrap();
     assert_eq!(proxied.status().as_u16(), 200);
 
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("templates/corpus/example.jsonl");
-    let open =
-        RemoteServer::start(&["--fixture", corpus.to_str().unwrap(), "--no-auth"], &[]).await;
+    let corpus = crate::cli::corpus();
+    let open = RemoteServer::start(&["--fixture", &corpus, "--no-auth"], &[]).await;
     let local = tools_call(&http(), &open.url, None, "install")
         .send()
         .await

@@ -4,21 +4,16 @@
 
 use std::{
     io::{BufRead, BufReader, Write},
-    path::Path,
     process::{Command, Stdio},
     time::{Duration, Instant},
 };
 
 use serde_json::{Value, json};
 
-use crate::mcp::{Server, assert_canonical_tool, text_of};
-
-fn corpus() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("templates/corpus/example.jsonl")
-        .display()
-        .to_string()
-}
+use crate::{
+    cli::corpus,
+    mcp::{Server, assert_canonical_tool, text_of},
+};
 
 fn ecp(args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_ecp"));
