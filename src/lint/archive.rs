@@ -5,7 +5,10 @@
 
 use std::{collections::HashSet, fs::File, io::Read, path::Path};
 
-use super::{ArchiveSummary, Finding, LintError, MANIFEST, Report, Rule, lint_manifest_text};
+use super::{
+    ArchiveSummary, Finding, LintError, MANIFEST, MAX_BUNDLE_BYTES, Report, Rule,
+    lint_manifest_text, manifest::EntryKind,
+};
 
 /// Largest manifest read from an archive.
 const MAX_MANIFEST_BYTES: u64 = 1024 * 1024;
@@ -124,6 +127,45 @@ fn read_zip(path: &Path) -> Result<Vec<Entry>, LintError> {
         });
     }
     Ok(entries)
+}
+
+/// Reads the entry named exactly `wanted` again (the bundle, known only
+/// once the manifest is read), up to [`MAX_BUNDLE_BYTES`]; `None` when it is
+/// larger.
+fn read_entry(path: &Path, wanted: &str) -> Result<Option<String>, LintError> {
+    let open = || {
+        File::open(path).map_err(|source| LintError::Read {
+            path: path.to_owned(),
+            source,
+        })
+    };
+    let take = |entry: &mut dyn Read, size: u64| -> Result<Option<String>, LintError> {
+        if size > MAX_BUNDLE_BYTES {
+            return Ok(None);
+        }
+        let mut data = Vec::new();
+        entry
+            .take(MAX_BUNDLE_BYTES + 1)
+            .read_to_end(&mut data)
+            .map_err(|e| archive_error(path, e))?;
+        Ok(Some(String::from_utf8_lossy(&data).into_owned()))
+    };
+    let name = path.to_string_lossy();
+    if name.ends_with(".zip") {
+        let mut archive = zip::ZipArchive::new(open()?).map_err(|e| archive_error(path, e))?;
+        let mut entry = archive.by_name(wanted).map_err(|e| archive_error(path, e))?;
+        let size = entry.size();
+        return take(&mut entry, size);
+    }
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(open()?));
+    for entry in archive.entries().map_err(|e| archive_error(path, e))? {
+        let mut entry = entry.map_err(|e| archive_error(path, e))?;
+        if String::from_utf8_lossy(&entry.path_bytes()) == wanted {
+            let size = entry.header().size().unwrap_or(0);
+            return take(&mut entry, size);
+        }
+    }
+    Ok(None)
 }
 
 /// `./a/b/` -> `a/b`.
@@ -274,31 +316,46 @@ pub fn lint_archive(path: &Path, report: &mut Report) -> Result<(), LintError> {
             .iter()
             .find(|e| normalized(&e.path) == wanted && e.kind == Kind::File)
     };
-    if let Some((relative, span)) = &facts.entry_point {
-        match find(relative).or_else(|| find(&format!("{relative}.exe"))) {
-            None => report.findings.push(Finding::new(
+    if let Some(entry_point) = &facts.entry_point {
+        let relative = &entry_point.path;
+        let missing = |report: &mut Report, help: &str| {
+            report.findings.push(Finding::new(
                 Rule::ArchiveEntryPoint,
                 &manifest_label,
                 &text,
-                *span,
-                "",
+                entry_point.span,
+                &entry_point.pointer,
                 format!("the entry point `{relative}` is not in the archive"),
-                "build the binary into dist/main before packaging (ecp package does)",
-            )),
-            Some(entry) if entry.mode & 0o777 != 0o755 => report.findings.push(Finding::new(
-                Rule::ArchiveEntryPoint,
-                &manifest_label,
-                &text,
-                *span,
-                "",
-                format!(
-                    "the entry point `{}` has mode {:04o}; it must be 0755",
-                    normalized(&entry.path),
-                    entry.mode & 0o777
-                ),
-                "store it with mode 0755",
-            )),
-            Some(_) => {}
+                help,
+            ))
+        };
+        match entry_point.kind {
+            EntryKind::Native => match find(relative).or_else(|| find(&format!("{relative}.exe"))) {
+                None => missing(report, "build the binary into dist/main before packaging (ecp package does)"),
+                Some(entry) if entry.mode & 0o777 != 0o755 => report.findings.push(Finding::new(
+                    Rule::ArchiveEntryPoint,
+                    &manifest_label,
+                    &text,
+                    entry_point.span,
+                    &entry_point.pointer,
+                    format!(
+                        "the entry point `{}` has mode {:04o}; it must be 0755",
+                        normalized(&entry.path),
+                        entry.mode & 0o777
+                    ),
+                    "store it with mode 0755",
+                )),
+                Some(_) => {}
+            },
+            EntryKind::Script => match find(relative) {
+                None => missing(report, "build the bundle into dist/main.js before packaging"),
+                Some(entry) => {
+                    let wanted = entry.path.clone();
+                    if let Some(source) = read_entry(path, &wanted)? {
+                        super::bundle_rules(&manifest_label, &text, entry_point, &source, report);
+                    }
+                }
+            },
         }
     }
     for (name, span) in &facts.context_files {

@@ -4,6 +4,7 @@
 use super::{
     Finding,
     json::{self, Member, Node, Span, Value},
+    paths::{self, EXTENSION_PATH},
     rules::Rule,
     secrets,
 };
@@ -16,6 +17,35 @@ const INSTALLERS: &[&str] = &[
     "npx", "npm", "pnpm", "pnpx", "yarn", "bunx", "bun", "uvx", "uv", "pip", "pip3", "pipx",
     "docker", "podman", "deno", "go", "cargo",
 ];
+/// How Qwen's own starter names the interpreter of its bundle.
+const NODE: &[&str] = &["node", "node.exe"];
+/// Script extensions `node` runs as a bundle.
+const SCRIPT_EXTENSIONS: &[&str] = &[".js", ".mjs", ".cjs"];
+/// Node options that load or evaluate code besides the bundle. The long
+/// ones match with or without `=value`; `--inspect` matches every
+/// `--inspect*` variant.
+const NODE_CODE_OPTIONS: &[&str] = &[
+    "--eval",
+    "--print",
+    "--require",
+    "--import",
+    "--loader",
+    "--experimental-loader",
+    "--inspect",
+];
+/// Of those, the long ones whose value may follow as the next argument
+/// (a short group such as `-pe` takes the next argument too).
+const NODE_OPTIONS_WITH_VALUE: &[&str] = &[
+    "--eval",
+    "--print",
+    "--require",
+    "--import",
+    "--loader",
+    "--experimental-loader",
+];
+/// Short Node options that evaluate or load code (`-e`, `-p`, `-r`), alone
+/// or in a group such as `-pe`.
+const NODE_CODE_SHORT: &[char] = &['e', 'p', 'r'];
 /// The smallest `timeout` leaving headroom over the default 5000 ms budget.
 const MIN_TIMEOUT_MS: u64 = 6000;
 /// Header names that carry credentials.
@@ -29,16 +59,39 @@ const CREDENTIAL_HEADERS: &[&str] = &[
     "x-access-token",
 ];
 
+/// How the local server starts what the extension ships.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    /// `command` is the executable itself (`${extensionPath}${/}dist${/}main`).
+    Native,
+    /// `command` is `node` and the first argument the bundle
+    /// (`${extensionPath}${/}dist${/}main.js`), as in Qwen's own starter.
+    Script,
+}
+
+/// The file the local server starts, relative to the extension root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryPoint {
+    /// Normalized, `/`-separated (`dist/main`, `dist/main.js`).
+    pub path: String,
+    /// Where the manifest names it (`command`, or the `args` element).
+    pub span: Span,
+    pub pointer: String,
+    pub kind: EntryKind,
+}
+
 /// What the later checks need from a manifest.
 #[derive(Debug, Clone, Default)]
 pub struct ManifestFacts {
     pub name: Option<String>,
     pub version: Option<String>,
-    /// Files named by `contextFileName`, with their spans.
+    /// Files named by `contextFileName`, normalized relative to the
+    /// extension root, with their spans.
     pub context_files: Vec<(String, Span)>,
-    /// The local server's command, when it is the bundled entry point,
-    /// relative to the extension root (`dist/main`).
-    pub entry_point: Option<(String, Span)>,
+    /// The local server's entry point, when it is inside the extension.
+    pub entry_point: Option<EntryPoint>,
+    /// The span of `version`, for findings about it.
+    pub version_span: Option<Span>,
 }
 
 /// Findings for one manifest text, the byte ranges to mask when it is shown,
@@ -95,6 +148,24 @@ fn opening(node: &Node) -> Span {
         start: node.span.start,
         end: node.span.start + 1,
     }
+}
+
+/// The option of `arg` that loads or evaluates code, if it is one.
+fn node_code_option(arg: &str) -> Option<&str> {
+    if let Some(long) = arg.strip_prefix("--") {
+        let name = long.split('=').next().unwrap_or(long);
+        let option = &arg[..name.len() + 2];
+        return NODE_CODE_OPTIONS
+            .iter()
+            .any(|refused| option == *refused || (*refused == "--inspect" && option.starts_with(refused)))
+            .then_some(option);
+    }
+    let short = arg.strip_prefix('-')?;
+    let flags = short.split('=').next().unwrap_or(short);
+    flags
+        .chars()
+        .any(|c| NODE_CODE_SHORT.contains(&c))
+        .then_some(&arg[..flags.len() + 1])
 }
 
 fn is_variable_reference(value: &str) -> bool {
@@ -169,6 +240,7 @@ impl Checker<'_> {
             Some(node) => match node.as_str() {
                 Some(version) if semver::Version::parse(version).is_ok() => {
                     self.out.facts.version = Some(version.to_owned());
+                    self.out.facts.version_span = Some(node.span);
                 }
                 _ => self.report(
                     Rule::VersionSemver,
@@ -398,31 +470,44 @@ impl Checker<'_> {
                 format!("`command` runs `{base}`, which installs or fetches packages"),
                 "ship a self-contained entry point and run \"${extensionPath}${/}dist${/}main\"",
             );
-        } else if let Some(relative) = text.trim().strip_prefix("${extensionPath}") {
-            let relative = relative
-                .replace("${/}", "/")
-                .replace("${pathSeparator}", "/")
-                .trim_start_matches('/')
-                .to_owned();
-            self.out.facts.entry_point = Some((relative, command.span));
+        } else if NODE.contains(&text.trim()) {
+            self.node(server, pointer);
+        } else if text.trim().starts_with(EXTENSION_PATH) {
+            match paths::inside_extension(text.trim()) {
+                Ok(relative) if !relative.is_empty() => {
+                    self.out.facts.entry_point = Some(EntryPoint {
+                        path: relative,
+                        span: command.span,
+                        pointer: command_pointer,
+                        kind: EntryKind::Native,
+                    });
+                }
+                Ok(_) => self.report(
+                    Rule::CommandEntryPoint,
+                    command.span,
+                    &command_pointer,
+                    "`command` is the extension folder itself, not a program in it".into(),
+                    "use \"${extensionPath}${/}dist${/}main\"",
+                ),
+                Err(problem) => self.report(
+                    Rule::PathEscape,
+                    command.span,
+                    &command_pointer,
+                    format!("`command` {problem}"),
+                    "run the entry point the extension ships: \"${extensionPath}${/}dist${/}main\"",
+                ),
+            }
         } else {
             self.report(
                 Rule::CommandEntryPoint,
                 command.span,
                 &command_pointer,
-                "`command` is not the bundled entry point under ${extensionPath}".into(),
-                "use \"${extensionPath}${/}dist${/}main\"",
+                "`command` is neither the bundled entry point under ${extensionPath} nor `node`".into(),
+                "use \"${extensionPath}${/}dist${/}main\", or \"node\" with \"args\": [\"${extensionPath}${/}dist${/}main.js\"]",
             );
         }
-        if server.get("cwd").is_none() {
-            self.report(
-                Rule::CwdMissing,
-                opening(server),
-                pointer,
-                "the local server has no `cwd`".into(),
-                "add \"cwd\": \"${extensionPath}\"",
-            );
-        }
+        self.node_options_env(server, pointer);
+        self.cwd(server, pointer);
         if let Some(env) = server.get("env").and_then(Node::as_object) {
             for variable in env {
                 if let Some(value) = variable.node.as_str()
@@ -441,6 +526,122 @@ impl Checker<'_> {
                             "write \"{0}\": \"${{{0}}}\" and export it at run time",
                             variable.key
                         ),
+                    );
+                }
+            }
+        }
+    }
+
+    /// `command` is `node`: the options before the script, then the script.
+    fn node(&mut self, server: &Node, pointer: &str) {
+        let args_pointer = pointer_push(pointer, "args");
+        let args = server.get("args").and_then(Node::as_array).unwrap_or_default();
+        let mut index = 0;
+        let script = loop {
+            let Some(arg) = args.get(index) else {
+                break None;
+            };
+            let text = arg.as_str().unwrap_or("");
+            if !text.starts_with('-') || text == "-" {
+                break Some((index, arg, text));
+            }
+            if text == "--" {
+                index += 1;
+                break args.get(index).map(|a| (index, a, a.as_str().unwrap_or("")));
+            }
+            if let Some(option) = node_code_option(text) {
+                self.report(
+                    Rule::NodeOption,
+                    arg.span,
+                    &format!("{args_pointer}/{index}"),
+                    format!("`node` is given `{option}`, which loads or evaluates code besides the bundle"),
+                    "remove the option and bundle what it loaded into dist/main.js",
+                );
+                let short_group = !text.starts_with("--") && !text.contains('=');
+                if short_group || NODE_OPTIONS_WITH_VALUE.contains(&text) {
+                    index += 1;
+                }
+            }
+            index += 1;
+        };
+        let Some((index, arg, text)) = script else {
+            let (span, at) = match server.get("args") {
+                Some(node) => (node.span, args_pointer.clone()),
+                None => (opening(server), pointer.to_owned()),
+            };
+            self.report(
+                Rule::NodeScript,
+                span,
+                &at,
+                "`node` is started without a script to run".into(),
+                "add \"args\": [\"${extensionPath}${/}dist${/}main.js\"]",
+            );
+            return;
+        };
+        let at = format!("{args_pointer}/{index}");
+        let problem = match paths::inside_extension(text) {
+            Ok(relative) if SCRIPT_EXTENSIONS.iter().any(|ext| relative.ends_with(ext)) => {
+                self.out.facts.entry_point = Some(EntryPoint {
+                    path: relative,
+                    span: arg.span,
+                    pointer: at,
+                    kind: EntryKind::Script,
+                });
+                return;
+            }
+            Ok(_) => "is not a .js, .mjs or .cjs script".to_owned(),
+            Err(outside) => outside.to_string(),
+        };
+        self.report(
+            Rule::NodeScript,
+            arg.span,
+            &at,
+            format!("the script `node` runs ({}) {problem}", secrets::shown(text)),
+            "run the bundle the extension ships: \"args\": [\"${extensionPath}${/}dist${/}main.js\"]",
+        );
+    }
+
+    /// `env.NODE_OPTIONS` passes the same options to every `node` started.
+    fn node_options_env(&mut self, server: &Node, pointer: &str) {
+        let Some(env) = server.get("env").and_then(Node::as_object) else {
+            return;
+        };
+        for variable in env.iter().filter(|v| v.key == "NODE_OPTIONS") {
+            let Some(value) = variable.node.as_str() else {
+                continue;
+            };
+            if let Some(option) = value.split_whitespace().find_map(node_code_option) {
+                self.report(
+                    Rule::NodeOption,
+                    variable.node.span,
+                    &pointer_push(&pointer_push(pointer, "env"), "NODE_OPTIONS"),
+                    format!("`env.NODE_OPTIONS` holds `{option}`, which loads or evaluates code besides the bundle"),
+                    "remove the option from NODE_OPTIONS",
+                );
+            }
+        }
+    }
+
+    fn cwd(&mut self, server: &Node, pointer: &str) {
+        match server.get("cwd") {
+            None => self.report(
+                Rule::CwdMissing,
+                opening(server),
+                pointer,
+                "the local server has no `cwd`".into(),
+                "add \"cwd\": \"${extensionPath}\"",
+            ),
+            Some(cwd) => {
+                let Some(text) = cwd.as_str() else {
+                    return;
+                };
+                if let Err(problem) = paths::inside_extension(text) {
+                    self.report(
+                        Rule::PathEscape,
+                        cwd.span,
+                        &pointer_push(pointer, "cwd"),
+                        format!("`cwd` {problem}"),
+                        "use \"cwd\": \"${extensionPath}\"",
                     );
                 }
             }
@@ -544,12 +745,76 @@ impl Checker<'_> {
             Value::Array(items) => items.iter().collect(),
             _ => Vec::new(),
         };
-        for name in names {
-            if let Some(file) = name.as_str() {
-                self.out
-                    .facts
-                    .context_files
-                    .push((file.to_owned(), name.span));
+        for (index, name) in names.into_iter().enumerate() {
+            let Some(file) = name.as_str() else {
+                continue;
+            };
+            match paths::context_file(file) {
+                Ok(relative) if !relative.is_empty() => {
+                    self.out.facts.context_files.push((relative, name.span));
+                }
+                Ok(_) => {}
+                Err(problem) => {
+                    let pointer = match &node.value {
+                        Value::Array(_) => format!("/contextFileName/{index}"),
+                        _ => "/contextFileName".to_owned(),
+                    };
+                    self.report(
+                        Rule::PathEscape,
+                        name.span,
+                        &pointer,
+                        format!("context file `{file}` {problem}"),
+                        "name a file inside the extension, relative to the manifest: \"QWEN.md\"",
+                    );
+                }
+            }
+        }
+    }
+
+    /// `args`: every string on its own, and `--name=value` / `--name value`
+    /// pairs as options whose name says what the value is.
+    fn argument_secrets(&mut self, items: &[Node], pointer: &str) {
+        for (index, item) in items.iter().enumerate() {
+            let at = format!("{pointer}/{index}");
+            let Some(text) = item.as_str() else {
+                self.secrets(item, Some("args"), &at);
+                continue;
+            };
+            let option = text.strip_prefix("--").or_else(|| text.strip_prefix('-'));
+            let (name, value) = match option.map(|o| o.split_once('=')) {
+                Some(Some((name, value))) => (Some(name), Some((value, item, at.clone()))),
+                Some(None) => {
+                    let next = items.get(index + 1).and_then(|n| n.as_str().map(|v| (v, n)));
+                    (
+                        option,
+                        next.map(|(value, node)| (value, node, format!("{pointer}/{}", index + 1))),
+                    )
+                }
+                None => (None, None),
+            };
+            let mut detections = secrets::detect(Some("args"), text);
+            let mut place = (item, at.clone());
+            if detections.is_empty()
+                && let (Some(name), Some((value, node, value_at))) = (name, value)
+            {
+                detections = secrets::detect_option(name, value);
+                place = (node, value_at);
+            }
+            if detections.is_empty() {
+                continue;
+            }
+            let (node, at) = place;
+            if !self.out.redactions.contains(&node.span) {
+                self.out.redactions.push(node.span);
+            }
+            for detection in detections {
+                self.report(
+                    detection.rule,
+                    node.span,
+                    &at,
+                    format!("`args` holds {} ({})", detection.what, detection.preview),
+                    "remove it, rotate it, and pass it through `env` as a \"${VAR}\" placeholder",
+                );
             }
         }
     }
@@ -575,6 +840,7 @@ impl Checker<'_> {
                     );
                 }
             }
+            Value::Array(items) if key == Some("args") => self.argument_secrets(items, pointer),
             Value::Array(items) => {
                 for (index, item) in items.iter().enumerate() {
                     self.secrets(item, key, &format!("{pointer}/{index}"));

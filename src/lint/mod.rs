@@ -9,8 +9,10 @@
 //! - [`report`]: the three output formats.
 
 pub mod archive;
+pub mod bundle;
 pub mod json;
 pub mod manifest;
+pub mod paths;
 pub mod report;
 pub mod rules;
 pub mod secrets;
@@ -263,15 +265,28 @@ fn folder_rules(
             ));
         }
     }
+    if let Some(entry) = &facts.entry_point
+        && entry.kind == manifest::EntryKind::Script
+    {
+        match read_bundle(&folder.join(&entry.path)) {
+            Err(why) => report.findings.push(Finding::new(
+                Rule::EntryPointMissing,
+                file,
+                text,
+                entry.span,
+                &entry.pointer,
+                format!("the bundle `{}` {why}", entry.path),
+                "build it (for example `npm run build`) before linting the release folder",
+            )),
+            Ok(source) => bundle_rules(file, text, entry, &source, report),
+        }
+    }
     let cargo = folder.join("Cargo.toml");
     if let (Some(version), Ok(cargo_text)) = (&facts.version, std::fs::read_to_string(&cargo))
         && let Some(crate_version) = crate_version(&cargo_text)
         && crate_version != *version
     {
-        let span = json::parse(text)
-            .ok()
-            .and_then(|root| root.get("version").map(|n| n.span))
-            .unwrap_or_default();
+        let span = facts.version_span.unwrap_or_default();
         report.findings.push(Finding::new(
             Rule::VersionDrift,
             file,
@@ -280,6 +295,49 @@ fn folder_rules(
             "/version",
             format!("the manifest says {version} but Cargo.toml says {crate_version}"),
             "bump both versions together",
+        ));
+    }
+}
+
+/// The largest bundle read for the self-contained scan.
+pub(crate) const MAX_BUNDLE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Reads a bundle from a folder: a regular file, not a link, of at most
+/// [`MAX_BUNDLE_BYTES`]. `Err` says what is wrong with it.
+fn read_bundle(path: &Path) -> Result<String, String> {
+    let metadata = std::fs::symlink_metadata(path).map_err(|_| "is not in the folder".to_owned())?;
+    if !metadata.file_type().is_file() {
+        return Err("is not a regular file".into());
+    }
+    if metadata.len() > MAX_BUNDLE_BYTES {
+        return Err(format!("is larger than {} MiB", MAX_BUNDLE_BYTES >> 20));
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot be read: {e}"))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// The warning for a bundle that still imports packages.
+pub(crate) fn bundle_rules(
+    file: &str,
+    text: &str,
+    entry: &manifest::EntryPoint,
+    source: &str,
+    report: &mut Report,
+) {
+    let imports = bundle::external_imports(source);
+    if !imports.is_empty() {
+        report.findings.push(Finding::new(
+            Rule::BundleNotSelfContained,
+            file,
+            text,
+            entry.span,
+            &entry.pointer,
+            format!(
+                "the bundle `{}` still imports {}, which Qwen's install does not provide",
+                entry.path,
+                bundle::describe(&imports)
+            ),
+            "bundle every dependency: esbuild --bundle --platform=node --format=esm",
         ));
     }
 }

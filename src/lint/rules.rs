@@ -96,7 +96,41 @@ archive and start it as `${extensionPath}${/}dist${/}main`.";
     CommandEntryPoint = "command-entry-point", Error,
         "`command` must be the bundled entry point under ${extensionPath}",
         "The released archive is self-contained: its MCP server starts the entry point it ships, \
-`${extensionPath}${/}dist${/}main`, never a program found on the user's PATH or elsewhere on disk.";
+`${extensionPath}${/}dist${/}main` (a native binary), or `node` with the bundle it ships \
+(`\"command\": \"node\"`, `\"args\": [\"${extensionPath}${/}dist${/}main.js\"]`), never another \
+program found on the user's PATH or elsewhere on disk.";
+    NodeScript = "node-script", Error,
+        "`node` must run a script inside the extension",
+        "The bundled-JavaScript shape of Qwen's own starter runs `\"command\": \"node\"` with \
+`\"args\": [\"${extensionPath}${/}dist${/}main.js\"]`: Qwen runs on Node, so `node` is always there, \
+and the bundle ships in the archive. The first argument that is not a Node option must be a `.js`, \
+`.mjs` or `.cjs` file under `${extensionPath}`; a script elsewhere on disk (or none, which starts a \
+REPL) is code nobody reviewed in the release.";
+    NodeOption = "node-option", Error,
+        "`node` must not get options that load or evaluate other code",
+        "Node options that run code besides the bundle defeat the review of the release: `-e`/`--eval` \
+and `-p`/`--print` evaluate a string, `-r`/`--require`, `--import`, `--loader` and \
+`--experimental-loader` load another module first, and `--inspect*` opens a debugger port through \
+which anyone on the machine can run code. The same options in `env.NODE_OPTIONS` count. Remove them; \
+put everything the adapter needs into the bundle.";
+    PathEscape = "path-escape", Error,
+        "a path in the manifest must stay inside the extension",
+        "`command`, the script in `args`, `cwd` and `contextFileName` are resolved as Qwen resolves \
+them (`${extensionPath}` and `${/}` substituted), then normalized. A `..` that climbs out of the \
+extension folder, an absolute path elsewhere or a `$VAR` that the environment fills in at run time \
+would run or load files that are not part of the reviewed release. Name files inside the extension: \
+`${extensionPath}${/}dist${/}main`.";
+    EntryPointMissing = "entry-point-missing", Error,
+        "the bundle `node` runs is not in the extension folder",
+        "The script that `args` names (`dist/main.js`) must exist in the folder that is packaged or \
+installed; without it the server fails to start. Build the bundle before linting the release folder.";
+    BundleNotSelfContained = "bundle-not-self-contained", Warning,
+        "the bundle still imports packages that are not Node built-ins",
+        "Qwen installs an extension by copying its files; it never runs `npm install`. A bundle that \
+still does `require(\"zod\")` or `import ... from \"@modelcontextprotocol/sdk\"` fails at start-up on \
+a machine without that package. Bundle every dependency (esbuild `--bundle --platform=node`), so that \
+only `node:` built-ins remain. The scan reads static `require(\"...\")`, `import ... from \"...\"`, \
+`import \"...\"` and `import(\"...\")` specifiers; relative paths and built-ins are fine.";
     CwdMissing = "cwd-missing", Warning,
         "a local server should set `cwd` to ${extensionPath}",
         "Without `cwd` the adapter starts in whatever folder Qwen was started from. The reference shape \

@@ -29,6 +29,61 @@ pub fn mask(secret: &str) -> String {
     format!("{head}…({} characters)", secret.chars().count())
 }
 
+/// How a value from the input appears in a message: masked when it holds a
+/// secret, else at most 60 characters with control characters escaped.
+pub fn shown(value: &str) -> String {
+    if !detect(None, value).is_empty() {
+        return mask(value);
+    }
+    let mut out: String = value
+        .chars()
+        .take(60)
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_unicode().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect();
+    if value.chars().count() > 60 {
+        out.push('…');
+    }
+    out
+}
+
+/// Words that make a command-line option a credential (`--token`,
+/// `--api-key`, `--bearer`, `--client-secret`, `--pass`...).
+static SECRET_OPTION: LazyLock<Regex> = LazyLock::new(|| {
+    regex(r"(?i)(token|secret|pass|pwd|key|auth|bearer|credential|session|cookie|signature)")
+});
+
+/// A secret passed on the command line: `--name=value` in one argument, or
+/// `--name` then `value` in the next. `name` is the option without dashes.
+pub fn detect_option(name: &str, value: &str) -> Vec<Detection> {
+    let found = detect(Some(name), value);
+    if !found.is_empty() || is_placeholder(value) || value.starts_with('-') {
+        return found;
+    }
+    let value = value.trim();
+    let path_like = value.starts_with('/') || value.starts_with('.') || value.starts_with('~');
+    let credential_name = SECRET_OPTION.is_match(name);
+    let random = value.chars().count() >= 16
+        && !value.contains(char::is_whitespace)
+        && entropy(value) >= 3.3
+        && value.chars().any(|c| c.is_ascii_digit())
+        && value.chars().any(|c| c.is_ascii_alphabetic());
+    let very_random = random && value.chars().count() >= 24 && entropy(value) >= 4.0;
+    if !path_like && ((credential_name && random) || very_random) {
+        return vec![Detection {
+            rule: Rule::SecretEntropy,
+            what: format!("a credential passed as `--{name}`"),
+            preview: mask(value),
+        }];
+    }
+    found
+}
+
 fn regex(pattern: &str) -> Regex {
     Regex::new(pattern).expect("secret patterns are valid")
 }

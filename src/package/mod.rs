@@ -182,7 +182,12 @@ pub fn package(settings: &PackageSettings) -> Result<Packaged, PackageError> {
     let triple = settings.target.clone().unwrap_or_else(host_triple);
     let platform = match &facts.entry_point {
         None => None,
-        Some((entry, _)) => {
+        // A JavaScript bundle runs on every platform Node runs on.
+        Some(entry) if entry.kind == lint::manifest::EntryKind::Script => {
+            stage.add(&entry.path, true)?;
+            None
+        }
+        Some(lint::manifest::EntryPoint { path: entry, .. }) => {
             let (os, arch) = platform_of(&triple)?;
             let binary = match &settings.binary {
                 Some(binary) => binary.clone(),
