@@ -5,8 +5,10 @@
 //!
 //! - [`target`]: resolving and starting the target, the MCP session;
 //! - [`suite`]: the checks, with stable IDs;
+//! - [`schema`]: judging a declared schema by what it accepts;
 //! - [`upstream`]: the scripted Generic HTTP Search V1 upstream on loopback.
 
+pub mod schema;
 pub mod suite;
 pub mod target;
 pub mod upstream;
@@ -39,6 +41,8 @@ pub struct CheckReport {
     pub target: String,
     pub checks: Vec<CheckResult>,
     pub passed: usize,
+    /// Conforming checks with something to look at (exit status 0).
+    pub warned: usize,
     pub failed: usize,
     pub skipped: usize,
 }
@@ -68,7 +72,8 @@ pub async fn run(
         Target::Extension(path) => {
             let server = target::from_extension(path, Some((&upstream.base_url, TOKEN_CANARY)))?;
             match server {
-                ManifestServer::Local(launch) => {
+                ManifestServer::Local(mut launch) => {
+                    target::reach_loopback_directly(&mut launch.env);
                     let binding = launch.binding.is_some();
                     (
                         Session::spawn(&launch).await?,
@@ -99,14 +104,16 @@ pub async fn run(
                 .token_env
                 .clone()
                 .unwrap_or_else(|| DEFAULT_TOKEN_ENV.into());
+            let mut env = BTreeMap::from([
+                (base_url_env.clone(), upstream.base_url.clone()),
+                (token_env.clone(), TOKEN_CANARY.to_owned()),
+            ]);
+            target::reach_loopback_directly(&mut env);
             let launch = Launch {
                 program: program.clone(),
                 args: args.to_vec(),
                 cwd: None,
-                env: BTreeMap::from([
-                    (base_url_env.clone(), upstream.base_url.clone()),
-                    (token_env.clone(), TOKEN_CANARY.to_owned()),
-                ]),
+                env,
                 call_timeout: DEFAULT_CALL_TIMEOUT,
                 include_tools: None,
                 binding: Some(target::BindingEnv {
@@ -135,6 +142,7 @@ pub async fn run(
     Ok(CheckReport {
         target: describe(&settings.target),
         passed: count(Status::Pass),
+        warned: count(Status::Warn),
         failed: count(Status::Fail),
         skipped: count(Status::Skip),
         checks,

@@ -12,11 +12,12 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{
+    schema,
     target::Session,
     upstream::{Reply, SeenRequest, Upstream},
 };
 use crate::{
-    contracts::{INPUT_SCHEMA_JSON, OUTPUT_SCHEMA_JSON, RENDER_VECTORS_JSON, TEST_VECTORS_JSON},
+    contracts::{OUTPUT_SCHEMA_JSON, RENDER_VECTORS_JSON, TEST_VECTORS_JSON},
     profile::{self, ContextItem, ecmascript::utf16_len},
 };
 
@@ -24,6 +25,9 @@ use crate::{
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Pass,
+    /// Conforms, with something the provider should look at; does not
+    /// change the exit status.
+    Warn,
     Fail,
     Skip,
 }
@@ -124,20 +128,16 @@ pub async fn start_upstream() -> Result<Upstream, String> {
         .map_err(|e| format!("cannot start the scripted upstream: {e}"))
 }
 
-fn validator(json: &str) -> Option<&'static jsonschema::Validator> {
-    static INPUT: OnceLock<Option<jsonschema::Validator>> = OnceLock::new();
+/// ecp's own output schema, for `structured-content`.
+fn output_validator() -> Option<&'static jsonschema::Validator> {
     static OUTPUT: OnceLock<Option<jsonschema::Validator>> = OnceLock::new();
-    let cell = if json == INPUT_SCHEMA_JSON {
-        &INPUT
-    } else {
-        &OUTPUT
-    };
-    cell.get_or_init(|| {
-        serde_json::from_str(json)
-            .ok()
-            .and_then(|schema| jsonschema::draft202012::new(&schema).ok())
-    })
-    .as_ref()
+    OUTPUT
+        .get_or_init(|| {
+            serde_json::from_str(OUTPUT_SCHEMA_JSON)
+                .ok()
+                .and_then(|schema| jsonschema::draft202012::new(&schema).ok())
+        })
+        .as_ref()
 }
 
 fn text_of(result: &CallToolResult) -> Option<&str> {
@@ -168,6 +168,23 @@ fn items_of(structured: &Value) -> Option<Vec<ContextItem>> {
         .collect()
 }
 
+/// Whether two JSON values are the same to `JSON.parse`: every number an
+/// IEEE double (`1`, `1.0` and `1e0` are one value, and `-0` equals `0`),
+/// objects compared by their members, arrays by position.
+pub fn same_as_json_parse(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_as_json_parse(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter().all(|(key, x)| y.get(key).is_some_and(|y| same_as_json_parse(x, y)))
+        }
+        (x, y) => x == y,
+    }
+}
+
 /// Everything wrong with one success result, per check ID.
 fn success_problems(result: &CallToolResult) -> Vec<(&'static str, String)> {
     let mut problems = Vec::new();
@@ -179,7 +196,7 @@ fn success_problems(result: &CallToolResult) -> Vec<(&'static str, String)> {
         problems.push(("valid-inputs", "no structuredContent".to_owned()));
         return problems;
     };
-    if let Some(validator) = validator(OUTPUT_SCHEMA_JSON)
+    if let Some(validator) = output_validator()
         && let Some(error) = validator.iter_errors(structured).next()
     {
         problems.push((
@@ -206,7 +223,7 @@ fn success_problems(result: &CallToolResult) -> Vec<(&'static str, String)> {
     }
     match serde_json::from_str::<Value>(text) {
         Err(_) => problems.push(("text-serialization", "the text is not JSON".to_owned())),
-        Ok(parsed) if parsed != *structured => problems.push((
+        Ok(parsed) if !same_as_json_parse(&parsed, structured) => problems.push((
             "text-serialization",
             "the text does not parse to structuredContent".to_owned(),
         )),
@@ -268,6 +285,15 @@ impl<'a> Suite<'a> {
             id,
             title,
             status,
+            reason,
+        });
+    }
+
+    fn warn(&mut self, id: &'static str, title: &'static str, reason: String) {
+        self.push(CheckResult {
+            id,
+            title,
+            status: Status::Warn,
             reason,
         });
     }
@@ -399,27 +425,13 @@ impl<'a> Suite<'a> {
         } else {
             ""
         };
-        self.record(
-            "tool-offered",
-            "exactly context_search is offered",
-            if names == ["context_search"] {
-                Ok(format!("context_search, alone{via}"))
-            } else {
-                Err(format!("offered{via}: {names:?}"))
-            },
-        );
+        self.tool_offered(&names, via);
         let tool = tools.iter().find(|t| t.name == "context_search")?.clone();
-        let canonical_input: Value = serde_json::from_str(INPUT_SCHEMA_JSON).unwrap_or_default();
-        let canonical_output: Value = serde_json::from_str(OUTPUT_SCHEMA_JSON).unwrap_or_default();
         let input = Value::Object((*tool.input_schema).clone());
         self.record(
             "input-schema",
-            "the input schema is the canonical one",
-            if input == canonical_input {
-                Ok("equal to contracts/v1".into())
-            } else {
-                Err("differs from contracts/v1/context_search.input.schema.json".into())
-            },
+            "the input schema accepts exactly the profile's arguments",
+            schema::judge(&input, schema::Which::Input),
         );
         let output = tool
             .output_schema
@@ -427,26 +439,69 @@ impl<'a> Suite<'a> {
             .map(|s| Value::Object((**s).clone()));
         self.record(
             "output-schema",
-            "the output schema is the canonical one",
+            "the output schema accepts exactly the profile's results",
             match output {
-                Some(output) if output == canonical_output => Ok("equal to contracts/v1".into()),
-                Some(_) => {
-                    Err("differs from contracts/v1/context_search.output.schema.json".into())
-                }
+                Some(output) => schema::judge(&output, schema::Which::Output),
                 None => Err("no outputSchema is declared".into()),
             },
         );
-        let annotations = serde_json::to_value(&tool.annotations).unwrap_or(Value::Null);
-        self.record(
-            "annotations",
-            "annotations are exactly {\"destructiveHint\": false}",
-            if annotations == json!({"destructiveHint": false}) {
-                Ok("exact".into())
-            } else {
-                Err(format!("annotations are {annotations}"))
-            },
-        );
+        self.annotations(&tool);
         Some(tool)
+    }
+
+    /// Exactly `context_search` after `includeTools`; a bare command may
+    /// offer more (a warning), as long as a manifest includes only it.
+    fn tool_offered(&mut self, names: &[&str], via: &str) {
+        const ID: &str = "tool-offered";
+        const TITLE: &str = "exactly context_search is offered";
+        if !names.contains(&"context_search") {
+            self.record(ID, TITLE, Err(format!("no context_search{via}; offered: {names:?}")));
+        } else if names == ["context_search"] {
+            self.record(ID, TITLE, Ok(format!("context_search, alone{via}")));
+        } else if self.include_tools.is_some() {
+            self.record(ID, TITLE, Err(format!("offered{via}: {names:?}")));
+        } else {
+            let others: Vec<&&str> = names.iter().filter(|n| **n != "context_search").collect();
+            self.warn(
+                ID,
+                TITLE,
+                format!(
+                    "the server also offers {others:?}; its manifest must include only context_search (\"includeTools\": [\"context_search\"])"
+                ),
+            );
+        }
+    }
+
+    /// `destructiveHint: false` is required; other hints are the provider's
+    /// to add when they are accurate.
+    fn annotations(&mut self, tool: &Tool) {
+        const ID: &str = "annotations";
+        const TITLE: &str = "annotations say destructiveHint: false";
+        let annotations = serde_json::to_value(&tool.annotations).unwrap_or(Value::Null);
+        match annotations.get("destructiveHint") {
+            Some(Value::Bool(false)) => {}
+            Some(other) => {
+                return self.record(ID, TITLE, Err(format!("destructiveHint is {other}, not false")));
+            }
+            None => return self.record(ID, TITLE, Err("destructiveHint: false is missing".into())),
+        }
+        let extra: Vec<&str> = annotations
+            .as_object()
+            .map(|a| a.keys().map(String::as_str).filter(|k| *k != "destructiveHint" && *k != "title").collect())
+            .unwrap_or_default();
+        if extra.is_empty() {
+            self.record(ID, TITLE, Ok("destructiveHint: false".into()));
+        } else {
+            let shown: Vec<String> = extra.iter().map(|k| format!("{k}: {}", annotations[*k])).collect();
+            self.warn(
+                ID,
+                TITLE,
+                format!(
+                    "also declares {}; make sure it is accurate for this deployment (search may bill, log or change ranking state)",
+                    shown.join(", ")
+                ),
+            );
+        }
     }
 
     async fn inputs(&mut self) {

@@ -258,6 +258,35 @@ pub fn from_extension(
     }))
 }
 
+/// The loopback names the scripted upstream is reached by.
+const LOOPBACK: &[&str] = &["127.0.0.1", "localhost", "::1"];
+
+/// Adds loopback to the target's `NO_PROXY` and `no_proxy` (keeping what
+/// the caller's environment or the manifest put there), so that a caller's
+/// `HTTP_PROXY` does not send the target's calls to the scripted upstream
+/// through a proxy. The reference honours `NO_PROXY`, and so does every
+/// common HTTP stack (undici, reqwest, Python's urllib, curl, Go).
+pub fn reach_loopback_directly(env: &mut BTreeMap<String, String>) {
+    for name in ["NO_PROXY", "no_proxy"] {
+        let existing = env
+            .get(name)
+            .cloned()
+            .or_else(|| std::env::var(name).ok())
+            .unwrap_or_default();
+        let mut entries: Vec<&str> = existing
+            .split(',')
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+            .collect();
+        for host in LOOPBACK {
+            if !entries.contains(host) {
+                entries.push(host);
+            }
+        }
+        env.insert(name.to_owned(), entries.join(","));
+    }
+}
+
 /// A connected MCP session, with the server's stderr when it is a process.
 pub struct Session {
     pub client: RunningService<RoleClient, ()>,

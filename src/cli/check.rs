@@ -51,6 +51,7 @@ fn could_not_run(message: &str) -> ExitCode {
 fn status_label(status: Status, color: bool) -> String {
     let (text, style) = match status {
         Status::Pass => ("pass", AnsiColor::Green.on_default().bold()),
+        Status::Warn => ("warn", AnsiColor::Magenta.on_default().bold()),
         Status::Fail => ("FAIL", AnsiColor::Red.on_default().bold()),
         Status::Skip => ("skip", AnsiColor::Yellow.on_default()),
     };
@@ -103,8 +104,8 @@ pub fn run_check(args: CheckArgs, color: ColorChoice) -> ExitCode {
             "does NOT conform to the External Context MCP Profile v1"
         };
         println!(
-            "{} passed, {} failed, {} skipped: {verdict}",
-            report.passed, report.failed, report.skipped
+            "{} passed, {} warned, {} failed, {} skipped: {verdict}",
+            report.passed, report.warned, report.failed, report.skipped
         );
     } else {
         println!(

@@ -510,7 +510,10 @@ impl Checker<'_> {
         self.cwd(server, pointer);
         if let Some(env) = server.get("env").and_then(Node::as_object) {
             for variable in env {
+                // NODE_OPTIONS configures the runtime, not the provider;
+                // `node-option` judges it.
                 if let Some(value) = variable.node.as_str()
+                    && variable.key != "NODE_OPTIONS"
                     && !is_variable_reference(value)
                     && secrets::detect(Some(&variable.key), value).is_empty()
                 {
@@ -784,7 +787,12 @@ impl Checker<'_> {
             let (name, value) = match option.map(|o| o.split_once('=')) {
                 Some(Some((name, value))) => (Some(name), Some((value, item, at.clone()))),
                 Some(None) => {
-                    let next = items.get(index + 1).and_then(|n| n.as_str().map(|v| (v, n)));
+                    // A next argument that is a secret by itself is
+                    // reported on its own turn.
+                    let next = items
+                        .get(index + 1)
+                        .and_then(|n| n.as_str().map(|v| (v, n)))
+                        .filter(|(v, _)| secrets::detect(Some("args"), v).is_empty());
                     (
                         option,
                         next.map(|(value, node)| (value, node, format!("{pointer}/{}", index + 1))),

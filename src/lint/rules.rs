@@ -94,7 +94,7 @@ executable in `command` and every argument in `args`.";
 `npm`, `pnpm`, `yarn`, `bunx`, `pip`, `pipx`, `docker`...). Ship a self-contained entry point in the \
 archive and start it as `${extensionPath}${/}dist${/}main`.";
     CommandEntryPoint = "command-entry-point", Error,
-        "`command` must be the bundled entry point under ${extensionPath}",
+        "`command` must be the bundled entry point under ${extensionPath}, or `node` running the bundle",
         "The released archive is self-contained: its MCP server starts the entry point it ships, \
 `${extensionPath}${/}dist${/}main` (a native binary), or `node` with the bundle it ships \
 (`\"command\": \"node\"`, `\"args\": [\"${extensionPath}${/}dist${/}main.js\"]`), never another \

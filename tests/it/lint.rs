@@ -66,7 +66,16 @@ fn each_broken_manifest_breaks_exactly_its_rule() {
     // are covered below).
     for rule in lint::Rule::ALL {
         let id = rule.id();
-        if !id.starts_with("archive-") && !matches!(id, "context-file-missing" | "version-drift") {
+        let elsewhere = id.starts_with("archive-")
+            || id.starts_with("node-")
+            || matches!(
+                id,
+                "context-file-missing"
+                    | "version-drift"
+                    | "entry-point-missing"
+                    | "bundle-not-self-contained"
+            );
+        if !elsewhere {
             assert!(covered.contains(id), "no corpus case for {id}");
         }
     }
@@ -122,6 +131,133 @@ fn placeholders_and_look_alikes_are_not_secrets() {
         .filter(|f| f.rule.id().starts_with("secret-"))
         .collect();
     assert!(secret_findings.is_empty(), "{secret_findings:#?}");
+}
+
+/// The node-shape folders of `tests/lint/folders`: `<rule>--<case>` breaks
+/// exactly that rule (`clean--<case>` none), as a folder and packed as a
+/// `.tar.gz` and a `.zip` (where a missing bundle is `archive-entry-point`).
+#[test]
+fn each_node_shape_folder_breaks_exactly_its_rule() {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir("tests/lint/folders")
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    dirs.sort();
+    let mut covered = BTreeSet::new();
+    for dir in &dirs {
+        let name = dir.file_name().unwrap().to_str().unwrap();
+        let rule = name.split("--").next().unwrap();
+        let expected: BTreeSet<String> = match rule {
+            "clean" => BTreeSet::new(),
+            rule => BTreeSet::from([rule.to_owned()]),
+        };
+        let report = lint::lint_path(dir).unwrap();
+        assert_eq!(
+            rule_ids(&report),
+            expected,
+            "{name}:\n{}",
+            report::human(&report, false)
+        );
+        // Findings about the server start point at `args` or `env` when
+        // the problem is there.
+        for finding in &report.findings {
+            if matches!(rule, "node-option" | "node-script" | "entry-point-missing" | "bundle-not-self-contained") {
+                assert!(
+                    finding.pointer.contains("/args") || finding.pointer.ends_with("/env/NODE_OPTIONS"),
+                    "{name}: {}",
+                    finding.pointer
+                );
+            }
+        }
+        covered.insert(rule.to_owned());
+
+        let mut items = Vec::new();
+        for entry in walk(dir) {
+            let relative = entry.strip_prefix(dir).unwrap().to_str().unwrap().to_owned();
+            if !relative.ends_with(".gitkeep") {
+                items.push(file(&relative, &std::fs::read(&entry).unwrap(), 0o644));
+            }
+        }
+        let archived = match rule {
+            "entry-point-missing" => BTreeSet::from(["archive-entry-point".to_owned()]),
+            // A context file outside the extension is judged by the
+            // manifest alone.
+            _ => expected.clone(),
+        };
+        for found in lint_archives(&items, false) {
+            assert_eq!(found, archived, "{name} as an archive");
+        }
+    }
+    for rule in ["clean", "node-option", "node-script", "entry-point-missing", "bundle-not-self-contained"] {
+        assert!(covered.contains(rule), "no folder case for {rule}");
+    }
+}
+
+/// Every file under `dir`, sorted.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files.sort();
+    files
+}
+
+/// Credentials passed in `args`, as `--name=value` and as `--name value`,
+/// are found and masked in every output format.
+#[test]
+fn secrets_in_args_are_found_and_masked_in_every_format() {
+    const INLINE: &str = "Zx8KqL2mW9pR4tY7uB3nV6cX1sD5fG0h";
+    const NEXT: &str = "3f9a1c7e5b2d8f4a6c0e9b1d3f5a7c9e2b4d6f8a";
+    const SHORT: &str = "q7Lm2Vx9Rt4Kp8Wz";
+    let mut manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string("tests/lint/clean/local-reference.json").unwrap(),
+    )
+    .unwrap();
+    manifest["mcpServers"]["acme-context"]["args"] = serde_json::json!([
+        format!("--token={INLINE}"),
+        "--api-key",
+        NEXT,
+        "-p",
+        SHORT,
+        "--log-level=debug",
+        "--index",
+        "engineering-handbook",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("qwen-extension.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
+    let report = lint::lint_path(&path).unwrap();
+    let pointers: BTreeSet<&str> = report
+        .findings
+        .iter()
+        .filter(|f| f.rule.id().starts_with("secret-"))
+        .map(|f| f.pointer.as_str())
+        .collect();
+    assert_eq!(
+        pointers,
+        BTreeSet::from([
+            "/mcpServers/acme-context/args/0",
+            "/mcpServers/acme-context/args/2",
+        ]),
+        "{}",
+        report::human(&report, false)
+    );
+    for format in ["human", "json", "sarif"] {
+        let output = ecp_lint(&[path.to_str().unwrap(), "--format", format]);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(output.status.code(), Some(1), "{format}");
+        for secret in [INLINE, NEXT] {
+            assert!(!stdout.contains(secret), "{format} shows {secret}:\n{stdout}");
+            assert!(!stdout.contains(&secret[8..24]), "{format} shows part of {secret}");
+        }
+        assert!(stdout.contains("secret-"), "{format}: {stdout}");
+    }
 }
 
 /// A folder with a manifest and the given files.
@@ -181,7 +317,7 @@ fn folder_rules_check_context_files_and_the_crate_version() {
 /// One archive entry to write.
 #[derive(Clone)]
 struct Item {
-    path: &'static str,
+    path: String,
     data: Vec<u8>,
     mode: u32,
     kind: Kind,
@@ -193,9 +329,9 @@ enum Kind {
     Symlink,
 }
 
-fn file(path: &'static str, data: &[u8], mode: u32) -> Item {
+fn file(path: &str, data: &[u8], mode: u32) -> Item {
     Item {
-        path,
+        path: path.to_owned(),
         data: data.to_vec(),
         mode,
         kind: Kind::File,
@@ -249,10 +385,10 @@ fn write_zip(path: &Path, items: &[Item]) {
         let options = zip::write::SimpleFileOptions::default().unix_permissions(item.mode);
         match item.kind {
             Kind::File => {
-                zip.start_file(item.path, options).unwrap();
+                zip.start_file(item.path.as_str(), options).unwrap();
                 zip.write_all(&item.data).unwrap();
             }
-            Kind::Symlink => zip.add_symlink(item.path, "/etc/passwd", options).unwrap(),
+            Kind::Symlink => zip.add_symlink(item.path.as_str(), "/etc/passwd", options).unwrap(),
         }
     }
     zip.finish().unwrap();
@@ -286,7 +422,7 @@ fn archive_rules() {
 
     let mut nested: Vec<Item> = good_tree();
     for item in &mut nested {
-        item.path = Box::leak(format!("acme-context/{}", item.path).into_boxed_str());
+        item.path = format!("acme-context/{}", item.path);
     }
     assert_eq!(
         lint_archives(&nested, false),
@@ -331,7 +467,7 @@ fn archive_rules() {
             [
                 good_tree(),
                 vec![Item {
-                    path: "link",
+                    path: "link".to_owned(),
                     data: Vec::new(),
                     mode: 0o777,
                     kind: Kind::Symlink,

@@ -1,0 +1,3 @@
+"use strict";
+const undici = require("undici");
+const path = require("path");
