@@ -3,8 +3,10 @@
 //!
 //! Decisions where a Rust client would otherwise differ from the JavaScript
 //! reference (profile-v1, "Traps"):
-//! - proxies from the environment are ignored (`no_proxy`): the endpoint is
-//!   fixed by the administrator, and loopback must never leave the machine;
+//! - proxies from the environment are honoured as the reference honours
+//!   them (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`; see
+//!   [`crate::runtime::proxy`]); a proxy that refuses or fails is the
+//!   stable transport error, and its credentials are never shown;
 //! - redirects are never followed and reqwest's retry policy is `never`;
 //! - a number literal that overflows a double (`1e400`) is `Infinity` to the
 //!   reference: the literal is read as a non-number, so a score is dropped
@@ -28,7 +30,7 @@ use serde_json::Value;
 
 use crate::{
     profile::ProviderItem,
-    runtime::{Provider, ProviderError},
+    runtime::{Provider, ProviderError, proxy::ProxyEnv},
 };
 
 /// Default name of the base URL variable.
@@ -190,17 +192,22 @@ fn build_client() -> Option<reqwest::Client> {
     // reqwest is built without a default TLS crypto provider; ring is ours.
     // An error only means a provider is already installed.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
+    let builder = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .retry(reqwest::retry::never())
+        // reqwest's own reading of the environment differs from the
+        // reference's; ours is explicit.
         .no_proxy()
         .user_agent(concat!(
             env!("CARGO_PKG_NAME"),
             "/",
             env!("CARGO_PKG_VERSION")
-        ))
-        .build()
-        .ok()
+        ));
+    let builder = match ProxyEnv::from_env().into_reqwest() {
+        Some(proxy) => builder.proxy(proxy),
+        None => builder,
+    };
+    builder.build().ok()
 }
 
 impl HttpSearchProvider {

@@ -14,6 +14,7 @@
 #![deny(clippy::print_stdout)]
 
 pub mod log;
+pub mod proxy;
 pub mod remote;
 mod server;
 mod tool;

@@ -21,6 +21,7 @@ pub const COPIED_SOURCES: &[(&str, &str)] = &[
     ),
     ("src/runtime/tool.rs", include_str!("../runtime/tool.rs")),
     ("src/runtime/log.rs", include_str!("../runtime/log.rs")),
+    ("src/runtime/proxy.rs", include_str!("../runtime/proxy.rs")),
     (
         "src/runtime/remote/mod.rs",
         include_str!("../runtime/remote/mod.rs"),

@@ -24,9 +24,15 @@ fn broken_server() -> PathBuf {
 
 /// Runs `ecp check --format json` with `args` and returns its report.
 fn check(args: &[&str]) -> (Option<i32>, Value) {
+    check_with_env(args, &[])
+}
+
+/// `check` with extra variables in ecp's environment.
+fn check_with_env(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, Value) {
     let output = Command::new(ecp_bin())
         .args(["check", "--format", "json"])
         .args(args)
+        .envs(env.iter().copied())
         .env("CARGO_TARGET_DIR", crate::cli::generated_target())
         .stdin(Stdio::null())
         .output()
@@ -137,7 +143,6 @@ fn a_target_without_the_binding_skips_the_upstream_checks_with_a_reason() {
 fn every_broken_server_fails_on_the_check_that_names_its_defect() {
     let cases = [
         ("wrong-schema", "input-schema"),
-        ("extra-tool", "tool-offered"),
         ("missing-annotations", "annotations"),
         ("unescaped-angle", "text-escaping"),
         ("text-over-4000", "text-bound"),
@@ -174,6 +179,160 @@ fn every_broken_server_fails_on_the_check_that_names_its_defect() {
         );
         assert_eq!(code, Some(1), "{defect}");
     }
+}
+
+/// tests/python/profile_server.py: a profile server ecp did not write
+/// (Python, standard library only, from the profile), with draft-07
+/// schemas of its own, float scores written `1.0` in structuredContent and
+/// proxies read by Python's urllib.
+fn python_server() -> String {
+    std::path::Path::new("tests/python/profile_server.py")
+        .canonicalize()
+        .unwrap()
+        .display()
+        .to_string()
+}
+
+/// A port nothing listens on, for a proxy that cannot be reached.
+fn dead_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn an_independent_python_server_conforms_even_with_a_dead_proxy_in_the_environment() {
+    let dead = format!("http://127.0.0.1:{}", dead_port());
+    let proxy_env = [
+        ("HTTP_PROXY", dead.as_str()),
+        ("http_proxy", dead.as_str()),
+        ("HTTPS_PROXY", dead.as_str()),
+        ("https_proxy", dead.as_str()),
+        ("NO_PROXY", "internal.example"),
+    ];
+    let server = python_server();
+    // Its own draft-07 schemas, and Qwen's published schema files.
+    let reports = std::thread::scope(|scope| {
+        let runs: Vec<_> = ["own", "qwen"]
+            .into_iter()
+            .map(|schemas| {
+                let (server, proxy_env) = (&server, &proxy_env);
+                scope.spawn(move || {
+                    check_with_env(&["--", "python3", server, "--schemas", schemas], proxy_env)
+                })
+            })
+            .collect();
+        runs.into_iter().map(|r| r.join().unwrap()).collect::<Vec<_>>()
+    });
+    for (code, report) in reports {
+        assert_conforms(code, &report);
+        assert_eq!(with_status(&report, "warn"), Vec::<&str>::new(), "{report:#}");
+        assert_eq!(report["warned"], 0);
+    }
+}
+
+#[test]
+fn each_python_defect_is_named_by_its_check() {
+    // (defect, status, check, exit code)
+    let cases = [
+        ("accepts-2001", "fail", "input-schema", 1),
+        ("extra-item-properties", "fail", "output-schema", 1),
+        ("destructive", "fail", "annotations", 1),
+        ("extra-hint", "warn", "annotations", 0),
+        ("extra-tool", "warn", "tool-offered", 0),
+        ("float-in-text", "fail", "text-serialization", 1),
+    ];
+    let server = python_server();
+    let runs: Vec<_> = cases
+        .iter()
+        .map(|&(defect, status, id, exit)| {
+            let server = server.clone();
+            std::thread::spawn(move || {
+                let (code, report) = check(&["--", "python3", &server, "--defect", defect]);
+                (defect, status, id, exit, code, report)
+            })
+        })
+        .collect();
+    for run in runs {
+        let (defect, status, id, exit, code, report) = run.join().unwrap();
+        let not_passed: Vec<(&str, &str)> = report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["status"] != "pass")
+            .map(|c| (c["id"].as_str().unwrap(), c["status"].as_str().unwrap()))
+            .collect();
+        assert!(
+            not_passed.contains(&(id, status)),
+            "{defect}: expected {id} to {status}: {not_passed:?}"
+        );
+        assert_eq!(code, Some(exit), "{defect}: {not_passed:?}");
+        match defect {
+            "accepts-2001" => assert!(
+                reason(&report, id).contains("2001 code points"),
+                "the reason names the vector: {}",
+                reason(&report, id)
+            ),
+            "extra-hint" => assert!(reason(&report, id).contains("openWorldHint")),
+            "extra-tool" => assert!(reason(&report, id).contains("acme_status")),
+            // The text is still compared byte for byte with the vectors.
+            "float-in-text" => assert!(not_passed.contains(&("render-vectors", "fail"))),
+            _ => {}
+        }
+    }
+}
+
+fn reason<'a>(report: &'a Value, id: &str) -> &'a str {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .and_then(|c| c["reason"].as_str())
+        .unwrap_or("")
+}
+
+#[test]
+fn a_bare_command_with_another_tool_is_a_warning_a_manifest_decides() {
+    let (code, report) = check(&[
+        "--",
+        broken_server().to_str().unwrap(),
+        "--defect",
+        "extra-tool",
+    ]);
+    assert_eq!(with_status(&report, "warn"), ["tool-offered"], "{report:#}");
+    assert_eq!(code, Some(0), "a warning does not fail the run");
+
+    // Started from a manifest, `includeTools` decides.
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = |include: &[&str]| {
+        serde_json::json!({
+            "name": "acme-context",
+            "version": "0.1.0",
+            "mcpServers": {"acme-context": {
+                "command": "python3",
+                "args": [python_server(), "--defect", "extra-tool"],
+                "cwd": "${extensionPath}",
+                "env": {
+                    "PROVIDER_CONTEXT_BASE_URL": "${PROVIDER_CONTEXT_BASE_URL}",
+                    "PROVIDER_CONTEXT_TOKEN": "${PROVIDER_CONTEXT_TOKEN}"
+                },
+                "timeout": 8000,
+                "includeTools": include
+            }}
+        })
+        .to_string()
+    };
+    let path = dir.path().join("qwen-extension.json");
+    std::fs::write(&path, manifest(&["context_search"])).unwrap();
+    let (code, report) = check(&[dir.path().to_str().unwrap()]);
+    assert_conforms(code, &report);
+    std::fs::write(&path, manifest(&["context_search", "acme_status"])).unwrap();
+    let (code, report) = check(&[dir.path().to_str().unwrap()]);
+    assert_eq!(with_status(&report, "fail"), ["tool-offered"], "{report:#}");
+    assert_eq!(code, Some(1));
 }
 
 #[test]
