@@ -247,3 +247,81 @@ fn vector_files_match_their_ecmascript_generator() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// Qwen's published draft-07 schemas and ecp's 2020-12 schemas classify
+/// every case `ecp check` judges a declared schema by (both vector files and
+/// the boundary cases) as the profile does, under two validators: ecp's
+/// (the `jsonschema` crate with ECMAScript patterns) and Ajv, the
+/// JavaScript validator Qwen's own tests use (patterns with the `u` flag,
+/// lengths in code points).
+#[test]
+fn qwen_and_ecp_schemas_classify_every_case_alike_in_rust_and_in_ajv() {
+    use ecp::{
+        check::schema::{Which, cases, compile},
+        contracts::{QWEN_INPUT_SCHEMA_JSON, QWEN_OUTPUT_SCHEMA_JSON},
+    };
+    let ajv = crate::npm::package("ajv", "8.17.1");
+    let schemas = [
+        ("qwen input", QWEN_INPUT_SCHEMA_JSON, Which::Input),
+        ("qwen output", QWEN_OUTPUT_SCHEMA_JSON, Which::Output),
+        ("ecp input", INPUT_SCHEMA_JSON, Which::Input),
+        ("ecp output", OUTPUT_SCHEMA_JSON, Which::Output),
+    ];
+    let mut jobs = Vec::new();
+    for (name, json, which) in schemas {
+        let schema: Value = serde_json::from_str(json).unwrap();
+        let validator = compile(&schema).unwrap();
+        let cases = cases(which);
+        assert!(cases.len() > 50, "{name}: {} cases", cases.len());
+        for case in &cases {
+            assert_eq!(
+                validator.is_valid(&case.value),
+                case.valid,
+                "{name} (Rust): {}",
+                case.name
+            );
+        }
+        jobs.push(serde_json::json!({
+            "name": name,
+            "schema": schema,
+            "values": cases.iter().map(|c| c.value.clone()).collect::<Vec<_>>(),
+            "expected": cases.iter().map(|c| c.valid).collect::<Vec<_>>(),
+            "names": cases.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
+        }));
+    }
+    let script = r#"
+        const path = require("path");
+        const root = process.argv[1];
+        const Ajv07 = require(path.join(root, "dist/ajv.js")).default;
+        const Ajv2020 = require(path.join(root, "dist/2020.js")).default;
+        const jobs = JSON.parse(require("fs").readFileSync(0, "utf8"));
+        const wrong = [];
+        for (const job of jobs) {
+          const draft07 = String(job.schema.$schema || "").includes("draft-07");
+          const ajv = draft07 ? new Ajv07({ strict: false }) : new Ajv2020({ strict: false });
+          const validate = ajv.compile(job.schema);
+          job.values.forEach((value, i) => {
+            if (validate(value) !== job.expected[i]) wrong.push(`${job.name}: ${job.names[i]}`);
+          });
+        }
+        process.stdout.write(JSON.stringify(wrong));
+    "#;
+    let mut child = Command::new("node")
+        .args(["-e", script])
+        .arg(&ajv)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("node runs");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(serde_json::to_string(&jobs).unwrap().as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    let wrong: Vec<String> = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(wrong, Vec::<String>::new(), "Ajv disagrees with the profile");
+}

@@ -9,6 +9,7 @@ mod lint;
 mod mcp;
 mod new;
 mod npm;
+mod proxy;
 mod numbers;
 mod package;
 #[path = "../support/remote.rs"]

@@ -1,0 +1,170 @@
+//! The V1 binding behind a real forward proxy: Debian's tinyproxy (installed
+//! by `.ci/run`), started on loopback by the test with Basic credentials.
+//! The adapter (`ecp serve --http`, the runtime every generated extension
+//! copies) goes through it when `HTTP_PROXY` names it, goes direct when
+//! `NO_PROXY` covers the host, and gives the stable error when the proxy
+//! refuses; the proxy's credentials appear nowhere.
+
+use std::{
+    net::TcpStream,
+    process::{Child, Command, Output, Stdio},
+    time::{Duration, Instant},
+};
+
+use ecp::{
+    check::upstream::{Reply, Upstream},
+    profile::SEARCH_FAILED,
+};
+
+const PROXY_USER: &str = "proxyuser";
+const PROXY_PASSWORD: &str = "s3cretProxyPassword7f";
+
+struct Tinyproxy {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Tinyproxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start_tinyproxy() -> Tinyproxy {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let config = dir.path().join("tinyproxy.conf");
+    std::fs::write(
+        &config,
+        format!(
+            "Port {port}\nListen 127.0.0.1\nTimeout 30\nLogLevel Info\nMaxClients 20\n\
+             Allow 127.0.0.1\nBasicAuth {PROXY_USER} {PROXY_PASSWORD}\nDisableViaHeader No\n"
+        ),
+    )
+    .unwrap();
+    let child = Command::new("tinyproxy")
+        .args(["-d", "-c"])
+        .arg(&config)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("tinyproxy runs (.ci/run installs Debian's tinyproxy)");
+    let started = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(started.elapsed() < Duration::from_secs(10), "tinyproxy did not listen");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Tinyproxy {
+        child,
+        port,
+        _dir: dir,
+    }
+}
+
+/// `ecp call` against `ecp serve --http` with the binding pointed at
+/// `base_url` and the given proxy variables (nothing inherited).
+async fn call_through(base_url: &str, proxy_env: &[(&str, String)]) -> Output {
+    let ecp = env!("CARGO_BIN_EXE_ecp");
+    let mut command = Command::new(ecp);
+    command
+        .args(["call", "release train", "--", ecp, "serve", "--http"])
+        .env("PROVIDER_CONTEXT_BASE_URL", base_url)
+        .env("PROVIDER_CONTEXT_TOKEN", "upstream-token-1234")
+        .stdin(Stdio::null());
+    for name in ["HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy", "ALL_PROXY"] {
+        command.env_remove(name);
+    }
+    for (name, value) in proxy_env {
+        command.env(name, value);
+    }
+    tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap()
+}
+
+fn all_output(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binding_goes_through_a_real_forward_proxy_as_the_environment_says() {
+    let proxy = start_tinyproxy();
+    let upstream = Upstream::start(|_| {
+        Reply::json(r#"{"items":[{"id":"release-train","content":"Trains leave on Tuesdays."}]}"#)
+    })
+    .await;
+    let with_credentials = format!(
+        "http://{PROXY_USER}:{PROXY_PASSWORD}@127.0.0.1:{}",
+        proxy.port
+    );
+
+    // 1. HTTP_PROXY names it: the request arrives through tinyproxy (its
+    //    Via header), and the result comes back.
+    let output = call_through(&upstream.base_url, &[("HTTP_PROXY", with_credentials.clone())]).await;
+    assert!(output.status.success(), "{}", all_output(&output));
+    assert!(all_output(&output).contains("Trains leave on Tuesdays."));
+    let requests = upstream.requests();
+    let last = requests.last().expect("the upstream saw the request");
+    assert!(
+        last.header("via").is_some_and(|via| via.contains("tinyproxy")),
+        "through the proxy: {:?}",
+        last.headers
+    );
+    assert!(last.header("proxy-authorization").is_none(), "the proxy keeps its credentials");
+    assert!(!all_output(&output).contains(PROXY_PASSWORD));
+
+    // Lower-case wins, as in the reference.
+    let output = call_through(
+        &upstream.base_url,
+        &[
+            ("http_proxy", with_credentials.clone()),
+            ("HTTP_PROXY", format!("http://127.0.0.1:{}", free_port())),
+        ],
+    )
+    .await;
+    assert!(output.status.success(), "{}", all_output(&output));
+
+    // 2. NO_PROXY covers the host: direct, no Via.
+    let before = upstream.requests().len();
+    for no_proxy in ["127.0.0.1", "localhost,127.0.0.1", "*"] {
+        let output = call_through(
+            &upstream.base_url,
+            &[("HTTP_PROXY", with_credentials.clone()), ("NO_PROXY", no_proxy.to_owned())],
+        )
+        .await;
+        assert!(output.status.success(), "{no_proxy}: {}", all_output(&output));
+    }
+    let direct = upstream.requests();
+    assert_eq!(direct.len(), before + 3);
+    assert!(direct[before..].iter().all(|r| r.header("via").is_none()), "NO_PROXY goes direct");
+
+    // 3. The proxy refuses (wrong credentials: 407) or is not there: the
+    //    stable error, and no credential or endpoint in anything shown.
+    let wrong = format!("http://{PROXY_USER}:wrong-{PROXY_PASSWORD}@127.0.0.1:{}", proxy.port);
+    let dead = format!("http://{PROXY_USER}:{PROXY_PASSWORD}@127.0.0.1:{}", free_port());
+    let before = upstream.requests().len();
+    for proxy_url in [wrong, dead] {
+        let output = call_through(&upstream.base_url, &[("HTTP_PROXY", proxy_url)]).await;
+        let shown = all_output(&output);
+        assert_eq!(output.status.code(), Some(1), "{shown}");
+        assert!(shown.contains(SEARCH_FAILED), "{shown}");
+        assert!(!shown.contains(PROXY_PASSWORD), "{shown}");
+        assert!(!shown.contains(PROXY_USER), "{shown}");
+        assert!(!shown.contains(&upstream.base_url), "{shown}");
+    }
+    assert_eq!(upstream.requests().len(), before, "a refusing proxy forwards nothing");
+}
