@@ -73,7 +73,15 @@ fn case(name: impl Into<String>, value: Value, valid: bool) -> Case {
 /// Property names a model might pick (the profile's list) and one nobody
 /// would declare.
 const EXTRA_PROPERTIES: &[&str] = &[
-    "tenant", "user", "repository", "corpus", "namespace", "endpoint", "token", "filter", "limit",
+    "tenant",
+    "user",
+    "repository",
+    "corpus",
+    "namespace",
+    "endpoint",
+    "token",
+    "filter",
+    "limit",
     "ecpUndeclared",
 ];
 
@@ -81,15 +89,47 @@ fn input_boundaries() -> Vec<Case> {
     let q = |query: Value| json!({ "query": query });
     let mut cases = vec![
         case("a query of 1 code point", q(json!("x")), true),
-        case("a query of 2000 code points", q(json!("a".repeat(2000))), true),
-        case("a query of 2001 code points", q(json!("a".repeat(2001))), false),
-        case("2000 astral code points (4000 UTF-16 units)", q(json!("😀".repeat(2000))), true),
-        case("2001 astral code points", q(json!("😀".repeat(2001))), false),
+        case(
+            "a query of 2000 code points",
+            q(json!("a".repeat(2000))),
+            true,
+        ),
+        case(
+            "a query of 2001 code points",
+            q(json!("a".repeat(2001))),
+            false,
+        ),
+        case(
+            "2000 astral code points (4000 UTF-16 units)",
+            q(json!("😀".repeat(2000))),
+            true,
+        ),
+        case(
+            "2001 astral code points",
+            q(json!("😀".repeat(2001))),
+            false,
+        ),
         case("an empty query", q(json!("")), false),
-        case("U+0085 alone (not ECMAScript whitespace)", q(json!("\u{85}")), true),
-        case("U+200B alone (not ECMAScript whitespace)", q(json!("\u{200b}")), true),
-        case("U+FEFF alone (ECMAScript whitespace)", q(json!("\u{feff}")), false),
-        case("U+3000 alone (ECMAScript whitespace)", q(json!("\u{3000}")), false),
+        case(
+            "U+0085 alone (not ECMAScript whitespace)",
+            q(json!("\u{85}")),
+            true,
+        ),
+        case(
+            "U+200B alone (not ECMAScript whitespace)",
+            q(json!("\u{200b}")),
+            true,
+        ),
+        case(
+            "U+FEFF alone (ECMAScript whitespace)",
+            q(json!("\u{feff}")),
+            false,
+        ),
+        case(
+            "U+3000 alone (ECMAScript whitespace)",
+            q(json!("\u{3000}")),
+            false,
+        ),
         case("a number query", q(json!(1)), false),
         case("a boolean query", q(json!(true)), false),
         case("an object query", q(json!({"query": "x"})), false),
@@ -121,17 +161,47 @@ fn output_boundaries() -> Vec<Case> {
     };
     let mut cases = vec![
         case("no items", envelope(json!([])), true),
-        case("5 items", envelope(json!(vec![json!({"id": "a", "content": "b"}); 5])), true),
-        case("6 items", envelope(json!(vec![json!({"id": "a", "content": "b"}); 6])), false),
+        case(
+            "5 items",
+            envelope(json!(vec![json!({"id": "a", "content": "b"}); 5])),
+            true,
+        ),
+        case(
+            "6 items",
+            envelope(json!(vec![json!({"id": "a", "content": "b"}); 6])),
+            false,
+        ),
         case("an integer score", item(json!({"score": 1})), true),
-        case("a negative fractional score", item(json!({"score": -0.5})), true),
+        case(
+            "a negative fractional score",
+            item(json!({"score": -0.5})),
+            true,
+        ),
         case("a boolean score", item(json!({"score": true})), false),
-        case("a notice that is not a string", json!({"untrusted_external_context": {"notice": 1, "items": []}}), false),
-        case("items that are an object", json!({"untrusted_external_context": {"notice": NOTICE, "items": {}}}), false),
-        case("an envelope that is a string", json!({"untrusted_external_context": "x"}), false),
+        case(
+            "a notice that is not a string",
+            json!({"untrusted_external_context": {"notice": 1, "items": []}}),
+            false,
+        ),
+        case(
+            "items that are an object",
+            json!({"untrusted_external_context": {"notice": NOTICE, "items": {}}}),
+            false,
+        ),
+        case(
+            "an envelope that is a string",
+            json!({"untrusted_external_context": "x"}),
+            false,
+        ),
         case("a result that is an array", json!([]), false),
     ];
-    for (field, bound) in [("id", 128), ("content", 1000), ("title", 200), ("uri", 500), ("updatedAt", 64)] {
+    for (field, bound) in [
+        ("id", 128),
+        ("content", 1000),
+        ("title", 200),
+        ("uri", 500),
+        ("updatedAt", 64),
+    ] {
         for (what, text) in [("ASCII", "a"), ("astral", "😀")] {
             cases.push(case(
                 format!("`{field}` of {bound} {what} code points"),
@@ -144,18 +214,34 @@ fn output_boundaries() -> Vec<Case> {
                 false,
             ));
         }
-        cases.push(case(format!("an empty `{field}`"), item(json!({ field: "" })), false));
-        cases.push(case(format!("a number `{field}`"), item(json!({ field: 1 })), false));
+        cases.push(case(
+            format!("an empty `{field}`"),
+            item(json!({ field: "" })),
+            false,
+        ));
+        cases.push(case(
+            format!("a number `{field}`"),
+            item(json!({ field: 1 })),
+            false,
+        ));
     }
     for field in ["id", "content"] {
         let mut only = json!({ "id": "a", "content": "b" });
         if let Some(object) = only.as_object_mut() {
             object.remove(field);
         }
-        cases.push(case(format!("an item without `{field}`"), envelope(json!([only])), false));
+        cases.push(case(
+            format!("an item without `{field}`"),
+            envelope(json!([only])),
+            false,
+        ));
     }
     for extra in EXTRA_PROPERTIES {
-        cases.push(case(format!("an extra item property `{extra}`"), item(json!({ *extra: "x" })), false));
+        cases.push(case(
+            format!("an extra item property `{extra}`"),
+            item(json!({ *extra: "x" })),
+            false,
+        ));
         cases.push(case(
             format!("an extra envelope property `{extra}`"),
             json!({"untrusted_external_context": {"notice": NOTICE, "items": [], *extra: "x"}}),
@@ -177,7 +263,12 @@ pub fn cases(which: Which) -> Vec<Case> {
         Which::Output => ("validOutputs", "invalidOutputs"),
     };
     let mut cases = vector_cases("contracts/v1", TEST_VECTORS_JSON, valid, invalid);
-    cases.extend(vector_cases("qwen-v1", QWEN_TEST_VECTORS_JSON, valid, invalid));
+    cases.extend(vector_cases(
+        "qwen-v1",
+        QWEN_TEST_VECTORS_JSON,
+        valid,
+        invalid,
+    ));
     cases.extend(match which {
         Which::Input => input_boundaries(),
         Which::Output => output_boundaries(),
@@ -190,7 +281,10 @@ fn draft(schema: &Value) -> Result<jsonschema::Draft, String> {
     match schema.get("$schema") {
         None => Ok(jsonschema::Draft::Draft202012),
         Some(Value::String(uri)) => {
-            let uri = uri.trim_end_matches('#').trim_start_matches("http://").trim_start_matches("https://");
+            let uri = uri
+                .trim_end_matches('#')
+                .trim_start_matches("http://")
+                .trim_start_matches("https://");
             match uri {
                 "json-schema.org/draft-07/schema" => Ok(jsonschema::Draft::Draft7),
                 "json-schema.org/draft/2020-12/schema" => Ok(jsonschema::Draft::Draft202012),
@@ -214,7 +308,10 @@ pub fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
         _ => jsonschema::draft202012::meta::validate(schema),
     };
     if let Err(error) = meta {
-        return Err(format!("is not a valid JSON Schema: {error} at {}", error.instance_path()));
+        return Err(format!(
+            "is not a valid JSON Schema: {error} at {}",
+            error.instance_path()
+        ));
     }
     jsonschema::options()
         .with_draft(draft)
@@ -239,13 +336,18 @@ pub fn judge(schema: &Value, which: Which) -> Result<String, String> {
             ));
         }
     }
-    Ok(format!("classifies all {} vectors and boundary cases as the profile does", cases.len()))
+    Ok(format!(
+        "classifies all {} vectors and boundary cases as the profile does",
+        cases.len()
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contracts::{INPUT_SCHEMA_JSON, OUTPUT_SCHEMA_JSON, QWEN_INPUT_SCHEMA_JSON, QWEN_OUTPUT_SCHEMA_JSON};
+    use crate::contracts::{
+        INPUT_SCHEMA_JSON, OUTPUT_SCHEMA_JSON, QWEN_INPUT_SCHEMA_JSON, QWEN_OUTPUT_SCHEMA_JSON,
+    };
 
     fn parsed(json: &str) -> Value {
         serde_json::from_str(json).unwrap()
@@ -290,9 +392,17 @@ mod tests {
 
         let mut schema = parsed(INPUT_SCHEMA_JSON);
         schema["$schema"] = json!("http://json-schema.org/draft-04/schema#");
-        assert!(judge(&schema, Which::Input).unwrap_err().contains("draft-07 or 2020-12"));
+        assert!(
+            judge(&schema, Which::Input)
+                .unwrap_err()
+                .contains("draft-07 or 2020-12")
+        );
 
         let schema = json!({"type": "object", "properties": {"query": {"type": "strin"}}});
-        assert!(judge(&schema, Which::Input).unwrap_err().contains("not a valid JSON Schema"));
+        assert!(
+            judge(&schema, Which::Input)
+                .unwrap_err()
+                .contains("not a valid JSON Schema")
+        );
     }
 }

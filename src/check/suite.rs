@@ -179,7 +179,8 @@ pub fn same_as_json_parse(a: &Value, b: &Value) -> bool {
         }
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len()
-                && x.iter().all(|(key, x)| y.get(key).is_some_and(|y| same_as_json_parse(x, y)))
+                && x.iter()
+                    .all(|(key, x)| y.get(key).is_some_and(|y| same_as_json_parse(x, y)))
         }
         (x, y) => x == y,
     }
@@ -455,7 +456,11 @@ impl<'a> Suite<'a> {
         const ID: &str = "tool-offered";
         const TITLE: &str = "exactly context_search is offered";
         if !names.contains(&"context_search") {
-            self.record(ID, TITLE, Err(format!("no context_search{via}; offered: {names:?}")));
+            self.record(
+                ID,
+                TITLE,
+                Err(format!("no context_search{via}; offered: {names:?}")),
+            );
         } else if names == ["context_search"] {
             self.record(ID, TITLE, Ok(format!("context_search, alone{via}")));
         } else if self.include_tools.is_some() {
@@ -481,18 +486,30 @@ impl<'a> Suite<'a> {
         match annotations.get("destructiveHint") {
             Some(Value::Bool(false)) => {}
             Some(other) => {
-                return self.record(ID, TITLE, Err(format!("destructiveHint is {other}, not false")));
+                return self.record(
+                    ID,
+                    TITLE,
+                    Err(format!("destructiveHint is {other}, not false")),
+                );
             }
             None => return self.record(ID, TITLE, Err("destructiveHint: false is missing".into())),
         }
         let extra: Vec<&str> = annotations
             .as_object()
-            .map(|a| a.keys().map(String::as_str).filter(|k| *k != "destructiveHint" && *k != "title").collect())
+            .map(|a| {
+                a.keys()
+                    .map(String::as_str)
+                    .filter(|k| *k != "destructiveHint" && *k != "title")
+                    .collect()
+            })
             .unwrap_or_default();
         if extra.is_empty() {
             self.record(ID, TITLE, Ok("destructiveHint: false".into()));
         } else {
-            let shown: Vec<String> = extra.iter().map(|k| format!("{k}: {}", annotations[*k])).collect();
+            let shown: Vec<String> = extra
+                .iter()
+                .map(|k| format!("{k}: {}", annotations[*k]))
+                .collect();
             self.warn(
                 ID,
                 TITLE,

@@ -153,7 +153,9 @@ fn read_entry(path: &Path, wanted: &str) -> Result<Option<String>, LintError> {
     let name = path.to_string_lossy();
     if name.ends_with(".zip") {
         let mut archive = zip::ZipArchive::new(open()?).map_err(|e| archive_error(path, e))?;
-        let mut entry = archive.by_name(wanted).map_err(|e| archive_error(path, e))?;
+        let mut entry = archive
+            .by_name(wanted)
+            .map_err(|e| archive_error(path, e))?;
         let size = entry.size();
         return take(&mut entry, size);
     }
@@ -330,25 +332,35 @@ pub fn lint_archive(path: &Path, report: &mut Report) -> Result<(), LintError> {
             ))
         };
         match entry_point.kind {
-            EntryKind::Native => match find(relative).or_else(|| find(&format!("{relative}.exe"))) {
-                None => missing(report, "build the binary into dist/main before packaging (ecp package does)"),
-                Some(entry) if entry.mode & 0o777 != 0o755 => report.findings.push(Finding::new(
-                    Rule::ArchiveEntryPoint,
-                    &manifest_label,
-                    &text,
-                    entry_point.span,
-                    &entry_point.pointer,
-                    format!(
-                        "the entry point `{}` has mode {:04o}; it must be 0755",
-                        normalized(&entry.path),
-                        entry.mode & 0o777
+            EntryKind::Native => {
+                match find(relative).or_else(|| find(&format!("{relative}.exe"))) {
+                    None => missing(
+                        report,
+                        "build the binary into dist/main before packaging (ecp package does)",
                     ),
-                    "store it with mode 0755",
-                )),
-                Some(_) => {}
-            },
+                    Some(entry) if entry.mode & 0o777 != 0o755 => {
+                        report.findings.push(Finding::new(
+                            Rule::ArchiveEntryPoint,
+                            &manifest_label,
+                            &text,
+                            entry_point.span,
+                            &entry_point.pointer,
+                            format!(
+                                "the entry point `{}` has mode {:04o}; it must be 0755",
+                                normalized(&entry.path),
+                                entry.mode & 0o777
+                            ),
+                            "store it with mode 0755",
+                        ))
+                    }
+                    Some(_) => {}
+                }
+            }
             EntryKind::Script => match find(relative) {
-                None => missing(report, "build the bundle into dist/main.js before packaging"),
+                None => missing(
+                    report,
+                    "build the bundle into dist/main.js before packaging",
+                ),
                 Some(entry) => {
                     let wanted = entry.path.clone();
                     if let Some(source) = read_entry(path, &wanted)? {

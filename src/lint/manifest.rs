@@ -157,7 +157,9 @@ fn node_code_option(arg: &str) -> Option<&str> {
         let option = &arg[..name.len() + 2];
         return NODE_CODE_OPTIONS
             .iter()
-            .any(|refused| option == *refused || (*refused == "--inspect" && option.starts_with(refused)))
+            .any(|refused| {
+                option == *refused || (*refused == "--inspect" && option.starts_with(refused))
+            })
             .then_some(option);
     }
     let short = arg.strip_prefix('-')?;
@@ -538,7 +540,10 @@ impl Checker<'_> {
     /// `command` is `node`: the options before the script, then the script.
     fn node(&mut self, server: &Node, pointer: &str) {
         let args_pointer = pointer_push(pointer, "args");
-        let args = server.get("args").and_then(Node::as_array).unwrap_or_default();
+        let args = server
+            .get("args")
+            .and_then(Node::as_array)
+            .unwrap_or_default();
         let mut index = 0;
         let script = loop {
             let Some(arg) = args.get(index) else {
@@ -550,7 +555,9 @@ impl Checker<'_> {
             }
             if text == "--" {
                 index += 1;
-                break args.get(index).map(|a| (index, a, a.as_str().unwrap_or("")));
+                break args
+                    .get(index)
+                    .map(|a| (index, a, a.as_str().unwrap_or("")));
             }
             if let Some(option) = node_code_option(text) {
                 self.report(

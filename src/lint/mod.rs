@@ -305,7 +305,8 @@ pub(crate) const MAX_BUNDLE_BYTES: u64 = 64 * 1024 * 1024;
 /// Reads a bundle from a folder: a regular file, not a link, of at most
 /// [`MAX_BUNDLE_BYTES`]. `Err` says what is wrong with it.
 fn read_bundle(path: &Path) -> Result<String, String> {
-    let metadata = std::fs::symlink_metadata(path).map_err(|_| "is not in the folder".to_owned())?;
+    let metadata =
+        std::fs::symlink_metadata(path).map_err(|_| "is not in the folder".to_owned())?;
     if !metadata.file_type().is_file() {
         return Err("is not a regular file".into());
     }

@@ -111,7 +111,10 @@ mod tests {
         let ok = |text: &str| inside_extension(text).unwrap();
         assert_eq!(ok("${extensionPath}${/}dist${/}main"), "dist/main");
         assert_eq!(ok("${extensionPath}/./dist//main.js"), "dist/main.js");
-        assert_eq!(ok("${extensionPath}${/}a${/}..${/}dist${/}main"), "dist/main");
+        assert_eq!(
+            ok("${extensionPath}${/}a${/}..${/}dist${/}main"),
+            "dist/main"
+        );
         assert_eq!(ok("${extensionPath}"), "");
         assert_eq!(
             inside_extension("${extensionPath}${/}..${/}..${/}..${/}bin${/}sh"),
@@ -121,12 +124,18 @@ mod tests {
             inside_extension("${extensionPath}${/}dist${/}..${/}..${/}x"),
             Err(Outside::Climbs)
         );
-        assert_eq!(inside_extension("${extensionPath}\\..\\x"), Err(Outside::Climbs));
+        assert_eq!(
+            inside_extension("${extensionPath}\\..\\x"),
+            Err(Outside::Climbs)
+        );
         assert_eq!(
             inside_extension("${extensionPath}${/}$HOME${/}x"),
             Err(Outside::Variable)
         );
-        assert_eq!(inside_extension("/usr/bin/node"), Err(Outside::NotUnderExtension));
+        assert_eq!(
+            inside_extension("/usr/bin/node"),
+            Err(Outside::NotUnderExtension)
+        );
         assert_eq!(inside_extension("$HOME/x"), Err(Outside::Variable));
         assert_eq!(
             inside_extension("${extensionPath}-evil/main"),

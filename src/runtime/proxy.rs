@@ -51,7 +51,10 @@ fn parse_bypass(entry: &str) -> Option<Bypass> {
     // `host:8080`, `host`.
     let (name, port) = if let Some(rest) = entry.strip_prefix('[') {
         match rest.split_once(']') {
-            Some((address, tail)) => (address.to_owned(), tail.strip_prefix(':').and_then(|p| p.parse().ok())),
+            Some((address, tail)) => (
+                address.to_owned(),
+                tail.strip_prefix(':').and_then(|p| p.parse().ok()),
+            ),
             None => (rest.to_owned(), None),
         }
     } else if entry.matches(':').count() == 1 {
@@ -77,7 +80,8 @@ fn proxy_url(value: &str) -> Option<Url> {
     } else {
         Url::parse(&format!("http://{value}"))
     };
-    url.ok().filter(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some())
+    url.ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some())
 }
 
 impl ProxyEnv {
@@ -97,9 +101,17 @@ impl ProxyEnv {
         let http = first(["http_proxy", "HTTP_PROXY"]).and_then(|v| proxy_url(&v));
         let https = first(["https_proxy", "HTTPS_PROXY"]).and_then(|v| proxy_url(&v));
         let bypass = first(["no_proxy", "NO_PROXY"])
-            .map(|list| list.split([',', ' ', '\t', '\n']).filter_map(parse_bypass).collect())
+            .map(|list| {
+                list.split([',', ' ', '\t', '\n'])
+                    .filter_map(parse_bypass)
+                    .collect()
+            })
             .unwrap_or_default();
-        ProxyEnv { http, https, bypass }
+        ProxyEnv {
+            http,
+            https,
+            bypass,
+        }
     }
 
     /// Whether any proxy is configured.
@@ -108,15 +120,19 @@ impl ProxyEnv {
     }
 
     fn bypassed(&self, url: &Url) -> bool {
-        let host = url.host_str().unwrap_or("").trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+        let host = url
+            .host_str()
+            .unwrap_or("")
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_ascii_lowercase();
         let port = url.port_or_known_default();
         self.bypass.iter().any(|entry| match entry {
             Bypass::All => true,
             Bypass::Host { name, port: wanted } => {
-                let host_matches = if name.starts_with('.') {
-                    host.ends_with(name.as_str()) || host == name[1..]
-                } else {
-                    host == *name
+                let host_matches = match name.strip_prefix('.') {
+                    Some(domain) => host.ends_with(name.as_str()) || host == domain,
+                    None => host == *name,
                 };
                 host_matches && wanted.is_none_or(|p| Some(p) == port)
             }
@@ -138,7 +154,9 @@ impl ProxyEnv {
         if self.is_empty() {
             return None;
         }
-        Some(reqwest::Proxy::custom(move |url| self.proxy_for(url).cloned()))
+        Some(reqwest::Proxy::custom(move |url| {
+            self.proxy_for(url).cloned()
+        }))
     }
 }
 
@@ -147,24 +165,42 @@ mod tests {
     use super::*;
 
     fn env(vars: &[(&str, &str)]) -> ProxyEnv {
-        let vars: Vec<(String, String)> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        ProxyEnv::from_vars(move |name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        ProxyEnv::from_vars(move |name| {
+            vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+        })
     }
 
     fn via(env: &ProxyEnv, url: &str) -> Option<String> {
-        env.proxy_for(&Url::parse(url).unwrap()).map(|u| u.host_str().unwrap().to_owned())
+        env.proxy_for(&Url::parse(url).unwrap())
+            .map(|u| u.host_str().unwrap().to_owned())
     }
 
     #[test]
     fn schemes_pick_their_variable_and_http_serves_https_too() {
-        let both = env(&[("HTTP_PROXY", "http://plain:3128"), ("HTTPS_PROXY", "http://secure:3128")]);
+        let both = env(&[
+            ("HTTP_PROXY", "http://plain:3128"),
+            ("HTTPS_PROXY", "http://secure:3128"),
+        ]);
         assert_eq!(via(&both, "http://127.0.0.1:9/x").as_deref(), Some("plain"));
-        assert_eq!(via(&both, "https://api.acme.example/").as_deref(), Some("secure"));
+        assert_eq!(
+            via(&both, "https://api.acme.example/").as_deref(),
+            Some("secure")
+        );
         let http_only = env(&[("HTTP_PROXY", "plain:3128")]);
-        assert_eq!(via(&http_only, "https://api.acme.example/").as_deref(), Some("plain"));
+        assert_eq!(
+            via(&http_only, "https://api.acme.example/").as_deref(),
+            Some("plain")
+        );
         let https_only = env(&[("HTTPS_PROXY", "http://secure:3128")]);
         assert_eq!(via(&https_only, "http://127.0.0.1:9/"), None);
-        let lower_wins = env(&[("http_proxy", "http://lower:1"), ("HTTP_PROXY", "http://upper:1")]);
+        let lower_wins = env(&[
+            ("http_proxy", "http://lower:1"),
+            ("HTTP_PROXY", "http://upper:1"),
+        ]);
         assert_eq!(via(&lower_wins, "http://x/").as_deref(), Some("lower"));
         let empty_is_unset = env(&[("http_proxy", ""), ("HTTP_PROXY", "http://upper:1")]);
         assert_eq!(via(&empty_is_unset, "http://x/").as_deref(), Some("upper"));
@@ -174,7 +210,10 @@ mod tests {
 
     #[test]
     fn no_proxy_takes_hosts_domains_ports_and_a_star() {
-        let base = [("HTTP_PROXY", "http://p:3128"), ("HTTPS_PROXY", "http://p:3128")];
+        let base = [
+            ("HTTP_PROXY", "http://p:3128"),
+            ("HTTPS_PROXY", "http://p:3128"),
+        ];
         let with = |no_proxy: &str| {
             let mut vars = base.to_vec();
             vars.push(("NO_PROXY", no_proxy));
@@ -182,7 +221,8 @@ mod tests {
         };
         // Loopback is proxied unless named, as in the reference.
         assert!(via(&with(""), "http://127.0.0.1:8080/").is_some());
-        let e = with("localhost, 127.0.0.1 ::1,.corp.example,*.internal.example,api.acme.example:8443");
+        let e =
+            with("localhost, 127.0.0.1 ::1,.corp.example,*.internal.example,api.acme.example:8443");
         assert_eq!(via(&e, "http://127.0.0.1:8080/"), None);
         assert_eq!(via(&e, "http://localhost:8080/"), None);
         assert_eq!(via(&e, "http://[::1]:8080/"), None);
@@ -190,12 +230,19 @@ mod tests {
         assert_eq!(via(&e, "https://corp.example/"), None);
         assert_eq!(via(&e, "https://a.internal.example/"), None);
         assert_eq!(via(&e, "https://api.acme.example:8443/"), None);
-        assert!(via(&e, "https://api.acme.example/").is_some(), "another port");
+        assert!(
+            via(&e, "https://api.acme.example/").is_some(),
+            "another port"
+        );
         assert!(via(&e, "https://notcorp.example/").is_some());
         assert!(via(&e, "https://localhost.evil.example/").is_some());
         assert_eq!(via(&with("*"), "https://anything.example/"), None);
         assert_eq!(via(&with("[::1]:8080"), "http://[::1]:8080/"), None);
-        let lower = env(&[("HTTP_PROXY", "http://p:1"), ("no_proxy", "a.example"), ("NO_PROXY", "b.example")]);
+        let lower = env(&[
+            ("HTTP_PROXY", "http://p:1"),
+            ("no_proxy", "a.example"),
+            ("NO_PROXY", "b.example"),
+        ]);
         assert_eq!(via(&lower, "http://a.example/"), None);
         assert!(via(&lower, "http://b.example/").is_some());
     }

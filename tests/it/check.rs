@@ -224,11 +224,17 @@ fn an_independent_python_server_conforms_even_with_a_dead_proxy_in_the_environme
                 })
             })
             .collect();
-        runs.into_iter().map(|r| r.join().unwrap()).collect::<Vec<_>>()
+        runs.into_iter()
+            .map(|r| r.join().unwrap())
+            .collect::<Vec<_>>()
     });
     for (code, report) in reports {
         assert_conforms(code, &report);
-        assert_eq!(with_status(&report, "warn"), Vec::<&str>::new(), "{report:#}");
+        assert_eq!(
+            with_status(&report, "warn"),
+            Vec::<&str>::new(),
+            "{report:#}"
+        );
         assert_eq!(report["warned"], 0);
     }
 }

@@ -323,5 +323,9 @@ fn qwen_and_ecp_schemas_classify_every_case_alike_in_rust_and_in_ajv() {
     let output = child.wait_with_output().unwrap();
     assert!(output.status.success());
     let wrong: Vec<String> = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(wrong, Vec::<String>::new(), "Ajv disagrees with the profile");
+    assert_eq!(
+        wrong,
+        Vec::<String>::new(),
+        "Ajv disagrees with the profile"
+    );
 }

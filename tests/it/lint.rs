@@ -161,9 +161,13 @@ fn each_node_shape_folder_breaks_exactly_its_rule() {
         // Findings about the server start point at `args` or `env` when
         // the problem is there.
         for finding in &report.findings {
-            if matches!(rule, "node-option" | "node-script" | "entry-point-missing" | "bundle-not-self-contained") {
+            if matches!(
+                rule,
+                "node-option" | "node-script" | "entry-point-missing" | "bundle-not-self-contained"
+            ) {
                 assert!(
-                    finding.pointer.contains("/args") || finding.pointer.ends_with("/env/NODE_OPTIONS"),
+                    finding.pointer.contains("/args")
+                        || finding.pointer.ends_with("/env/NODE_OPTIONS"),
                     "{name}: {}",
                     finding.pointer
                 );
@@ -173,7 +177,12 @@ fn each_node_shape_folder_breaks_exactly_its_rule() {
 
         let mut items = Vec::new();
         for entry in walk(dir) {
-            let relative = entry.strip_prefix(dir).unwrap().to_str().unwrap().to_owned();
+            let relative = entry
+                .strip_prefix(dir)
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_owned();
             if !relative.ends_with(".gitkeep") {
                 items.push(file(&relative, &std::fs::read(&entry).unwrap(), 0o644));
             }
@@ -188,7 +197,13 @@ fn each_node_shape_folder_breaks_exactly_its_rule() {
             assert_eq!(found, archived, "{name} as an archive");
         }
     }
-    for rule in ["clean", "node-option", "node-script", "entry-point-missing", "bundle-not-self-contained"] {
+    for rule in [
+        "clean",
+        "node-option",
+        "node-script",
+        "entry-point-missing",
+        "bundle-not-self-contained",
+    ] {
         assert!(covered.contains(rule), "no folder case for {rule}");
     }
 }
@@ -253,8 +268,14 @@ fn secrets_in_args_are_found_and_masked_in_every_format() {
         let stdout = String::from_utf8_lossy(&output.stdout);
         assert_eq!(output.status.code(), Some(1), "{format}");
         for secret in [INLINE, NEXT] {
-            assert!(!stdout.contains(secret), "{format} shows {secret}:\n{stdout}");
-            assert!(!stdout.contains(&secret[8..24]), "{format} shows part of {secret}");
+            assert!(
+                !stdout.contains(secret),
+                "{format} shows {secret}:\n{stdout}"
+            );
+            assert!(
+                !stdout.contains(&secret[8..24]),
+                "{format} shows part of {secret}"
+            );
         }
         assert!(stdout.contains("secret-"), "{format}: {stdout}");
     }
@@ -388,7 +409,9 @@ fn write_zip(path: &Path, items: &[Item]) {
                 zip.start_file(item.path.as_str(), options).unwrap();
                 zip.write_all(&item.data).unwrap();
             }
-            Kind::Symlink => zip.add_symlink(item.path.as_str(), "/etc/passwd", options).unwrap(),
+            Kind::Symlink => zip
+                .add_symlink(item.path.as_str(), "/etc/passwd", options)
+                .unwrap(),
         }
     }
     zip.finish().unwrap();
@@ -635,4 +658,128 @@ fn color_follows_the_flag_and_no_color() {
         .unwrap();
     assert!(!String::from_utf8_lossy(&auto.stdout).contains("\u{1b}["));
     let _ = Severity::Error;
+}
+
+/// A real esbuild bundle of an MCP TypeScript SDK server (the composition
+/// of Qwen's own starter: the SDK, zod, and Ajv's code generator, whose
+/// strings hold `require("ajv/dist/runtime/...")`) lints clean in the node
+/// shape, as a folder and as the archive `ecp package` writes for it; the
+/// same server unbundled is `bundle-not-self-contained`.
+#[test]
+fn a_real_esbuild_bundle_is_self_contained_and_packages_platform_independent() {
+    let esbuild = npm::package("esbuild", "0.25.12");
+    let sdk = npm::package("@modelcontextprotocol/sdk", "1.32.2");
+    let node_modules = sdk.parent().unwrap().parent().unwrap().to_owned();
+    let esbuild_bin = esbuild.parent().unwrap().join(".bin/esbuild");
+
+    let temp = tempfile::tempdir().unwrap();
+    let source = temp.path().join("src");
+    std::fs::create_dir_all(&source).unwrap();
+    std::fs::copy("tests/bench/reference-server.mjs", source.join("main.mjs")).unwrap();
+    std::fs::copy("xtask/contracts/render.mjs", source.join("render.mjs")).unwrap();
+    let dir = temp.path().join("acme-context");
+    std::fs::create_dir_all(dir.join("dist")).unwrap();
+    let manifest = std::fs::read_to_string("contracts/qwen-v1/manifests/local.qwen-extension.json")
+        .unwrap()
+        .replace("provider-context-local-example", "acme-context");
+    std::fs::write(dir.join("qwen-extension.json"), manifest).unwrap();
+    std::fs::write(dir.join("README.md"), "# acme-context\n").unwrap();
+    let status = Command::new(&esbuild_bin)
+        .arg(source.join("main.mjs"))
+        .args([
+            "--bundle",
+            "--platform=node",
+            "--format=esm",
+            "--target=node20",
+            "--log-level=warning",
+        ])
+        .arg(format!("--outfile={}", dir.join("dist/main.js").display()))
+        .env("NODE_PATH", &node_modules)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let bundle = std::fs::read_to_string(dir.join("dist/main.js")).unwrap();
+    assert!(
+        bundle.contains("require(\"ajv/dist/runtime/equal\")"),
+        "Ajv's code generator is in the bundle"
+    );
+
+    let report = lint::lint_path(&dir).unwrap();
+    assert!(
+        report.findings.is_empty(),
+        "{}",
+        report::human(&report, false)
+    );
+
+    // Packaged: one platform-independent archive holding the bundle.
+    let out = temp.path().join("out");
+    let package = Command::new(env!("CARGO_BIN_EXE_ecp"))
+        .args([
+            "package",
+            dir.to_str().unwrap(),
+            "--json",
+            "--out-dir",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        package.status.success(),
+        "{}",
+        String::from_utf8_lossy(&package.stderr)
+    );
+    let archive = out.join("acme-context.tar.gz");
+    assert!(
+        archive.is_file(),
+        "{}",
+        String::from_utf8_lossy(&package.stdout)
+    );
+    let report = lint::lint_path(&archive).unwrap();
+    assert!(
+        report.findings.is_empty(),
+        "{}",
+        report::human(&report, false)
+    );
+    let listing = Command::new("tar")
+        .arg("-tzf")
+        .arg(&archive)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&listing.stdout)
+            .lines()
+            .any(|l| l == "dist/main.js")
+    );
+
+    // Unbundled, the same server needs node_modules.
+    std::fs::copy("tests/bench/reference-server.mjs", dir.join("dist/main.js")).unwrap();
+    let report = lint::lint_path(&dir).unwrap();
+    assert_eq!(
+        rule_ids(&report),
+        BTreeSet::from(["bundle-not-self-contained".to_owned()])
+    );
+    assert!(
+        report.findings[0]
+            .message
+            .contains("@modelcontextprotocol/sdk/server/mcp.js")
+    );
+}
+
+/// Every module this Node.js calls built-in is self-contained to the scan.
+#[test]
+fn every_node_builtin_counts_as_self_contained() {
+    let output = Command::new("node")
+        .args([
+            "-e",
+            "process.stdout.write(JSON.stringify(require('module').builtinModules))",
+        ])
+        .output()
+        .expect("node runs");
+    let builtins: Vec<String> = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(builtins.len() > 40);
+    for builtin in &builtins {
+        assert!(lint::bundle::is_self_contained(builtin), "{builtin}");
+    }
+    assert!(!lint::bundle::is_self_contained("zod"));
+    assert!(!lint::bundle::is_self_contained("fsevents"));
 }

@@ -9,9 +9,9 @@ mod lint;
 mod mcp;
 mod new;
 mod npm;
-mod proxy;
 mod numbers;
 mod package;
+mod proxy;
 #[path = "../support/remote.rs"]
 mod remote;
 mod render_props;

@@ -61,7 +61,10 @@ fn start_tinyproxy() -> Tinyproxy {
         .expect("tinyproxy runs (.ci/run installs Debian's tinyproxy)");
     let started = Instant::now();
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(started.elapsed() < Duration::from_secs(10), "tinyproxy did not listen");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "tinyproxy did not listen"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     Tinyproxy {
@@ -81,7 +84,15 @@ async fn call_through(base_url: &str, proxy_env: &[(&str, String)]) -> Output {
         .env("PROVIDER_CONTEXT_BASE_URL", base_url)
         .env("PROVIDER_CONTEXT_TOKEN", "upstream-token-1234")
         .stdin(Stdio::null());
-    for name in ["HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy", "ALL_PROXY"] {
+    for name in [
+        "HTTP_PROXY",
+        "http_proxy",
+        "HTTPS_PROXY",
+        "https_proxy",
+        "NO_PROXY",
+        "no_proxy",
+        "ALL_PROXY",
+    ] {
         command.env_remove(name);
     }
     for (name, value) in proxy_env {
@@ -114,17 +125,25 @@ async fn the_binding_goes_through_a_real_forward_proxy_as_the_environment_says()
 
     // 1. HTTP_PROXY names it: the request arrives through tinyproxy (its
     //    Via header), and the result comes back.
-    let output = call_through(&upstream.base_url, &[("HTTP_PROXY", with_credentials.clone())]).await;
+    let output = call_through(
+        &upstream.base_url,
+        &[("HTTP_PROXY", with_credentials.clone())],
+    )
+    .await;
     assert!(output.status.success(), "{}", all_output(&output));
     assert!(all_output(&output).contains("Trains leave on Tuesdays."));
     let requests = upstream.requests();
     let last = requests.last().expect("the upstream saw the request");
     assert!(
-        last.header("via").is_some_and(|via| via.contains("tinyproxy")),
+        last.header("via")
+            .is_some_and(|via| via.contains("tinyproxy")),
         "through the proxy: {:?}",
         last.headers
     );
-    assert!(last.header("proxy-authorization").is_none(), "the proxy keeps its credentials");
+    assert!(
+        last.header("proxy-authorization").is_none(),
+        "the proxy keeps its credentials"
+    );
     assert!(!all_output(&output).contains(PROXY_PASSWORD));
 
     // Lower-case wins, as in the reference.
@@ -143,19 +162,35 @@ async fn the_binding_goes_through_a_real_forward_proxy_as_the_environment_says()
     for no_proxy in ["127.0.0.1", "localhost,127.0.0.1", "*"] {
         let output = call_through(
             &upstream.base_url,
-            &[("HTTP_PROXY", with_credentials.clone()), ("NO_PROXY", no_proxy.to_owned())],
+            &[
+                ("HTTP_PROXY", with_credentials.clone()),
+                ("NO_PROXY", no_proxy.to_owned()),
+            ],
         )
         .await;
-        assert!(output.status.success(), "{no_proxy}: {}", all_output(&output));
+        assert!(
+            output.status.success(),
+            "{no_proxy}: {}",
+            all_output(&output)
+        );
     }
     let direct = upstream.requests();
     assert_eq!(direct.len(), before + 3);
-    assert!(direct[before..].iter().all(|r| r.header("via").is_none()), "NO_PROXY goes direct");
+    assert!(
+        direct[before..].iter().all(|r| r.header("via").is_none()),
+        "NO_PROXY goes direct"
+    );
 
     // 3. The proxy refuses (wrong credentials: 407) or is not there: the
     //    stable error, and no credential or endpoint in anything shown.
-    let wrong = format!("http://{PROXY_USER}:wrong-{PROXY_PASSWORD}@127.0.0.1:{}", proxy.port);
-    let dead = format!("http://{PROXY_USER}:{PROXY_PASSWORD}@127.0.0.1:{}", free_port());
+    let wrong = format!(
+        "http://{PROXY_USER}:wrong-{PROXY_PASSWORD}@127.0.0.1:{}",
+        proxy.port
+    );
+    let dead = format!(
+        "http://{PROXY_USER}:{PROXY_PASSWORD}@127.0.0.1:{}",
+        free_port()
+    );
     let before = upstream.requests().len();
     for proxy_url in [wrong, dead] {
         let output = call_through(&upstream.base_url, &[("HTTP_PROXY", proxy_url)]).await;
@@ -166,5 +201,9 @@ async fn the_binding_goes_through_a_real_forward_proxy_as_the_environment_says()
         assert!(!shown.contains(PROXY_USER), "{shown}");
         assert!(!shown.contains(&upstream.base_url), "{shown}");
     }
-    assert_eq!(upstream.requests().len(), before, "a refusing proxy forwards nothing");
+    assert_eq!(
+        upstream.requests().len(),
+        before,
+        "a refusing proxy forwards nothing"
+    );
 }
