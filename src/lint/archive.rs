@@ -247,7 +247,7 @@ pub fn lint_archive(path: &Path, report: &mut Report) -> Result<(), LintError> {
     for entry in &entries {
         let label = entry_label(&entry.path);
         if is_unsafe_path(&entry.path) {
-            report.findings.push(Finding::about(
+            report.add(Finding::about(
                 Rule::ArchivePath,
                 &label,
                 format!(
@@ -258,7 +258,7 @@ pub fn lint_archive(path: &Path, report: &mut Report) -> Result<(), LintError> {
             ));
         }
         if !seen.insert(normalized(&entry.path).to_owned()) {
-            report.findings.push(Finding::about(
+            report.add(Finding::about(
                 Rule::ArchiveDuplicate,
                 &label,
                 format!("entry `{}` appears more than once", entry.path),
@@ -266,7 +266,7 @@ pub fn lint_archive(path: &Path, report: &mut Report) -> Result<(), LintError> {
             ));
         }
         if entry.kind == Kind::Link {
-            report.findings.push(Finding::about(
+            report.add(Finding::about(
                 Rule::ArchiveLink,
                 &label,
                 format!(
@@ -277,7 +277,7 @@ pub fn lint_archive(path: &Path, report: &mut Report) -> Result<(), LintError> {
             ));
         }
         if entry.kind == Kind::File && is_secret_file(&entry.path) {
-            report.findings.push(Finding::about(
+            report.add(Finding::about(
                 Rule::ArchiveSecretFile,
                 &label,
                 format!("entry `{}` is an environment or key file", entry.path),
@@ -287,7 +287,7 @@ pub fn lint_archive(path: &Path, report: &mut Report) -> Result<(), LintError> {
     }
 
     let Some(root) = manifest_root(&entries) else {
-        report.findings.push(Finding::about(
+        report.add(Finding::about(
             Rule::ArchiveManifest,
             &shown,
             format!("no {MANIFEST} at the archive root or in one top-level folder"),
@@ -300,7 +300,7 @@ pub fn lint_archive(path: &Path, report: &mut Report) -> Result<(), LintError> {
         .iter()
         .find(|e| normalized(&e.path) == manifest_path && e.kind == Kind::File);
     let Some(data) = manifest.and_then(|m| m.data.as_ref()) else {
-        report.findings.push(Finding::about(
+        report.add(Finding::about(
             Rule::ArchiveManifest,
             &entry_label(&manifest_path),
             format!("{MANIFEST} is not a regular file of at most 1 MiB"),
@@ -321,10 +321,9 @@ pub fn lint_archive(path: &Path, report: &mut Report) -> Result<(), LintError> {
     if let Some(entry_point) = &facts.entry_point {
         let relative = &entry_point.path;
         let missing = |report: &mut Report, help: &str| {
-            report.findings.push(Finding::new(
+            report.add(Finding::new(
                 Rule::ArchiveEntryPoint,
                 &manifest_label,
-                &text,
                 entry_point.span,
                 &entry_point.pointer,
                 format!("the entry point `{relative}` is not in the archive"),
@@ -339,10 +338,9 @@ pub fn lint_archive(path: &Path, report: &mut Report) -> Result<(), LintError> {
                         "build the binary into dist/main before packaging (ecp package does)",
                     ),
                     Some(entry) if entry.mode & 0o777 != 0o755 => {
-                        report.findings.push(Finding::new(
+                        report.add(Finding::new(
                             Rule::ArchiveEntryPoint,
                             &manifest_label,
-                            &text,
                             entry_point.span,
                             &entry_point.pointer,
                             format!(
@@ -364,7 +362,7 @@ pub fn lint_archive(path: &Path, report: &mut Report) -> Result<(), LintError> {
                 Some(entry) => {
                     let wanted = entry.path.clone();
                     if let Some(source) = read_entry(path, &wanted)? {
-                        super::bundle_rules(&manifest_label, &text, entry_point, &source, report);
+                        super::bundle_rules(&manifest_label, entry_point, &source, report);
                     }
                 }
             },
@@ -372,10 +370,9 @@ pub fn lint_archive(path: &Path, report: &mut Report) -> Result<(), LintError> {
     }
     for (name, span) in &facts.context_files {
         if find(name).is_none() {
-            report.findings.push(Finding::new(
+            report.add(Finding::new(
                 Rule::ContextFileMissing,
                 &manifest_label,
-                &text,
                 *span,
                 "/contextFileName",
                 format!("context file `{name}` is not in the archive"),

@@ -96,13 +96,75 @@ impl fmt::Display for SyntaxError {
     }
 }
 
-/// 1-based line and column (in characters) of a byte offset.
+/// 1-based line and column (in characters) of a byte offset. One call is
+/// linear in `text`; for many offsets build a [`LineIndex`].
 pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(text.len());
-    let before = &text[..offset];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |at| at + 1);
-    (line, text[line_start..offset].chars().count() + 1)
+    LineIndex::new(text).line_column(offset)
+}
+
+/// Bytes between character-count checkpoints of a [`LineIndex`].
+const CHECKPOINT: usize = 1024;
+
+/// Line starts and character counts of a text, built once, so that every
+/// position costs a binary search and at most [`CHECKPOINT`] bytes of
+/// counting, however long the line.
+#[derive(Debug, Clone)]
+pub struct LineIndex<'a> {
+    text: &'a str,
+    /// Byte offset of every line's first character.
+    starts: Vec<usize>,
+    /// `chars[i]`: characters in `text[..boundary(i * CHECKPOINT)]`.
+    chars: Vec<usize>,
+}
+
+fn floor_boundary(text: &str, mut at: usize) -> usize {
+    at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+impl<'a> LineIndex<'a> {
+    pub fn new(text: &'a str) -> LineIndex<'a> {
+        let mut starts = vec![0];
+        starts.extend(text.bytes().enumerate().filter(|(_, b)| *b == b'\n').map(|(i, _)| i + 1));
+        let mut chars = Vec::with_capacity(text.len() / CHECKPOINT + 1);
+        let mut count = 0;
+        let mut previous = 0;
+        for i in 0..=text.len() / CHECKPOINT {
+            let at = floor_boundary(text, i * CHECKPOINT);
+            count += text[previous..at].chars().count();
+            chars.push(count);
+            previous = at;
+        }
+        LineIndex { text, starts, chars }
+    }
+
+    /// Characters before byte `offset`.
+    fn chars_before(&self, offset: usize) -> usize {
+        let offset = floor_boundary(self.text, offset);
+        let slot = offset / CHECKPOINT;
+        let from = floor_boundary(self.text, slot * CHECKPOINT);
+        self.chars[slot] + self.text[from..offset].chars().count()
+    }
+
+    /// 1-based line and column (in characters) of a byte offset.
+    pub fn line_column(&self, offset: usize) -> (usize, usize) {
+        let offset = offset.min(self.text.len());
+        let line = self.starts.partition_point(|start| *start <= offset);
+        let start = self.starts[line - 1];
+        (line, self.chars_before(offset) - self.chars_before(start) + 1)
+    }
+
+    /// The byte range of 1-based `line`, without its line break.
+    pub fn line_range(&self, line: usize) -> std::ops::Range<usize> {
+        let start = self.starts.get(line.wrapping_sub(1)).copied().unwrap_or(self.text.len());
+        let end = self.starts.get(line).map_or(self.text.len(), |next| next - 1);
+        let end = end.max(start);
+        let trimmed = self.text[start..end].trim_end_matches('\r').len();
+        start..start + trimmed
+    }
 }
 
 const MAX_DEPTH: usize = 256;

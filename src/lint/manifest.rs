@@ -98,14 +98,13 @@ pub struct ManifestFacts {
 /// and its facts.
 #[derive(Debug, Default)]
 pub struct ManifestCheck {
-    pub findings: Vec<Finding>,
+    pub findings: super::Findings,
     pub redactions: Vec<Span>,
     pub facts: ManifestFacts,
 }
 
 struct Checker<'a> {
     file: &'a str,
-    text: &'a str,
     out: ManifestCheck,
 }
 
@@ -118,9 +117,10 @@ impl Checker<'_> {
         message: String,
         help: impl Into<String>,
     ) {
-        self.out.findings.push(Finding::new(
-            rule, self.file, self.text, span, pointer, message, help,
-        ));
+        let file = self.file;
+        self.out
+            .findings
+            .add_with(rule, || Finding::new(rule, file, span, pointer, message, help));
     }
 }
 
@@ -133,7 +133,6 @@ pub fn check(file: &str, text: &str) -> Result<ManifestCheck, json::SyntaxError>
     let root = json::parse(text)?;
     let mut checker = Checker {
         file,
-        text,
         out: ManifestCheck::default(),
     };
     checker.root(&root);

@@ -17,7 +17,10 @@ pub mod report;
 pub mod rules;
 pub mod secrets;
 
-use std::path::{Path, PathBuf};
+use std::{
+    collections::{BTreeMap, HashMap},
+    path::{Path, PathBuf},
+};
 
 pub use rules::{Rule, Severity};
 
@@ -40,6 +43,8 @@ pub struct Finding {
     /// JSON pointer of the offending value ("" for the document).
     pub pointer: String,
     pub help: String,
+    /// The byte range the finding is about, when it is about a value.
+    pub span: Option<Span>,
 }
 
 /// Where a finding starts and ends, 1-based, columns in characters.
@@ -53,32 +58,25 @@ pub struct Position {
 }
 
 impl Finding {
+    /// A finding about the JSON value at `span` of `file`; its position is
+    /// resolved once for the whole report (`Report::resolve_positions`).
     pub(crate) fn new(
         rule: Rule,
         file: &str,
-        text: &str,
         span: Span,
         pointer: &str,
         message: String,
         help: impl Into<String>,
     ) -> Finding {
-        let help = help.into();
-        let (line, column) = line_column(text, span.start);
-        let (end_line, end_column) = line_column(text, span.end);
         Finding {
             rule,
             severity: rule.severity(),
             message,
             file: file.to_owned(),
-            position: Some(Position {
-                line,
-                column,
-                end_line,
-                end_column,
-                span,
-            }),
+            position: None,
+            span: Some(span),
             pointer: pointer.to_owned(),
-            help,
+            help: help.into(),
         }
     }
 
@@ -95,9 +93,46 @@ impl Finding {
             message,
             file: file.to_owned(),
             position: None,
+            span: None,
             pointer: String::new(),
             help: help.into(),
         }
+    }
+}
+
+/// The most findings of one rule a report keeps; the rest are counted
+/// (`omitted`), so that a hostile input cannot make the report, its memory
+/// or its output grow with the number of findings.
+pub const MAX_FINDINGS_PER_RULE: usize = 50;
+
+/// Findings with a per-rule cap.
+#[derive(Debug, Clone, Default)]
+pub struct Findings {
+    pub list: Vec<Finding>,
+    /// Findings past the cap, by rule.
+    pub omitted: BTreeMap<Rule, usize>,
+    kept: HashMap<Rule, usize>,
+}
+
+impl Findings {
+    /// Keeps the finding `make` builds unless `rule` is at the cap; it is
+    /// built only when it is kept.
+    pub fn add_with(&mut self, rule: Rule, make: impl FnOnce() -> Finding) {
+        let kept = self.kept.entry(rule).or_insert(0);
+        if *kept >= MAX_FINDINGS_PER_RULE {
+            *self.omitted.entry(rule).or_insert(0) += 1;
+        } else {
+            *kept += 1;
+            self.list.push(make());
+        }
+    }
+
+    pub fn add(&mut self, finding: Finding) {
+        self.add_with(finding.rule, || finding);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty() && self.omitted.is_empty()
     }
 }
 
@@ -121,20 +156,74 @@ pub struct ArchiveSummary {
 /// Everything one lint run found.
 #[derive(Debug, Clone, Default)]
 pub struct Report {
+    /// The findings kept (at most [`MAX_FINDINGS_PER_RULE`] per rule).
     pub findings: Vec<Finding>,
+    /// Findings past the cap, by rule; they count in [`Report::count`].
+    pub omitted: BTreeMap<Rule, usize>,
     pub sources: Vec<Source>,
     pub archives: Vec<ArchiveSummary>,
+    kept: HashMap<Rule, usize>,
 }
 
 impl Report {
+    /// Every finding of `severity`, the omitted ones included.
     pub fn count(&self, severity: Severity) -> usize {
         self.findings
             .iter()
             .filter(|f| f.severity == severity)
             .count()
+            + self
+                .omitted
+                .iter()
+                .filter(|(rule, _)| rule.severity() == severity)
+                .map(|(_, n)| n)
+                .sum::<usize>()
+    }
+
+    /// Adds a finding, or counts it past the per-rule cap.
+    pub fn add(&mut self, finding: Finding) {
+        let kept = self.kept.entry(finding.rule).or_insert(0);
+        if *kept >= MAX_FINDINGS_PER_RULE {
+            *self.omitted.entry(finding.rule).or_insert(0) += 1;
+        } else {
+            *kept += 1;
+            self.findings.push(finding);
+        }
+    }
+
+    /// Adds findings collected elsewhere, with their omitted counts.
+    pub(crate) fn extend(&mut self, findings: Findings) {
+        for finding in findings.list {
+            self.add(finding);
+        }
+        for (rule, n) in findings.omitted {
+            *self.omitted.entry(rule).or_insert(0) += n;
+        }
+    }
+
+    /// Fills every finding's line and column from its span, with one line
+    /// index per source.
+    fn resolve_positions(&mut self) {
+        for source in &self.sources {
+            let index = json::LineIndex::new(&source.text);
+            for finding in self.findings.iter_mut().filter(|f| f.file == source.file) {
+                if let Some(span) = finding.span {
+                    let (line, column) = index.line_column(span.start);
+                    let (end_line, end_column) = index.line_column(span.end);
+                    finding.position = Some(Position {
+                        line,
+                        column,
+                        end_line,
+                        end_column,
+                        span,
+                    });
+                }
+            }
+        }
     }
 
     fn sort(&mut self) {
+        self.resolve_positions();
         self.findings.sort_by(|a, b| {
             let at = |f: &Finding| f.position.map(|p| (p.line, p.column));
             (&a.file, at(a), a.rule).cmp(&(&b.file, at(b), b.rule))
@@ -189,7 +278,7 @@ pub(crate) fn lint_manifest_text(
             message: error.message,
         }
     })?;
-    report.findings.extend(check.findings);
+    report.extend(check.findings);
     report.sources.push(Source {
         file: file.to_owned(),
         text: text.to_owned(),
@@ -214,7 +303,7 @@ pub fn lint_path(path: &Path) -> Result<Report, LintError> {
         let text = read(path)?;
         let facts = lint_manifest_text(&display(path), &text, &mut report)?;
         let folder = path.parent().unwrap_or(Path::new("."));
-        folder_rules(folder, &display(path), &text, &facts, &mut report);
+        folder_rules(folder, &display(path), &facts, &mut report);
     } else if !path.exists() {
         return Err(LintError::Read {
             path: path.to_owned(),
@@ -239,7 +328,7 @@ fn lint_folder(folder: &Path, report: &mut Report) -> Result<(), LintError> {
     let text = read(&manifest_path)?;
     let shown = display(&manifest_path);
     let facts = lint_manifest_text(&shown, &text, report)?;
-    folder_rules(folder, &shown, &text, &facts, report);
+    folder_rules(folder, &shown, &facts, report);
     Ok(())
 }
 
@@ -248,16 +337,14 @@ fn lint_folder(folder: &Path, report: &mut Report) -> Result<(), LintError> {
 fn folder_rules(
     folder: &Path,
     file: &str,
-    text: &str,
     facts: &manifest::ManifestFacts,
     report: &mut Report,
 ) {
     for (name, span) in &facts.context_files {
         if !folder.join(name).is_file() {
-            report.findings.push(Finding::new(
+            report.add(Finding::new(
                 Rule::ContextFileMissing,
                 file,
-                text,
                 *span,
                 "/contextFileName",
                 format!("context file `{name}` does not exist next to the manifest"),
@@ -269,16 +356,15 @@ fn folder_rules(
         && entry.kind == manifest::EntryKind::Script
     {
         match read_bundle(&folder.join(&entry.path)) {
-            Err(why) => report.findings.push(Finding::new(
+            Err(why) => report.add(Finding::new(
                 Rule::EntryPointMissing,
                 file,
-                text,
                 entry.span,
                 &entry.pointer,
                 format!("the bundle `{}` {why}", entry.path),
                 "build it (for example `npm run build`) before linting the release folder",
             )),
-            Ok(source) => bundle_rules(file, text, entry, &source, report),
+            Ok(source) => bundle_rules(file, entry, &source, report),
         }
     }
     let cargo = folder.join("Cargo.toml");
@@ -287,10 +373,9 @@ fn folder_rules(
         && crate_version != *version
     {
         let span = facts.version_span.unwrap_or_default();
-        report.findings.push(Finding::new(
+        report.add(Finding::new(
             Rule::VersionDrift,
             file,
-            text,
             span,
             "/version",
             format!("the manifest says {version} but Cargo.toml says {crate_version}"),
@@ -320,17 +405,15 @@ fn read_bundle(path: &Path) -> Result<String, String> {
 /// The warning for a bundle that still imports packages.
 pub(crate) fn bundle_rules(
     file: &str,
-    text: &str,
     entry: &manifest::EntryPoint,
     source: &str,
     report: &mut Report,
 ) {
     let imports = bundle::external_imports(source);
     if !imports.is_empty() {
-        report.findings.push(Finding::new(
+        report.add(Finding::new(
             Rule::BundleNotSelfContained,
             file,
-            text,
             entry.span,
             &entry.pointer,
             format!(
