@@ -17,11 +17,19 @@ fn diagnostic(error: &LintError) -> String {
             message,
             ..
         } => {
-            let source = text.lines().nth(line - 1).unwrap_or("");
+            // The text is whatever the file held: masked, made visible and
+            // cut to a window like every other snippet.
+            let index = crate::lint::json::LineIndex::new(text);
+            let source = &text[index.line_range(*line)];
+            let masked: Vec<char> = report::mask_free_text(source).chars().collect();
+            let snippet = report::window(&masked, column - 1, 1);
+            let file = report::escape_controls(file, 300);
+            let message = report::escape_controls(message, 300);
             let gutter = " ".repeat(line.to_string().len());
             format!(
-                "error: {file} is not JSON: {message}\n{gutter}--> {file}:{line}:{column}\n{gutter} |\n{line} | {source}\n{gutter} | {}^\n{gutter} = help: fix the syntax; qwen-extension.json is strict JSON (no comments, no trailing commas)\n",
-                " ".repeat(column - 1)
+                "error: {file} is not JSON: {message}\n{gutter}--> {file}:{line}:{column}\n{gutter} |\n{line} | {}\n{gutter} | {}^\n{gutter} = help: fix the syntax; qwen-extension.json is strict JSON (no comments, no trailing commas)\n",
+                snippet.text,
+                " ".repeat(snippet.caret)
             )
         }
         other => format!("error: {other}\n"),

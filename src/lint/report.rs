@@ -7,7 +7,10 @@ use std::fmt::Write as _;
 use anstyle::{AnsiColor, Style};
 use serde_json::{Value, json};
 
-use super::{Finding, Report, Rule, Severity, Source};
+use super::{
+    Finding, Report, Rule, Severity, Source, secrets,
+    json::{LineIndex, Span},
+};
 
 const ERROR: Style = AnsiColor::Red.on_default().bold();
 const WARNING: Style = AnsiColor::Yellow.on_default().bold();
@@ -29,35 +32,140 @@ fn paint(color: bool, style: Style, text: &str) -> String {
     }
 }
 
+/// The widest source line shown, in characters; longer lines are cut to a
+/// window around the finding.
+const MAX_SNIPPET_CHARS: usize = 120;
+
+/// A character as a terminal should see it: control characters (C0, DEL,
+/// C1) become their visible Control Pictures or `�`, one character for one,
+/// so that carets still line up.
+fn visible(c: char) -> char {
+    match c {
+        '\u{0}'..='\u{1f}' => char::from_u32(0x2400 + c as u32).unwrap_or('\u{fffd}'),
+        '\u{7f}' => '\u{2421}',
+        c if c.is_control() => '\u{fffd}',
+        '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => '\u{fffd}',
+        c => c,
+    }
+}
+
+/// `text` with control characters escaped (`\u{1b}`) for a terminal, and at
+/// most `max` characters.
+pub fn escape_controls(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    for (n, c) in text.chars().enumerate() {
+        if n == max {
+            out.push('…');
+            break;
+        }
+        if c.is_control() || visible(c) != c {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Text that could not be parsed, for display: every word that is or may
+/// be a secret (what [`secrets::detect`] finds, or a long random-looking
+/// run) keeps four characters and is masked after them, and control
+/// characters are made visible. One character out for one in.
+pub fn mask_free_text(text: &str) -> String {
+    let mut out: Vec<char> = text.chars().map(visible).collect();
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let is_separator = |c: char| c.is_whitespace() || c.is_control() || "\"'`,;=:&{}[]()<>".contains(c);
+    let mut at = 0;
+    let mut previous_word = String::new();
+    while at < chars.len() {
+        if is_separator(chars[at].1) {
+            at += 1;
+            continue;
+        }
+        let start = at;
+        while at < chars.len() && !is_separator(chars[at].1) {
+            at += 1;
+        }
+        let from = chars[start].0;
+        let to = chars.get(at).map_or(text.len(), |(i, _)| *i);
+        let word = &text[from..to];
+        let secret = !secrets::detect(Some(&previous_word), word).is_empty()
+            || (word.chars().count() >= 16 && secrets::entropy(word) >= 3.5);
+        if secret {
+            for c in out.iter_mut().take(at).skip(start + 4) {
+                *c = '*';
+            }
+        }
+        previous_word = word.to_owned();
+    }
+    out.into_iter().collect()
+}
+
+/// A source line prepared for display: masked, made visible, and cut to a
+/// window. `caret` and `width` are the caret's column (0-based, in
+/// characters of `text`) and length.
+pub struct Snippet {
+    pub text: String,
+    pub caret: usize,
+    pub width: usize,
+}
+
+/// Cuts `line` (already masked and visible) to at most
+/// [`MAX_SNIPPET_CHARS`] around `column` (0-based) with `width` carets.
+pub fn window(line: &[char], column: usize, width: usize) -> Snippet {
+    let column = column.min(line.len());
+    if line.len() <= MAX_SNIPPET_CHARS {
+        let width = width.min(line.len().saturating_sub(column)).max(1);
+        return Snippet { text: line.iter().collect(), caret: column, width };
+    }
+    let start = column.saturating_sub(MAX_SNIPPET_CHARS / 3);
+    let end = (start + MAX_SNIPPET_CHARS).min(line.len());
+    let mut text = String::new();
+    let mut caret = column - start;
+    if start > 0 {
+        text.push('…');
+        caret += 1;
+    }
+    text.extend(&line[start..end]);
+    if end < line.len() {
+        text.push('…');
+    }
+    let width = width.min(end.saturating_sub(column)).max(1);
+    Snippet { text, caret, width }
+}
+
 /// `line` (1-based) of `source`, with every redacted string masked after
-/// its first four characters. Masking keeps the character count, so carets
-/// still line up.
-fn masked_line(source: &Source, line: usize) -> String {
-    let Some((start, text)) = source
-        .text
-        .split_inclusive('\n')
-        .scan(0usize, |offset, l| {
-            let start = *offset;
-            *offset += l.len();
-            Some((start, l))
+/// its first four characters and control characters made visible; one
+/// character out for one in, so carets still line up.
+fn masked_line(source: &Source, index: &LineIndex, redactions: &[Span], line: usize) -> Vec<char> {
+    let range = index.line_range(line);
+    let text = &source.text[range.clone()];
+    // The redactions that overlap this line (sorted by start; they do not
+    // nest: each is one JSON string).
+    let first = redactions.partition_point(|span| span.end <= range.start);
+    let overlapping: Vec<(usize, usize)> = redactions[first..]
+        .iter()
+        .take_while(|span| span.start < range.end)
+        .map(|span| {
+            // Keep the quote and four characters visible.
+            let visible_end = source.text[span.start..span.end]
+                .char_indices()
+                .nth(5)
+                .map_or(span.end, |(i, _)| span.start + i);
+            (visible_end, span.end)
         })
-        .nth(line - 1)
-    else {
-        return String::new();
-    };
-    let text = text.trim_end_matches(['\n', '\r']);
+        .collect();
+    let mut next = 0;
     text.char_indices()
         .map(|(at, c)| {
-            let offset = start + at;
-            let hidden = source.redactions.iter().any(|span| {
-                // Keep the quote and four characters visible.
-                let visible_end = source.text[span.start..span.end]
-                    .char_indices()
-                    .nth(5)
-                    .map_or(span.end, |(i, _)| span.start + i);
-                offset >= visible_end && offset + c.len_utf8() < span.end
-            });
-            if hidden { '*' } else { c }
+            let offset = range.start + at;
+            while next < overlapping.len() && overlapping[next].1 <= offset {
+                next += 1;
+            }
+            let hidden = overlapping
+                .get(next)
+                .is_some_and(|&(from, end)| offset >= from && offset + c.len_utf8() < end);
+            if hidden { '*' } else { visible(c) }
         })
         .collect()
 }
@@ -78,11 +186,21 @@ fn human_size(bytes: u64) -> String {
     }
 }
 
-/// rustc-style text.
+/// rustc-style text. Linear in the sources and the (capped) findings.
 pub fn human(report: &Report, color: bool) -> String {
     let mut out = String::new();
+    let indexes: Vec<(LineIndex, Vec<Span>)> = report
+        .sources
+        .iter()
+        .map(|source| {
+            let mut redactions = source.redactions.clone();
+            redactions.sort_by_key(|span| span.start);
+            (LineIndex::new(&source.text), redactions)
+        })
+        .collect();
     for finding in &report.findings {
         let severity = finding.severity.to_string();
+        let file = escape_controls(&finding.file, 300);
         let _ = writeln!(
             out,
             "{} {}",
@@ -91,62 +209,62 @@ pub fn human(report: &Report, color: bool) -> String {
                 severity_style(finding.severity),
                 &format!("{severity}[{}]:", finding.rule)
             ),
-            paint(color, BOLD, &finding.message)
+            paint(color, BOLD, &escape_controls(&finding.message, 1000))
         );
+        let help = escape_controls(&finding.help, 1000);
         match finding.position {
             Some(position) => {
                 let gutter = position.line.to_string().len();
                 let pad = " ".repeat(gutter);
                 let _ = writeln!(
                     out,
-                    "{pad}{} {}:{}:{}",
+                    "{pad}{} {file}:{}:{}",
                     paint(color, ACCENT, "-->"),
-                    finding.file,
                     position.line,
                     position.column
                 );
-                if let Some(source) = report.sources.iter().find(|s| s.file == finding.file) {
-                    let line = masked_line(source, position.line);
+                let source = report.sources.iter().position(|s| s.file == finding.file);
+                if let Some(at) = source {
+                    let (index, redactions) = &indexes[at];
+                    let line = masked_line(&report.sources[at], index, redactions, position.line);
                     let width = if position.end_line == position.line {
                         position.end_column.saturating_sub(position.column).max(1)
                     } else {
-                        line.chars()
-                            .count()
-                            .saturating_sub(position.column - 1)
-                            .max(1)
+                        line.len().saturating_sub(position.column - 1).max(1)
                     };
+                    let snippet = window(&line, position.column - 1, width);
                     let bar = paint(color, ACCENT, "|");
                     let _ = writeln!(out, "{pad} {bar}");
                     let _ = writeln!(
                         out,
-                        "{} {bar} {line}",
-                        paint(color, ACCENT, &position.line.to_string())
+                        "{} {bar} {}",
+                        paint(color, ACCENT, &position.line.to_string()),
+                        snippet.text
                     );
                     let _ = writeln!(
                         out,
                         "{pad} {bar} {}{}",
-                        " ".repeat(position.column - 1),
-                        paint(color, severity_style(finding.severity), &"^".repeat(width))
+                        " ".repeat(snippet.caret),
+                        paint(color, severity_style(finding.severity), &"^".repeat(snippet.width))
                     );
                 }
-                let _ = writeln!(
-                    out,
-                    "{pad} {} help: {}",
-                    paint(color, ACCENT, "="),
-                    finding.help
-                );
+                let _ = writeln!(out, "{pad} {} help: {help}", paint(color, ACCENT, "="));
             }
             None => {
-                let _ = writeln!(out, "  {} {}", paint(color, ACCENT, "-->"), finding.file);
-                let _ = writeln!(
-                    out,
-                    "  {} help: {}",
-                    paint(color, ACCENT, "="),
-                    finding.help
-                );
+                let _ = writeln!(out, "  {} {file}", paint(color, ACCENT, "-->"));
+                let _ = writeln!(out, "  {} help: {help}", paint(color, ACCENT, "="));
             }
         }
         out.push('\n');
+    }
+    for (rule, omitted) in &report.omitted {
+        let _ = writeln!(
+            out,
+            "{} and {} more `{rule}` findings, not shown (at most {} per rule)\n",
+            paint(color, severity_style(rule.severity()), "...") ,
+            omitted,
+            super::MAX_FINDINGS_PER_RULE
+        );
     }
     for archive in &report.archives {
         let _ = writeln!(
@@ -208,6 +326,8 @@ pub fn json(report: &Report) -> String {
             "error": report.count(Severity::Error),
             "warning": report.count(Severity::Warning),
         },
+        "omitted": report.omitted.iter().map(|(rule, n)| (rule.id().to_owned(), Value::from(*n))).collect::<serde_json::Map<_, _>>(),
+        "maxFindingsPerRule": super::MAX_FINDINGS_PER_RULE,
         "archives": report.archives.iter().map(|a| json!({
             "file": a.file,
             "entries": a.entries,
@@ -312,6 +432,14 @@ pub fn sarif(report: &Report) -> String {
             }},
             "columnKind": "unicodeCodePoints",
             "results": results,
+            "properties": {
+                "counts": {
+                    "error": report.count(Severity::Error),
+                    "warning": report.count(Severity::Warning),
+                },
+                "omitted": report.omitted.iter().map(|(rule, n)| (rule.id().to_owned(), Value::from(*n))).collect::<serde_json::Map<_, _>>(),
+                "maxFindingsPerRule": super::MAX_FINDINGS_PER_RULE,
+            },
         }],
     });
     serde_json::to_string_pretty(&document).unwrap_or_default() + "\n"
