@@ -32,7 +32,7 @@ fn diagnostic(error: &LintError) -> String {
                 " ".repeat(snippet.caret)
             )
         }
-        other => format!("error: {other}\n"),
+        other => format!("error: {}\n", report::escape_controls(&other.to_string(), 2000)),
     }
 }
 

@@ -59,10 +59,7 @@ fn manifest_data(
 }
 
 fn read_tar_gz(path: &Path) -> Result<Vec<Entry>, LintError> {
-    let file = File::open(path).map_err(|source| LintError::Read {
-        path: path.to_owned(),
-        source,
-    })?;
+    let (file, _) = super::files::open_regular(path, None, u64::MAX)?;
     let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
     let mut entries = Vec::new();
     for entry in archive.entries().map_err(|e| archive_error(path, e))? {
@@ -91,10 +88,7 @@ fn read_tar_gz(path: &Path) -> Result<Vec<Entry>, LintError> {
 }
 
 fn read_zip(path: &Path) -> Result<Vec<Entry>, LintError> {
-    let file = File::open(path).map_err(|source| LintError::Read {
-        path: path.to_owned(),
-        source,
-    })?;
+    let (file, _) = super::files::open_regular(path, None, u64::MAX)?;
     let mut archive = zip::ZipArchive::new(file).map_err(|e| archive_error(path, e))?;
     let mut entries = Vec::new();
     for index in 0..archive.len() {

@@ -10,6 +10,7 @@
 
 pub mod archive;
 pub mod bundle;
+pub mod files;
 pub mod json;
 pub mod manifest;
 pub mod paths;
@@ -248,17 +249,18 @@ pub enum LintError {
         offset: usize,
         message: String,
     },
+    #[error("cannot read {0}")]
+    File(#[from] files::FileProblem),
     #[error("{}: no {MANIFEST} here; pass an extension folder, a {MANIFEST} or a .tar.gz/.zip archive", path.display())]
     NoManifest { path: PathBuf },
     #[error("{}: not a readable archive: {message}", path.display())]
     Archive { path: PathBuf, message: String },
 }
 
-fn read(path: &Path) -> Result<String, LintError> {
-    std::fs::read_to_string(path).map_err(|source| LintError::Read {
-        path: path.to_owned(),
-        source,
-    })
+/// Reads a manifest or `Cargo.toml`: a regular file of at most 1 MiB, not
+/// through a symlink that leaves `folder` (when one is under review).
+fn read(path: &Path, folder: Option<&Path>) -> Result<String, LintError> {
+    files::read_text(path, folder, files::MAX_TEXT_BYTES).map_err(LintError::File)
 }
 
 /// Lints one manifest text shown as `file`, adding to `report`.
@@ -295,24 +297,19 @@ fn display(path: &Path) -> String {
 pub fn lint_path(path: &Path) -> Result<Report, LintError> {
     let mut report = Report::default();
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let metadata = std::fs::metadata(path).map_err(|source| LintError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
     if name.ends_with(".tar.gz") || name.ends_with(".tgz") || name.ends_with(".zip") {
         archive::lint_archive(path, &mut report)?;
-    } else if path.is_dir() {
+    } else if metadata.is_dir() {
         lint_folder(path, &mut report)?;
-    } else if path.is_file() {
-        let text = read(path)?;
+    } else {
+        let text = read(path, None)?;
         let facts = lint_manifest_text(&display(path), &text, &mut report)?;
         let folder = path.parent().unwrap_or(Path::new("."));
         folder_rules(folder, &display(path), &facts, &mut report);
-    } else if !path.exists() {
-        return Err(LintError::Read {
-            path: path.to_owned(),
-            source: std::io::ErrorKind::NotFound.into(),
-        });
-    } else {
-        return Err(LintError::NoManifest {
-            path: path.to_owned(),
-        });
     }
     report.sort();
     Ok(report)
@@ -320,12 +317,12 @@ pub fn lint_path(path: &Path) -> Result<Report, LintError> {
 
 fn lint_folder(folder: &Path, report: &mut Report) -> Result<(), LintError> {
     let manifest_path = folder.join(MANIFEST);
-    if !manifest_path.is_file() {
+    if std::fs::symlink_metadata(&manifest_path).is_err() {
         return Err(LintError::NoManifest {
             path: folder.to_owned(),
         });
     }
-    let text = read(&manifest_path)?;
+    let text = read(&manifest_path, Some(folder))?;
     let shown = display(&manifest_path);
     let facts = lint_manifest_text(&shown, &text, report)?;
     folder_rules(folder, &shown, &facts, report);
@@ -368,7 +365,7 @@ fn folder_rules(
         }
     }
     let cargo = folder.join("Cargo.toml");
-    if let (Some(version), Ok(cargo_text)) = (&facts.version, std::fs::read_to_string(&cargo))
+    if let (Some(version), Ok(cargo_text)) = (&facts.version, read(&cargo, Some(folder)))
         && let Some(crate_version) = crate_version(&cargo_text)
         && crate_version != *version
     {

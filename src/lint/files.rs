@@ -1,0 +1,125 @@
+//! Opening what lint reads, as an attacker may have arranged it: only
+//! regular files (never a FIFO, which would hang lint, nor a device such as
+//! `/dev/zero`, which never ends), by `lstat` first, with a size cap before
+//! reading and a bounded read after; and, inside a folder under review,
+//! never through a symlink that leaves the folder (a `qwen-extension.json`
+//! linked to `/proc/self/environ` would print the environment).
+
+use std::{
+    fs::{File, OpenOptions},
+    io::Read,
+    path::{Path, PathBuf},
+};
+
+/// The largest manifest or `Cargo.toml` lint reads.
+pub const MAX_TEXT_BYTES: u64 = 1024 * 1024;
+
+/// Why a file was not read.
+#[derive(Debug, thiserror::Error)]
+pub enum FileProblem {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: is {what}, not a regular file; lint reads regular files only", path.display())]
+    NotRegular { path: PathBuf, what: &'static str },
+    #[error("{}: is a symlink that leads out of the folder under review ({}); lint does not follow it", path.display(), target.display())]
+    LeavesFolder { path: PathBuf, target: PathBuf },
+    #[error("{}: is {size} bytes; lint reads at most {max}", path.display())]
+    TooLarge { path: PathBuf, size: u64, max: u64 },
+}
+
+fn kind(file_type: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if file_type.is_dir() {
+        "a folder"
+    } else if file_type.is_fifo() {
+        "a FIFO"
+    } else if file_type.is_socket() {
+        "a socket"
+    } else if file_type.is_char_device() {
+        "a character device"
+    } else if file_type.is_block_device() {
+        "a block device"
+    } else {
+        "a special file"
+    }
+}
+
+/// Opens `path` for reading if it is (or, inside `folder`, links to) a
+/// regular file of at most `max` bytes. Returns the file and its size.
+pub fn open_regular(path: &Path, folder: Option<&Path>, max: u64) -> Result<(File, u64), FileProblem> {
+    let io = |source| FileProblem::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let link = std::fs::symlink_metadata(path).map_err(io)?;
+    if link.file_type().is_symlink()
+        && let Some(folder) = folder
+    {
+        let target = std::fs::canonicalize(path).map_err(io)?;
+        let root = std::fs::canonicalize(folder).map_err(io)?;
+        if !target.starts_with(&root) {
+            return Err(FileProblem::LeavesFolder {
+                path: path.to_owned(),
+                target,
+            });
+        }
+    }
+    let metadata = std::fs::metadata(path).map_err(io)?;
+    if !metadata.file_type().is_file() {
+        return Err(FileProblem::NotRegular {
+            path: path.to_owned(),
+            what: kind(metadata.file_type()),
+        });
+    }
+    if metadata.len() > max {
+        return Err(FileProblem::TooLarge {
+            path: path.to_owned(),
+            size: metadata.len(),
+            max,
+        });
+    }
+    // O_NONBLOCK: should the file be swapped for a FIFO after the check,
+    // opening it still does not wait for a writer.
+    let mut options = OpenOptions::new();
+    options.read(true);
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(0o4000);
+    }
+    let file = options.open(path).map_err(io)?;
+    let opened = file.metadata().map_err(io)?;
+    if !opened.file_type().is_file() {
+        return Err(FileProblem::NotRegular {
+            path: path.to_owned(),
+            what: kind(opened.file_type()),
+        });
+    }
+    Ok((file, opened.len()))
+}
+
+/// Reads a text file through [`open_regular`], at most `max` bytes even if
+/// it grows meanwhile; invalid UTF-8 becomes U+FFFD.
+pub fn read_text(path: &Path, folder: Option<&Path>, max: u64) -> Result<String, FileProblem> {
+    let (file, _) = open_regular(path, folder, max)?;
+    let mut bytes = Vec::new();
+    file.take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|source| FileProblem::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+    if bytes.len() as u64 > max {
+        return Err(FileProblem::TooLarge {
+            path: path.to_owned(),
+            size: bytes.len() as u64,
+            max,
+        });
+    }
+    Ok(match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
+    })
+}
