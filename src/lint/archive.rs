@@ -1,13 +1,24 @@
-//! Release archives (`.tar.gz`, `.zip`): read every entry's header, then
-//! check the archive rules (manifest place, entry point and its mode,
-//! secret files, links, unsafe paths, duplicates) and lint the manifest
-//! inside.
+//! Release archives (`.tar.gz`, `.zip`): read every entry's header as the
+//! extractors that install them do, then check the archive rules (manifest
+//! place, entry point and its mode, secret files, links, special files,
+//! unsafe paths, duplicates, case collisions) and lint the manifest inside.
+//!
+//! A `.tar.gz` is read as GNU tar and Node's tar read it: every gzip member
+//! in turn (a second member appended to a clean archive is part of what
+//! they extract), through [`super::tar`], which bounds every header and
+//! refuses what extractors would read differently. A `.zip` is read from
+//! its central directory, as extractors do, with the entry count bounded
+//! before anything else is read.
 
-use std::{collections::HashSet, fs::File, io::Read, path::Path};
+use std::{
+    collections::{HashMap, HashSet},
+    io::Read,
+    path::Path,
+};
 
 use super::{
     ArchiveSummary, Finding, LintError, MANIFEST, MAX_BUNDLE_BYTES, Report, Rule,
-    lint_manifest_text, manifest::EntryKind,
+    lint_manifest_text, manifest::EntryKind, tar,
 };
 
 /// Largest manifest read from an archive.
@@ -18,7 +29,8 @@ enum Kind {
     File,
     Directory,
     Link,
-    Other,
+    /// A device, FIFO, socket or an entry type extractors do not agree on.
+    Special(&'static str),
 }
 
 #[derive(Debug, Clone)]
@@ -29,6 +41,14 @@ struct Entry {
     size: u64,
     /// Kept for manifests only.
     data: Option<Vec<u8>>,
+}
+
+/// What reading an archive gave: its entries, and the problem that stopped
+/// the reading, if any (the entries read before it are still checked).
+struct Contents {
+    entries: Vec<Entry>,
+    stopped: Option<(Rule, String)>,
+    unpacked: u64,
 }
 
 fn archive_error(path: &Path, error: impl std::fmt::Display) -> LintError {
@@ -48,49 +68,102 @@ fn manifest_data(
     kind: Kind,
     name: &str,
     size: u64,
-    entry: &mut impl Read,
+    entry: &mut dyn Read,
 ) -> std::io::Result<Option<Vec<u8>>> {
     if kind != Kind::File || !is_manifest_name(name) || size > MAX_MANIFEST_BYTES {
         return Ok(None);
     }
     let mut data = Vec::new();
-    entry.read_to_end(&mut data)?;
+    entry.take(MAX_MANIFEST_BYTES).read_to_end(&mut data)?;
     Ok(Some(data))
 }
 
-fn read_tar_gz(path: &Path) -> Result<Vec<Entry>, LintError> {
-    let (file, _) = super::files::open_regular(path, None, u64::MAX)?;
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
-    let mut entries = Vec::new();
-    for entry in archive.entries().map_err(|e| archive_error(path, e))? {
-        let mut entry = entry.map_err(|e| archive_error(path, e))?;
-        let header = entry.header();
-        let kind = match header.entry_type() {
-            tar::EntryType::Regular | tar::EntryType::Continuous => Kind::File,
-            tar::EntryType::Directory => Kind::Directory,
-            tar::EntryType::Symlink | tar::EntryType::Link => Kind::Link,
-            _ => Kind::Other,
-        };
-        let mode = header.mode().unwrap_or(0);
-        let size = header.size().unwrap_or(0);
-        let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
-        let data =
-            manifest_data(kind, &name, size, &mut entry).map_err(|e| archive_error(path, e))?;
-        entries.push(Entry {
-            path: name,
-            kind,
-            mode,
-            size,
-            data,
-        });
+fn tar_kind(kind: tar::Kind) -> Kind {
+    match kind {
+        tar::Kind::File => Kind::File,
+        tar::Kind::Directory => Kind::Directory,
+        tar::Kind::Symlink | tar::Kind::HardLink => Kind::Link,
+        tar::Kind::CharDevice => Kind::Special("a character device"),
+        tar::Kind::BlockDevice => Kind::Special("a block device"),
+        tar::Kind::Fifo => Kind::Special("a FIFO"),
+        tar::Kind::Other(_) => Kind::Special("an entry type extractors do not agree on"),
     }
-    Ok(entries)
 }
 
-fn read_zip(path: &Path) -> Result<Vec<Entry>, LintError> {
+fn stopped_by(error: &tar::TarError) -> Rule {
+    match error {
+        tar::TarError::HeaderTooLarge { .. }
+        | tar::TarError::TooManyEntries(_)
+        | tar::TarError::TooLarge(_) => Rule::ArchiveLimits,
+        _ => Rule::ArchiveMalformed,
+    }
+}
+
+fn read_tar_gz(path: &Path) -> Result<Contents, LintError> {
     let (file, _) = super::files::open_regular(path, None, u64::MAX)?;
-    let mut archive = zip::ZipArchive::new(file).map_err(|e| archive_error(path, e))?;
+    let stream = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file));
     let mut entries = Vec::new();
+    let outcome = tar::read(stream, tar::Limits::default(), |entry, data| {
+        let kind = tar_kind(entry.kind);
+        let manifest = manifest_data(kind, &entry.path, entry.size, data)?;
+        entries.push(Entry {
+            path: entry.path.clone(),
+            kind,
+            mode: entry.mode,
+            size: entry.size,
+            data: manifest,
+        });
+        Ok(())
+    });
+    match outcome {
+        Ok((_, unpacked)) => Ok(Contents {
+            entries,
+            stopped: None,
+            unpacked,
+        }),
+        Err(error) if entries.is_empty() && stopped_by(&error) == Rule::ArchiveMalformed => {
+            Err(archive_error(path, error))
+        }
+        Err(error) => {
+            let unpacked = entries.iter().map(|e| e.size).sum();
+            Ok(Contents {
+                entries,
+                stopped: Some((stopped_by(&error), error.to_string())),
+                unpacked,
+            })
+        }
+    }
+}
+
+/// Zip entry types from the Unix mode's file-type bits.
+fn zip_kind(mode: Option<u32>, is_dir: bool, is_symlink: bool) -> Kind {
+    match mode.map(|m| m & 0o170000) {
+        _ if is_symlink => Kind::Link,
+        Some(0o010000) => Kind::Special("a FIFO"),
+        Some(0o020000) => Kind::Special("a character device"),
+        Some(0o060000) => Kind::Special("a block device"),
+        Some(0o140000) => Kind::Special("a socket"),
+        _ if is_dir => Kind::Directory,
+        _ => Kind::File,
+    }
+}
+
+fn read_zip(path: &Path) -> Result<Contents, LintError> {
+    let (file, _) = super::files::open_regular(path, None, u64::MAX)?;
+    let mut archive = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| archive_error(path, e))?;
+    let limits = tar::Limits::default();
+    if archive.len() > limits.max_entries {
+        return Ok(Contents {
+            entries: Vec::new(),
+            stopped: Some((
+                Rule::ArchiveLimits,
+                format!("{} entries; lint reads at most {}", archive.len(), limits.max_entries),
+            )),
+            unpacked: 0,
+        });
+    }
+    let mut entries = Vec::new();
+    let mut unpacked: u64 = 0;
     for index in 0..archive.len() {
         let mut entry = archive
             .by_index(index)
@@ -99,69 +172,66 @@ fn read_zip(path: &Path) -> Result<Vec<Entry>, LintError> {
             .name()
             .map(|n| n.into_owned())
             .unwrap_or_else(|_| String::from_utf8_lossy(entry.name_raw()).into_owned());
-        let mode = entry.unix_mode().unwrap_or(0);
-        let kind = if entry.is_symlink() {
-            Kind::Link
-        } else if entry.is_dir() {
-            Kind::Directory
-        } else if entry.is_file() {
-            Kind::File
-        } else {
-            Kind::Other
-        };
+        let mode = entry.unix_mode();
+        let kind = zip_kind(mode, entry.is_dir(), entry.is_symlink());
         let size = entry.size();
+        unpacked = unpacked.saturating_add(size);
+        if unpacked > limits.max_total_bytes {
+            return Ok(Contents {
+                entries,
+                stopped: Some((
+                    Rule::ArchiveLimits,
+                    format!("more than {} bytes unpacked", limits.max_total_bytes),
+                )),
+                unpacked,
+            });
+        }
         let data =
             manifest_data(kind, &name, size, &mut entry).map_err(|e| archive_error(path, e))?;
         entries.push(Entry {
             path: name,
             kind,
-            mode: mode & 0o7777,
+            mode: mode.unwrap_or(0) & 0o7777,
             size,
             data,
         });
     }
-    Ok(entries)
+    Ok(Contents {
+        entries,
+        stopped: None,
+        unpacked,
+    })
 }
 
 /// Reads the entry named exactly `wanted` again (the bundle, known only
 /// once the manifest is read), up to [`MAX_BUNDLE_BYTES`]; `None` when it is
-/// larger.
+/// larger or cannot be read.
 fn read_entry(path: &Path, wanted: &str) -> Result<Option<String>, LintError> {
-    let open = || {
-        File::open(path).map_err(|source| LintError::Read {
-            path: path.to_owned(),
-            source,
-        })
-    };
-    let take = |entry: &mut dyn Read, size: u64| -> Result<Option<String>, LintError> {
+    let (file, _) = super::files::open_regular(path, None, u64::MAX)?;
+    let take = |entry: &mut dyn Read, size: u64| -> std::io::Result<Option<String>> {
         if size > MAX_BUNDLE_BYTES {
             return Ok(None);
         }
         let mut data = Vec::new();
-        entry
-            .take(MAX_BUNDLE_BYTES + 1)
-            .read_to_end(&mut data)
-            .map_err(|e| archive_error(path, e))?;
+        entry.take(MAX_BUNDLE_BYTES).read_to_end(&mut data)?;
         Ok(Some(String::from_utf8_lossy(&data).into_owned()))
     };
     let name = path.to_string_lossy();
     if name.ends_with(".zip") {
-        let mut archive = zip::ZipArchive::new(open()?).map_err(|e| archive_error(path, e))?;
-        let mut entry = archive
-            .by_name(wanted)
-            .map_err(|e| archive_error(path, e))?;
+        let mut archive = zip::ZipArchive::new(file).map_err(|e| archive_error(path, e))?;
+        let mut entry = archive.by_name(wanted).map_err(|e| archive_error(path, e))?;
         let size = entry.size();
-        return take(&mut entry, size);
+        return take(&mut entry, size).map_err(|e| archive_error(path, e));
     }
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(open()?));
-    for entry in archive.entries().map_err(|e| archive_error(path, e))? {
-        let mut entry = entry.map_err(|e| archive_error(path, e))?;
-        if String::from_utf8_lossy(&entry.path_bytes()) == wanted {
-            let size = entry.header().size().unwrap_or(0);
-            return take(&mut entry, size);
+    let stream = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file));
+    let mut found = None;
+    let _ = tar::read(stream, tar::Limits::default(), |entry, data| {
+        if found.is_none() && entry.kind == tar::Kind::File && entry.path == wanted {
+            found = take(data, entry.size)?;
         }
-    }
-    Ok(None)
+        Ok(())
+    });
+    Ok(found)
 }
 
 /// `./a/b/` -> `a/b`.
@@ -223,21 +293,33 @@ fn manifest_root(entries: &[Entry]) -> Option<String> {
 /// Lints an archive: its entries, then the manifest inside.
 pub fn lint_archive(path: &Path, report: &mut Report) -> Result<(), LintError> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let entries = if name.ends_with(".zip") {
+    let read = if name.ends_with(".zip") {
         read_zip(path)?
     } else {
         read_tar_gz(path)?
     };
+    let entries = read.entries;
     let shown = path.display().to_string();
     let entry_label = |entry: &str| format!("{shown}!/{entry}");
     report.archives.push(ArchiveSummary {
         file: shown.clone(),
         entries: entries.len(),
-        uncompressed_bytes: entries.iter().map(|e| e.size).sum(),
+        uncompressed_bytes: read.unpacked.max(entries.iter().map(|e| e.size).sum()),
         compressed_bytes: std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
     });
 
+    if let Some((rule, problem)) = read.stopped {
+        report.add(Finding::about(
+            rule,
+            &shown,
+            format!("the archive was not read to its end: {problem}"),
+            "package it again with ecp package (or GNU tar), one gzip stream, regular entries only",
+        ));
+    }
     let mut seen = HashSet::new();
+    // Case-insensitive file systems (macOS, Windows) extract
+    // `QWEN-EXTENSION.JSON` and `qwen-extension.json` to one file.
+    let mut folded: HashMap<String, &str> = HashMap::new();
     for entry in &entries {
         let label = entry_label(&entry.path);
         if is_unsafe_path(&entry.path) {
@@ -257,6 +339,31 @@ pub fn lint_archive(path: &Path, report: &mut Report) -> Result<(), LintError> {
                 &label,
                 format!("entry `{}` appears more than once", entry.path),
                 "package each path once",
+            ));
+        }
+        let lower = normalized(&entry.path).to_lowercase();
+        match folded.get(&lower) {
+            Some(first) if *first != normalized(&entry.path) => report.add(Finding::about(
+                Rule::ArchiveDuplicate,
+                &label,
+                format!(
+                    "entry `{}` and `{}` are one file on a case-insensitive file system",
+                    super::secrets::shown(&entry.path),
+                    super::secrets::shown(first)
+                ),
+                "give every path a spelling that differs in more than letter case",
+            )),
+            Some(_) => {}
+            None => {
+                folded.insert(lower, normalized(&entry.path));
+            }
+        }
+        if let Kind::Special(what) = entry.kind {
+            report.add(Finding::about(
+                Rule::ArchiveSpecialFile,
+                &label,
+                format!("entry `{}` is {what}", super::secrets::shown(&entry.path)),
+                "package regular files and folders only",
             ));
         }
         if entry.kind == Kind::Link {

@@ -17,6 +17,7 @@ pub mod paths;
 pub mod report;
 pub mod rules;
 pub mod secrets;
+pub mod tar;
 
 use std::{
     collections::{BTreeMap, HashMap},

@@ -234,7 +234,25 @@ staged tree.";
         "Entries must stay inside the extension folder when extracted.";
     ArchiveDuplicate = "archive-duplicate", Error,
         "an archive entry appears twice",
-        "Duplicate entries extract differently with different tools. Package each path once.";
+        "Duplicate entries extract differently with different tools, and so do paths that differ only \
+in letter case (`QWEN-EXTENSION.JSON` beside `qwen-extension.json`): a case-insensitive file system \
+(macOS, Windows) keeps one of them. Package each path once.";
+    ArchiveSpecialFile = "archive-special-file", Error,
+        "the archive holds a device, FIFO, socket or unusual entry type",
+        "A release archive holds regular files and folders. Devices and FIFOs extract as special files \
+(a FIFO hangs whatever opens it), and entry types such as GNU sparse files or volume labels are read \
+differently by different extractors.";
+    ArchiveMalformed = "archive-malformed", Error,
+        "the archive is read differently by different extractors",
+        "Lint reads a `.tar.gz` the way GNU tar and Node's tar read it, every gzip member included, and \
+refuses what they would disagree on: a wrong header checksum, a truncated stream, malformed numbers or \
+PAX records, two long-name headers for one entry, a global PAX path, or data after the end-of-archive \
+marker (a second archive hidden there). Write the archive again with `ecp package`.";
+    ArchiveLimits = "archive-limits", Error,
+        "the archive exceeds what lint reads",
+        "Lint bounds what an archive can make it do: names and links of at most 4096 bytes, PAX headers of \
+at most 64 KiB, at most 200,000 entries and 512 MiB unpacked. A release of a context provider is far \
+smaller; an archive past these bounds is refused rather than read without end.";
 }
 
 impl Rule {

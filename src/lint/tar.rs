@@ -1,0 +1,510 @@
+//! A bounded reader of tar streams, written for review rather than
+//! extraction: it reads headers the way GNU tar and Node's `tar` do (ustar
+//! prefixes, GNU long names and long links, PAX `path`, `linkpath` and
+//! `size`), and refuses whatever they would read differently from each
+//! other or from lint, instead of guessing:
+//!
+//! - a header whose checksum is wrong, a truncated stream, a malformed
+//!   number or PAX record;
+//! - two long-name (or long-link) headers for one entry, or a PAX `path`
+//!   together with a GNU long name;
+//! - a global PAX header that sets `path`, `linkpath` or `size`;
+//! - anything but zero bytes after the end-of-archive marker (a second
+//!   archive appended there is extracted by some tools and not others).
+//!
+//! Every header is bounded ([`Limits`]): names and links, PAX records, the
+//! number of entries and the bytes read in all. Entry data is never kept
+//! unless the caller asks for it, and then only up to its own bound.
+
+use std::io::{self, Read};
+
+/// Bounds on what a stream may make the reader hold or do.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Longest name or link target, from any header, in bytes.
+    pub max_name_bytes: u64,
+    /// Largest PAX extended header.
+    pub max_pax_bytes: u64,
+    /// Most entries (headers that describe a file, folder, link...).
+    pub max_entries: usize,
+    /// Most bytes read from the (decompressed) stream in all.
+    pub max_total_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_name_bytes: 4096,
+            max_pax_bytes: 64 * 1024,
+            max_entries: 200_000,
+            max_total_bytes: 512 * 1024 * 1024,
+        }
+    }
+}
+
+/// What an entry is, by its type flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    File,
+    Directory,
+    Symlink,
+    HardLink,
+    CharDevice,
+    BlockDevice,
+    Fifo,
+    /// Any other type flag (GNU sparse, volume labels, vendor types...).
+    Other(u8),
+}
+
+/// One entry's header, with the long name, long link and PAX records that
+/// came before it applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The path as the extractors see it (bytes as UTF-8, lossily).
+    pub path: String,
+    pub kind: Kind,
+    pub mode: u32,
+    pub size: u64,
+    pub link: Option<String>,
+}
+
+/// Why a stream was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum TarError {
+    #[error("the archive ends inside {0}")]
+    Truncated(&'static str),
+    #[error("the header of entry {index} has a wrong checksum; extractors skip or refuse it")]
+    Checksum { index: usize },
+    #[error("entry {index} has a malformed {field}")]
+    Number { index: usize, field: &'static str },
+    #[error("a {what} of {size} bytes is larger than the {max} bytes lint reads")]
+    HeaderTooLarge {
+        what: &'static str,
+        size: u64,
+        max: u64,
+    },
+    #[error("more than {0} entries")]
+    TooManyEntries(usize),
+    #[error("more than {0} bytes unpacked")]
+    TooLarge(u64),
+    #[error("entry {index}: {why}; extractors read such headers differently")]
+    Ambiguous { index: usize, why: &'static str },
+    #[error("a malformed PAX record before entry {index}")]
+    Pax { index: usize },
+    #[error("data after the end-of-archive marker; some extractors read it as more entries")]
+    TrailingData,
+    #[error("{0}")]
+    Io(#[from] io::Error),
+}
+
+const BLOCK: usize = 512;
+
+/// Counts and bounds the bytes read from the stream.
+struct Counted<R> {
+    inner: R,
+    read: u64,
+    max: u64,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        if self.read > self.max {
+            return Err(io::Error::other(TooLargeMarker));
+        }
+        Ok(n)
+    }
+}
+
+#[derive(Debug)]
+struct TooLargeMarker;
+
+impl std::fmt::Display for TooLargeMarker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("too large")
+    }
+}
+
+impl std::error::Error for TooLargeMarker {}
+
+fn io_error(error: io::Error, limits: &Limits, what: &'static str) -> TarError {
+    if error
+        .get_ref()
+        .is_some_and(|inner| inner.is::<TooLargeMarker>())
+    {
+        TarError::TooLarge(limits.max_total_bytes)
+    } else if error.kind() == io::ErrorKind::UnexpectedEof {
+        TarError::Truncated(what)
+    } else {
+        TarError::Io(error)
+    }
+}
+
+/// Parses a numeric header field: octal (space or NUL terminated) or GNU
+/// base-256 (high bit set).
+fn number(field: &[u8]) -> Option<u64> {
+    if field.first().is_some_and(|b| b & 0x80 != 0) {
+        if field[0] & 0x40 != 0 {
+            return None; // negative
+        }
+        let mut value: u64 = u64::from(field[0] & 0x3f);
+        for &byte in &field[1..] {
+            value = value.checked_mul(256)?.checked_add(u64::from(byte))?;
+        }
+        return Some(value);
+    }
+    let text = field
+        .iter()
+        .position(|b| *b == 0)
+        .map_or(field, |end| &field[..end]);
+    let text = std::str::from_utf8(text).ok()?.trim_matches(' ');
+    if text.is_empty() {
+        return Some(0);
+    }
+    u64::from_str_radix(text, 8).ok()
+}
+
+fn c_string(field: &[u8]) -> &[u8] {
+    field
+        .iter()
+        .position(|b| *b == 0)
+        .map_or(field, |end| &field[..end])
+}
+
+fn checksum_ok(header: &[u8; BLOCK]) -> bool {
+    let Some(stored) = number(&header[148..156]) else {
+        return false;
+    };
+    let unsigned: u64 = header
+        .iter()
+        .enumerate()
+        .map(|(i, b)| if (148..156).contains(&i) { 32 } else { u64::from(*b) })
+        .sum();
+    let signed: i64 = header
+        .iter()
+        .enumerate()
+        .map(|(i, b)| if (148..156).contains(&i) { 32 } else { i64::from(*b as i8) })
+        .sum();
+    stored == unsigned || i64::try_from(stored).is_ok_and(|s| s == signed)
+}
+
+/// Reads exactly `size` bytes of a metadata entry (long name, PAX), padded.
+fn metadata<R: Read>(
+    reader: &mut R,
+    size: u64,
+    max: u64,
+    what: &'static str,
+    limits: &Limits,
+) -> Result<Vec<u8>, TarError> {
+    if size > max {
+        return Err(TarError::HeaderTooLarge { what, size, max });
+    }
+    let mut data = vec![0; size as usize];
+    reader
+        .read_exact(&mut data)
+        .map_err(|e| io_error(e, limits, what))?;
+    skip(reader, padding(size), limits, what)?;
+    Ok(data)
+}
+
+fn padding(size: u64) -> u64 {
+    (BLOCK as u64 - size % BLOCK as u64) % BLOCK as u64
+}
+
+fn skip<R: Read>(reader: &mut R, n: u64, limits: &Limits, what: &'static str) -> Result<(), TarError> {
+    let copied = io::copy(&mut reader.take(n), &mut io::sink()).map_err(|e| io_error(e, limits, what))?;
+    if copied < n {
+        return Err(TarError::Truncated(what));
+    }
+    Ok(())
+}
+
+/// PAX records: `"<length> <key>=<value>\n"`, the length counting the
+/// whole record.
+fn pax_records(data: &[u8], index: usize) -> Result<Vec<(String, Vec<u8>)>, TarError> {
+    let mut records = Vec::new();
+    let mut rest = data;
+    while !rest.is_empty() {
+        if rest.iter().all(|b| *b == 0) {
+            break;
+        }
+        let space = rest.iter().position(|b| *b == b' ').ok_or(TarError::Pax { index })?;
+        let length: usize = std::str::from_utf8(&rest[..space])
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .ok_or(TarError::Pax { index })?;
+        if length <= space + 1 || length > rest.len() || rest[length - 1] != b'\n' {
+            return Err(TarError::Pax { index });
+        }
+        let record = &rest[space + 1..length - 1];
+        let equals = record.iter().position(|b| *b == b'=').ok_or(TarError::Pax { index })?;
+        records.push((
+            String::from_utf8_lossy(&record[..equals]).into_owned(),
+            record[equals + 1..].to_vec(),
+        ));
+        rest = &rest[length..];
+    }
+    Ok(records)
+}
+
+/// What the metadata headers before an entry said.
+#[derive(Default)]
+struct Pending {
+    long_name: Option<Vec<u8>>,
+    long_link: Option<Vec<u8>>,
+    pax_path: Option<Vec<u8>>,
+    pax_link: Option<Vec<u8>>,
+    pax_size: Option<u64>,
+}
+
+/// Reads every entry of a tar stream, calling `visit` with its header and
+/// a reader of its data (at most `size` bytes; whatever `visit` leaves
+/// unread is skipped). Returns the number of entries and the bytes read.
+pub fn read<R: Read>(
+    reader: R,
+    limits: Limits,
+    mut visit: impl FnMut(&Entry, &mut dyn Read) -> io::Result<()>,
+) -> Result<(usize, u64), TarError> {
+    let mut reader = Counted {
+        inner: reader,
+        read: 0,
+        max: limits.max_total_bytes,
+    };
+    let mut entries = 0usize;
+    let mut pending = Pending::default();
+    let mut header = [0u8; BLOCK];
+    loop {
+        match reader.read_exact(&mut header) {
+            Ok(()) => {}
+            // A stream that ends without its marker: GNU tar and Node's tar
+            // both accept it when it ends on a header boundary.
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof && entries > 0 => {
+                return Err(TarError::Truncated("the end-of-archive marker"));
+            }
+            Err(e) => return Err(io_error(e, &limits, "a header")),
+        }
+        if header.iter().all(|b| *b == 0) {
+            // The end: everything after the marker must be zeros.
+            let mut rest = [0u8; 8192];
+            loop {
+                let n = reader
+                    .read(&mut rest)
+                    .map_err(|e| io_error(e, &limits, "the end"))?;
+                if n == 0 {
+                    break;
+                }
+                if rest[..n].iter().any(|b| *b != 0) {
+                    return Err(TarError::TrailingData);
+                }
+            }
+            if pending.long_name.is_some() || pending.pax_path.is_some() {
+                return Err(TarError::Ambiguous {
+                    index: entries,
+                    why: "a long name or PAX header describes no entry",
+                });
+            }
+            return Ok((entries, reader.read));
+        }
+        if !checksum_ok(&header) {
+            return Err(TarError::Checksum { index: entries });
+        }
+        let size = number(&header[124..136]).ok_or(TarError::Number {
+            index: entries,
+            field: "size",
+        })?;
+        let flag = header[156];
+        match flag {
+            b'L' | b'K' => {
+                let data = metadata(&mut reader, size, limits.max_name_bytes, "long name", &limits)?;
+                let slot = if flag == b'L' {
+                    &mut pending.long_name
+                } else {
+                    &mut pending.long_link
+                };
+                if slot.is_some() {
+                    return Err(TarError::Ambiguous {
+                        index: entries,
+                        why: "two GNU long-name headers for one entry",
+                    });
+                }
+                *slot = Some(c_string(&data).to_vec());
+                continue;
+            }
+            b'x' | b'g' => {
+                let data = metadata(&mut reader, size, limits.max_pax_bytes, "PAX header", &limits)?;
+                for (key, value) in pax_records(&data, entries)? {
+                    let relevant = matches!(key.as_str(), "path" | "linkpath" | "size");
+                    if flag == b'g' {
+                        if relevant {
+                            return Err(TarError::Ambiguous {
+                                index: entries,
+                                why: "a global PAX header sets a path or a size",
+                            });
+                        }
+                        continue;
+                    }
+                    match key.as_str() {
+                        "path" => {
+                            if value.len() as u64 > limits.max_name_bytes {
+                                return Err(TarError::HeaderTooLarge {
+                                    what: "PAX path",
+                                    size: value.len() as u64,
+                                    max: limits.max_name_bytes,
+                                });
+                            }
+                            pending.pax_path = Some(value);
+                        }
+                        "linkpath" => pending.pax_link = Some(value),
+                        "size" => {
+                            let parsed = std::str::from_utf8(&value)
+                                .ok()
+                                .and_then(|v| v.parse().ok())
+                                .ok_or(TarError::Pax { index: entries })?;
+                            pending.pax_size = Some(parsed);
+                        }
+                        _ => {}
+                    }
+                }
+                continue;
+            }
+            _ => {}
+        }
+        entries += 1;
+        if entries > limits.max_entries {
+            return Err(TarError::TooManyEntries(limits.max_entries));
+        }
+        let index = entries - 1;
+        if pending.long_name.is_some() && pending.pax_path.is_some() {
+            return Err(TarError::Ambiguous {
+                index,
+                why: "both a GNU long name and a PAX path",
+            });
+        }
+        let ustar = &header[257..263] == b"ustar\0";
+        let name = c_string(&header[0..100]);
+        let path_bytes = match (pending.pax_path.take(), pending.long_name.take()) {
+            (Some(path), _) | (None, Some(path)) => path,
+            (None, None) if ustar && header[345] != 0 => {
+                let prefix = c_string(&header[345..500]);
+                [prefix, b"/", name].concat()
+            }
+            (None, None) => name.to_vec(),
+        };
+        let link_bytes = pending
+            .pax_link
+            .take()
+            .or(pending.long_link.take())
+            .unwrap_or_else(|| c_string(&header[157..257]).to_vec());
+        let size = pending.pax_size.take().unwrap_or(size);
+        let mode = number(&header[100..108]).ok_or(TarError::Number { index, field: "mode" })? as u32;
+        let kind = match flag {
+            b'0' | 0 | b'7' => Kind::File,
+            b'1' => Kind::HardLink,
+            b'2' => Kind::Symlink,
+            b'3' => Kind::CharDevice,
+            b'4' => Kind::BlockDevice,
+            b'5' => Kind::Directory,
+            b'6' => Kind::Fifo,
+            other => Kind::Other(other),
+        };
+        // A directory, link or device carries no data, whatever its size
+        // says... except that extractors disagree on that: GNU tar skips
+        // the declared size for every type, Node's tar too. Skip it.
+        let entry = Entry {
+            path: String::from_utf8_lossy(&path_bytes).into_owned(),
+            kind,
+            mode,
+            size,
+            link: matches!(kind, Kind::Symlink | Kind::HardLink)
+                .then(|| String::from_utf8_lossy(&link_bytes).into_owned()),
+        };
+        if size > limits.max_total_bytes {
+            return Err(TarError::TooLarge(limits.max_total_bytes));
+        }
+        let mut data = (&mut reader).take(size);
+        visit(&entry, &mut data).map_err(|e| io_error(e, &limits, "an entry"))?;
+        let left = data.limit();
+        skip(&mut reader, left + padding(size), &limits, "an entry")?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(name: &str, flag: u8, size: u64) -> [u8; BLOCK] {
+        let mut h = [0u8; BLOCK];
+        h[..name.len()].copy_from_slice(name.as_bytes());
+        h[100..107].copy_from_slice(b"0000644");
+        h[124..135].copy_from_slice(format!("{size:011o}").as_bytes());
+        h[156] = flag;
+        h[257..263].copy_from_slice(b"ustar\0");
+        h[263..265].copy_from_slice(b"00");
+        h[148..156].copy_from_slice(b"        ");
+        let sum: u32 = h.iter().map(|b| u32::from(*b)).sum();
+        h[148..155].copy_from_slice(format!("{sum:06o}\0").as_bytes());
+        h
+    }
+
+    fn padded(data: &[u8]) -> Vec<u8> {
+        let mut v = data.to_vec();
+        v.resize(data.len().div_ceil(BLOCK) * BLOCK, 0);
+        v
+    }
+
+    fn entries(stream: &[u8]) -> Result<Vec<Entry>, TarError> {
+        let mut seen = Vec::new();
+        read(stream, Limits::default(), |entry, _| {
+            seen.push(entry.clone());
+            Ok(())
+        })?;
+        Ok(seen)
+    }
+
+    #[test]
+    fn reads_names_long_names_and_pax_paths() {
+        let long = "d/".repeat(120) + "file";
+        let pax = format!("{} path=pax/name\n", "path=pax/name\n".len() + 3);
+        let stream = [
+            header("a.txt", b'0', 3).to_vec(),
+            padded(b"abc"),
+            header("././@LongLink", b'L', long.len() as u64).to_vec(),
+            padded(long.as_bytes()),
+            header("short", b'0', 0).to_vec(),
+            header("pax", b'x', pax.len() as u64).to_vec(),
+            padded(pax.as_bytes()),
+            header("ignored", b'5', 0).to_vec(),
+            vec![0; BLOCK * 2],
+        ]
+        .concat();
+        let found = entries(&stream).unwrap();
+        let paths: Vec<&str> = found.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(paths, ["a.txt", long.as_str(), "pax/name"]);
+        assert_eq!(found[2].kind, Kind::Directory);
+    }
+
+    #[test]
+    fn refuses_what_extractors_read_differently() {
+        let good = [header("a", b'0', 0).to_vec(), vec![0; BLOCK * 2]].concat();
+        assert!(entries(&good).is_ok());
+        let trailing = [good.clone(), header("b", b'0', 0).to_vec()].concat();
+        assert!(matches!(entries(&trailing), Err(TarError::TrailingData)));
+        let mut bad_sum = header("a", b'0', 0);
+        bad_sum[0] = b'b';
+        assert!(matches!(entries(&bad_sum), Err(TarError::Checksum { .. })));
+        let two_long = [
+            header("L", b'L', 1).to_vec(),
+            padded(b"x"),
+            header("L", b'L', 1).to_vec(),
+            padded(b"y"),
+            header("a", b'0', 0).to_vec(),
+        ]
+        .concat();
+        assert!(matches!(entries(&two_long), Err(TarError::Ambiguous { .. })));
+        let huge_name = [header("L", b'L', 1 << 30).to_vec()].concat();
+        assert!(matches!(entries(&huge_name), Err(TarError::HeaderTooLarge { .. })));
+        let truncated = header("a", b'0', 100).to_vec();
+        assert!(matches!(entries(&truncated), Err(TarError::Truncated(_))));
+    }
+}
