@@ -32,7 +32,10 @@ fn diagnostic(error: &LintError) -> String {
                 " ".repeat(snippet.caret)
             )
         }
-        other => format!("error: {}\n", report::escape_controls(&other.to_string(), 2000)),
+        other => format!(
+            "error: {}\n",
+            report::escape_controls(&other.to_string(), 2000)
+        ),
     }
 }
 

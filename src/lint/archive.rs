@@ -150,14 +150,19 @@ fn zip_kind(mode: Option<u32>, is_dir: bool, is_symlink: bool) -> Kind {
 
 fn read_zip(path: &Path) -> Result<Contents, LintError> {
     let (file, _) = super::files::open_regular(path, None, u64::MAX)?;
-    let mut archive = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| archive_error(path, e))?;
+    let mut archive =
+        zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| archive_error(path, e))?;
     let limits = tar::Limits::default();
     if archive.len() > limits.max_entries {
         return Ok(Contents {
             entries: Vec::new(),
             stopped: Some((
                 Rule::ArchiveLimits,
-                format!("{} entries; lint reads at most {}", archive.len(), limits.max_entries),
+                format!(
+                    "{} entries; lint reads at most {}",
+                    archive.len(),
+                    limits.max_entries
+                ),
             )),
             unpacked: 0,
         });
@@ -219,7 +224,9 @@ fn read_entry(path: &Path, wanted: &str) -> Result<Option<String>, LintError> {
     let name = path.to_string_lossy();
     if name.ends_with(".zip") {
         let mut archive = zip::ZipArchive::new(file).map_err(|e| archive_error(path, e))?;
-        let mut entry = archive.by_name(wanted).map_err(|e| archive_error(path, e))?;
+        let mut entry = archive
+            .by_name(wanted)
+            .map_err(|e| archive_error(path, e))?;
         let size = entry.size();
         return take(&mut entry, size).map_err(|e| archive_error(path, e));
     }
@@ -304,6 +311,7 @@ pub fn lint_archive(path: &Path, report: &mut Report) -> Result<(), LintError> {
     report.archives.push(ArchiveSummary {
         file: shown.clone(),
         entries: entries.len(),
+        paths: entries.iter().map(|e| e.path.clone()).collect(),
         uncompressed_bytes: read.unpacked.max(entries.iter().map(|e| e.size).sum()),
         compressed_bytes: std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
     });
@@ -438,20 +446,18 @@ pub fn lint_archive(path: &Path, report: &mut Report) -> Result<(), LintError> {
                         report,
                         "build the binary into dist/main before packaging (ecp package does)",
                     ),
-                    Some(entry) if entry.mode & 0o777 != 0o755 => {
-                        report.add(Finding::new(
-                            Rule::ArchiveEntryPoint,
-                            &manifest_label,
-                            entry_point.span,
-                            &entry_point.pointer,
-                            format!(
-                                "the entry point `{}` has mode {:04o}; it must be 0755",
-                                normalized(&entry.path),
-                                entry.mode & 0o777
-                            ),
-                            "store it with mode 0755",
-                        ))
-                    }
+                    Some(entry) if entry.mode & 0o777 != 0o755 => report.add(Finding::new(
+                        Rule::ArchiveEntryPoint,
+                        &manifest_label,
+                        entry_point.span,
+                        &entry_point.pointer,
+                        format!(
+                            "the entry point `{}` has mode {:04o}; it must be 0755",
+                            normalized(&entry.path),
+                            entry.mode & 0o777
+                        ),
+                        "store it with mode 0755",
+                    )),
                     Some(_) => {}
                 }
             }

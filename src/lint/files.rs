@@ -49,7 +49,11 @@ fn kind(file_type: std::fs::FileType) -> &'static str {
 
 /// Opens `path` for reading if it is (or, inside `folder`, links to) a
 /// regular file of at most `max` bytes. Returns the file and its size.
-pub fn open_regular(path: &Path, folder: Option<&Path>, max: u64) -> Result<(File, u64), FileProblem> {
+pub fn open_regular(
+    path: &Path,
+    folder: Option<&Path>,
+    max: u64,
+) -> Result<(File, u64), FileProblem> {
     let io = |source| FileProblem::Io {
         path: path.to_owned(),
         source,

@@ -128,7 +128,12 @@ fn floor_boundary(text: &str, mut at: usize) -> usize {
 impl<'a> LineIndex<'a> {
     pub fn new(text: &'a str) -> LineIndex<'a> {
         let mut starts = vec![0];
-        starts.extend(text.bytes().enumerate().filter(|(_, b)| *b == b'\n').map(|(i, _)| i + 1));
+        starts.extend(
+            text.bytes()
+                .enumerate()
+                .filter(|(_, b)| *b == b'\n')
+                .map(|(i, _)| i + 1),
+        );
         let mut chars = Vec::with_capacity(text.len() / CHECKPOINT + 1);
         let mut count = 0;
         let mut previous = 0;
@@ -138,7 +143,11 @@ impl<'a> LineIndex<'a> {
             chars.push(count);
             previous = at;
         }
-        LineIndex { text, starts, chars }
+        LineIndex {
+            text,
+            starts,
+            chars,
+        }
     }
 
     /// Characters before byte `offset`.
@@ -154,13 +163,23 @@ impl<'a> LineIndex<'a> {
         let offset = offset.min(self.text.len());
         let line = self.starts.partition_point(|start| *start <= offset);
         let start = self.starts[line - 1];
-        (line, self.chars_before(offset) - self.chars_before(start) + 1)
+        (
+            line,
+            self.chars_before(offset) - self.chars_before(start) + 1,
+        )
     }
 
     /// The byte range of 1-based `line`, without its line break.
     pub fn line_range(&self, line: usize) -> std::ops::Range<usize> {
-        let start = self.starts.get(line.wrapping_sub(1)).copied().unwrap_or(self.text.len());
-        let end = self.starts.get(line).map_or(self.text.len(), |next| next - 1);
+        let start = self
+            .starts
+            .get(line.wrapping_sub(1))
+            .copied()
+            .unwrap_or(self.text.len());
+        let end = self
+            .starts
+            .get(line)
+            .map_or(self.text.len(), |next| next - 1);
         let end = end.max(start);
         let trimmed = self.text[start..end].trim_end_matches('\r').len();
         start..start + trimmed

@@ -118,9 +118,9 @@ impl Checker<'_> {
         help: impl Into<String>,
     ) {
         let file = self.file;
-        self.out
-            .findings
-            .add_with(rule, || Finding::new(rule, file, span, pointer, message, help));
+        self.out.findings.add_with(rule, || {
+            Finding::new(rule, file, span, pointer, message, help)
+        });
     }
 }
 

@@ -151,6 +151,8 @@ pub struct Source {
 pub struct ArchiveSummary {
     pub file: String,
     pub entries: usize,
+    /// Every entry's path as read (not in the JSON output).
+    pub paths: Vec<String>,
     pub uncompressed_bytes: u64,
     pub compressed_bytes: u64,
 }
@@ -332,12 +334,7 @@ fn lint_folder(folder: &Path, report: &mut Report) -> Result<(), LintError> {
 
 /// Rules that need the folder around the manifest: context files and the
 /// crate version.
-fn folder_rules(
-    folder: &Path,
-    file: &str,
-    facts: &manifest::ManifestFacts,
-    report: &mut Report,
-) {
+fn folder_rules(folder: &Path, file: &str, facts: &manifest::ManifestFacts, report: &mut Report) {
     for (name, span) in &facts.context_files {
         if !folder.join(name).is_file() {
             report.add(Finding::new(

@@ -8,8 +8,9 @@ use anstyle::{AnsiColor, Style};
 use serde_json::{Value, json};
 
 use super::{
-    Finding, Report, Rule, Severity, Source, secrets,
+    Finding, Report, Rule, Severity, Source,
     json::{LineIndex, Span},
+    secrets,
 };
 
 const ERROR: Style = AnsiColor::Red.on_default().bold();
@@ -74,7 +75,8 @@ pub fn escape_controls(text: &str, max: usize) -> String {
 pub fn mask_free_text(text: &str) -> String {
     let mut out: Vec<char> = text.chars().map(visible).collect();
     let chars: Vec<(usize, char)> = text.char_indices().collect();
-    let is_separator = |c: char| c.is_whitespace() || c.is_control() || "\"'`,;=:&{}[]()<>".contains(c);
+    let is_separator =
+        |c: char| c.is_whitespace() || c.is_control() || "\"'`,;=:&{}[]()<>".contains(c);
     let mut at = 0;
     let mut previous_word = String::new();
     while at < chars.len() {
@@ -116,7 +118,11 @@ pub fn window(line: &[char], column: usize, width: usize) -> Snippet {
     let column = column.min(line.len());
     if line.len() <= MAX_SNIPPET_CHARS {
         let width = width.min(line.len().saturating_sub(column)).max(1);
-        return Snippet { text: line.iter().collect(), caret: column, width };
+        return Snippet {
+            text: line.iter().collect(),
+            caret: column,
+            width,
+        };
     }
     let start = column.saturating_sub(MAX_SNIPPET_CHARS / 3);
     let end = (start + MAX_SNIPPET_CHARS).min(line.len());
@@ -245,7 +251,11 @@ pub fn human(report: &Report, color: bool) -> String {
                         out,
                         "{pad} {bar} {}{}",
                         " ".repeat(snippet.caret),
-                        paint(color, severity_style(finding.severity), &"^".repeat(snippet.width))
+                        paint(
+                            color,
+                            severity_style(finding.severity),
+                            &"^".repeat(snippet.width)
+                        )
                     );
                 }
                 let _ = writeln!(out, "{pad} {} help: {help}", paint(color, ACCENT, "="));
@@ -261,7 +271,7 @@ pub fn human(report: &Report, color: bool) -> String {
         let _ = writeln!(
             out,
             "{} and {} more `{rule}` findings, not shown (at most {} per rule)\n",
-            paint(color, severity_style(rule.severity()), "...") ,
+            paint(color, severity_style(rule.severity()), "..."),
             omitted,
             super::MAX_FINDINGS_PER_RULE
         );

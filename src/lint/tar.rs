@@ -179,12 +179,24 @@ fn checksum_ok(header: &[u8; BLOCK]) -> bool {
     let unsigned: u64 = header
         .iter()
         .enumerate()
-        .map(|(i, b)| if (148..156).contains(&i) { 32 } else { u64::from(*b) })
+        .map(|(i, b)| {
+            if (148..156).contains(&i) {
+                32
+            } else {
+                u64::from(*b)
+            }
+        })
         .sum();
     let signed: i64 = header
         .iter()
         .enumerate()
-        .map(|(i, b)| if (148..156).contains(&i) { 32 } else { i64::from(*b as i8) })
+        .map(|(i, b)| {
+            if (148..156).contains(&i) {
+                32
+            } else {
+                i64::from(*b as i8)
+            }
+        })
         .sum();
     stored == unsigned || i64::try_from(stored).is_ok_and(|s| s == signed)
 }
@@ -212,8 +224,14 @@ fn padding(size: u64) -> u64 {
     (BLOCK as u64 - size % BLOCK as u64) % BLOCK as u64
 }
 
-fn skip<R: Read>(reader: &mut R, n: u64, limits: &Limits, what: &'static str) -> Result<(), TarError> {
-    let copied = io::copy(&mut reader.take(n), &mut io::sink()).map_err(|e| io_error(e, limits, what))?;
+fn skip<R: Read>(
+    reader: &mut R,
+    n: u64,
+    limits: &Limits,
+    what: &'static str,
+) -> Result<(), TarError> {
+    let copied =
+        io::copy(&mut reader.take(n), &mut io::sink()).map_err(|e| io_error(e, limits, what))?;
     if copied < n {
         return Err(TarError::Truncated(what));
     }
@@ -229,7 +247,10 @@ fn pax_records(data: &[u8], index: usize) -> Result<Vec<(String, Vec<u8>)>, TarE
         if rest.iter().all(|b| *b == 0) {
             break;
         }
-        let space = rest.iter().position(|b| *b == b' ').ok_or(TarError::Pax { index })?;
+        let space = rest
+            .iter()
+            .position(|b| *b == b' ')
+            .ok_or(TarError::Pax { index })?;
         let length: usize = std::str::from_utf8(&rest[..space])
             .ok()
             .and_then(|n| n.parse().ok())
@@ -238,7 +259,10 @@ fn pax_records(data: &[u8], index: usize) -> Result<Vec<(String, Vec<u8>)>, TarE
             return Err(TarError::Pax { index });
         }
         let record = &rest[space + 1..length - 1];
-        let equals = record.iter().position(|b| *b == b'=').ok_or(TarError::Pax { index })?;
+        let equals = record
+            .iter()
+            .position(|b| *b == b'=')
+            .ok_or(TarError::Pax { index })?;
         records.push((
             String::from_utf8_lossy(&record[..equals]).into_owned(),
             record[equals + 1..].to_vec(),
@@ -316,7 +340,13 @@ pub fn read<R: Read>(
         let flag = header[156];
         match flag {
             b'L' | b'K' => {
-                let data = metadata(&mut reader, size, limits.max_name_bytes, "long name", &limits)?;
+                let data = metadata(
+                    &mut reader,
+                    size,
+                    limits.max_name_bytes,
+                    "long name",
+                    &limits,
+                )?;
                 let slot = if flag == b'L' {
                     &mut pending.long_name
                 } else {
@@ -332,7 +362,13 @@ pub fn read<R: Read>(
                 continue;
             }
             b'x' | b'g' => {
-                let data = metadata(&mut reader, size, limits.max_pax_bytes, "PAX header", &limits)?;
+                let data = metadata(
+                    &mut reader,
+                    size,
+                    limits.max_pax_bytes,
+                    "PAX header",
+                    &limits,
+                )?;
                 for (key, value) in pax_records(&data, entries)? {
                     let relevant = matches!(key.as_str(), "path" | "linkpath" | "size");
                     if flag == b'g' {
@@ -397,7 +433,10 @@ pub fn read<R: Read>(
             .or(pending.long_link.take())
             .unwrap_or_else(|| c_string(&header[157..257]).to_vec());
         let size = pending.pax_size.take().unwrap_or(size);
-        let mode = number(&header[100..108]).ok_or(TarError::Number { index, field: "mode" })? as u32;
+        let mode = number(&header[100..108]).ok_or(TarError::Number {
+            index,
+            field: "mode",
+        })? as u32;
         let kind = match flag {
             b'0' | 0 | b'7' => Kind::File,
             b'1' => Kind::HardLink,
@@ -501,9 +540,15 @@ mod tests {
             header("a", b'0', 0).to_vec(),
         ]
         .concat();
-        assert!(matches!(entries(&two_long), Err(TarError::Ambiguous { .. })));
+        assert!(matches!(
+            entries(&two_long),
+            Err(TarError::Ambiguous { .. })
+        ));
         let huge_name = [header("L", b'L', 1 << 30).to_vec()].concat();
-        assert!(matches!(entries(&huge_name), Err(TarError::HeaderTooLarge { .. })));
+        assert!(matches!(
+            entries(&huge_name),
+            Err(TarError::HeaderTooLarge { .. })
+        ));
         let truncated = header("a", b'0', 100).to_vec();
         assert!(matches!(entries(&truncated), Err(TarError::Truncated(_))));
     }

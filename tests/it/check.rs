@@ -108,7 +108,11 @@ fn ecp_serve_http_conforms_even_with_a_dead_proxy_in_the_environment() {
     let dead = format!("http://127.0.0.1:{}", dead_port());
     let (code, report) = check_with_env(
         &["--", ecp_bin(), "serve", "--http"],
-        &[("HTTP_PROXY", &dead), ("http_proxy", &dead), ("NO_PROXY", "")],
+        &[
+            ("HTTP_PROXY", &dead),
+            ("http_proxy", &dead),
+            ("NO_PROXY", ""),
+        ],
     );
     assert_conforms(code, &report);
 }

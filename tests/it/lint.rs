@@ -750,6 +750,7 @@ fn a_real_esbuild_bundle_is_self_contained_and_packages_platform_independent() {
             .lines()
             .any(|l| l == "dist/main.js")
     );
+    crate::hostile::assert_same_entries_as_extractors(&archive);
 
     // Unbundled, the same server needs node_modules.
     std::fs::copy("tests/bench/reference-server.mjs", dir.join("dist/main.js")).unwrap();

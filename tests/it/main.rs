@@ -3,6 +3,7 @@
 mod check;
 mod cli;
 mod contracts;
+mod hostile;
 #[path = "../support/jwt.rs"]
 mod jwt;
 mod lint;
