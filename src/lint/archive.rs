@@ -99,9 +99,39 @@ fn stopped_by(error: &tar::TarError) -> Rule {
     }
 }
 
-fn read_tar_gz(path: &Path) -> Result<Contents, LintError> {
-    let (file, _) = super::files::open_regular(path, None, u64::MAX)?;
-    let stream = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file));
+/// Where an archive's bytes come from: a file (opened as a regular file
+/// only) or memory (the fuzz targets).
+#[derive(Clone, Copy)]
+pub enum Bytes<'a> {
+    File(&'a Path),
+    Memory(&'a [u8]),
+}
+
+trait ReadSeek: Read + std::io::Seek {}
+impl<T: Read + std::io::Seek> ReadSeek for T {}
+
+impl Bytes<'_> {
+    fn open(&self) -> Result<Box<dyn ReadSeek + '_>, LintError> {
+        Ok(match self {
+            Bytes::File(path) => {
+                let (file, _) = super::files::open_regular(path, None, u64::MAX)?;
+                Box::new(std::io::BufReader::new(file))
+            }
+            Bytes::Memory(bytes) => Box::new(std::io::Cursor::new(*bytes)),
+        })
+    }
+
+    fn len(&self) -> u64 {
+        match self {
+            Bytes::File(path) => std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+            Bytes::Memory(bytes) => bytes.len() as u64,
+        }
+    }
+}
+
+fn read_tar_gz(path: &Path, bytes: Bytes) -> Result<Contents, LintError> {
+    let file = bytes.open()?;
+    let stream = flate2::read::MultiGzDecoder::new(file);
     let mut entries = Vec::new();
     let outcome = tar::read(stream, tar::Limits::default(), |entry, data| {
         let kind = tar_kind(entry.kind);
@@ -148,10 +178,9 @@ fn zip_kind(mode: Option<u32>, is_dir: bool, is_symlink: bool) -> Kind {
     }
 }
 
-fn read_zip(path: &Path) -> Result<Contents, LintError> {
-    let (file, _) = super::files::open_regular(path, None, u64::MAX)?;
-    let mut archive =
-        zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| archive_error(path, e))?;
+fn read_zip(path: &Path, bytes: Bytes) -> Result<Contents, LintError> {
+    let file = bytes.open()?;
+    let mut archive = zip::ZipArchive::new(file).map_err(|e| archive_error(path, e))?;
     let limits = tar::Limits::default();
     if archive.len() > limits.max_entries {
         return Ok(Contents {
@@ -211,8 +240,8 @@ fn read_zip(path: &Path) -> Result<Contents, LintError> {
 /// Reads the entry named exactly `wanted` again (the bundle, known only
 /// once the manifest is read), up to [`MAX_BUNDLE_BYTES`]; `None` when it is
 /// larger or cannot be read.
-fn read_entry(path: &Path, wanted: &str) -> Result<Option<String>, LintError> {
-    let (file, _) = super::files::open_regular(path, None, u64::MAX)?;
+fn read_entry(path: &Path, bytes: Bytes, wanted: &str) -> Result<Option<String>, LintError> {
+    let file = bytes.open()?;
     let take = |entry: &mut dyn Read, size: u64| -> std::io::Result<Option<String>> {
         if size > MAX_BUNDLE_BYTES {
             return Ok(None);
@@ -230,7 +259,7 @@ fn read_entry(path: &Path, wanted: &str) -> Result<Option<String>, LintError> {
         let size = entry.size();
         return take(&mut entry, size).map_err(|e| archive_error(path, e));
     }
-    let stream = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file));
+    let stream = flate2::read::MultiGzDecoder::new(file);
     let mut found = None;
     let _ = tar::read(stream, tar::Limits::default(), |entry, data| {
         if found.is_none() && entry.kind == tar::Kind::File && entry.path == wanted {
@@ -299,11 +328,16 @@ fn manifest_root(entries: &[Entry]) -> Option<String> {
 
 /// Lints an archive: its entries, then the manifest inside.
 pub fn lint_archive(path: &Path, report: &mut Report) -> Result<(), LintError> {
+    lint_archive_bytes(path, Bytes::File(path), report)
+}
+
+/// Lints an archive named `path` whose bytes come from `bytes`.
+pub fn lint_archive_bytes(path: &Path, bytes: Bytes, report: &mut Report) -> Result<(), LintError> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let read = if name.ends_with(".zip") {
-        read_zip(path)?
+        read_zip(path, bytes)?
     } else {
-        read_tar_gz(path)?
+        read_tar_gz(path, bytes)?
     };
     let entries = read.entries;
     let shown = path.display().to_string();
@@ -313,7 +347,7 @@ pub fn lint_archive(path: &Path, report: &mut Report) -> Result<(), LintError> {
         entries: entries.len(),
         paths: entries.iter().map(|e| e.path.clone()).collect(),
         uncompressed_bytes: read.unpacked.max(entries.iter().map(|e| e.size).sum()),
-        compressed_bytes: std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+        compressed_bytes: bytes.len(),
     });
 
     if let Some((rule, problem)) = read.stopped {
@@ -468,7 +502,7 @@ pub fn lint_archive(path: &Path, report: &mut Report) -> Result<(), LintError> {
                 ),
                 Some(entry) => {
                     let wanted = entry.path.clone();
-                    if let Some(source) = read_entry(path, &wanted)? {
+                    if let Some(source) = read_entry(path, bytes, &wanted)? {
                         super::bundle_rules(&manifest_label, entry_point, &source, report);
                     }
                 }

@@ -267,7 +267,7 @@ fn read(path: &Path, folder: Option<&Path>) -> Result<String, LintError> {
 }
 
 /// Lints one manifest text shown as `file`, adding to `report`.
-pub(crate) fn lint_manifest_text(
+pub fn lint_manifest_text(
     file: &str,
     text: &str,
     report: &mut Report,

@@ -6,6 +6,8 @@
 //! for byte, so these functions reproduce the engine's behaviour rather than
 //! `serde_json`'s (which writes `1.0` and escapes differently).
 
+use std::borrow::Cow;
+
 use std::fmt::Write as _;
 
 /// Length of `s` in UTF-16 code units (JavaScript `string.length`).
@@ -147,6 +149,107 @@ pub fn format_number(x: f64) -> String {
         let _ = write!(out, "{}", (n - 1).abs());
     }
     out
+}
+
+fn hex4(bytes: &[u8], at: usize) -> Option<u16> {
+    let digits = bytes.get(at..at + 4)?;
+    let digits = std::str::from_utf8(digits).ok()?;
+    u16::from_str_radix(digits, 16).ok()
+}
+
+fn is_json_number(token: &str) -> bool {
+    let rest = token.strip_prefix('-').unwrap_or(token);
+    let int_end = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    let (int, mut rest) = rest.split_at(int_end);
+    if int.is_empty() || (int.len() > 1 && int.starts_with('0')) {
+        return false;
+    }
+    if let Some(fraction) = rest.strip_prefix('.') {
+        let end = fraction
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(fraction.len());
+        if end == 0 {
+            return false;
+        }
+        rest = &fraction[end..];
+    }
+    if let Some(exponent) = rest.strip_prefix(['e', 'E']) {
+        let exponent = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
+        return !exponent.is_empty() && exponent.bytes().all(|b| b.is_ascii_digit());
+    }
+    rest.is_empty()
+}
+
+/// Rewrites what serde_json cannot hold but `JSON.parse` reads: a lone
+/// surrogate escape becomes `\ufffd`, and (with `numbers`) a valid number
+/// literal that overflows a double becomes `false` (like Infinity, it is no
+/// string, no finite number, no object and not null, so every binding rule
+/// treats it the same). The HTTP binding uses both; the stdio framing only
+/// the first, so that a request holding `"\ud800"` is answered.
+pub fn javascript_compatible(text: &str, numbers: bool) -> Cow<'_, str> {
+    let bytes = text.as_bytes();
+    let mut out = String::new();
+    let mut copied = 0;
+    let mut replace = |out: &mut String, from: usize, to: usize, with: &str| {
+        out.push_str(&text[copied..from]);
+        out.push_str(with);
+        copied = to;
+    };
+    let is_high = |unit: u16| (0xD800..0xDC00).contains(&unit);
+    let is_low = |unit: u16| (0xDC00..0xE000).contains(&unit);
+    let mut in_string = false;
+    let mut at = 0;
+    while at < bytes.len() {
+        match (in_string, bytes[at]) {
+            (true, b'"') => {
+                in_string = false;
+                at += 1;
+            }
+            (true, b'\\') if bytes.get(at + 1) == Some(&b'u') => match hex4(bytes, at + 2) {
+                Some(unit) if is_high(unit) => {
+                    let paired = bytes.get(at + 6..at + 8) == Some(b"\\u")
+                        && hex4(bytes, at + 8).is_some_and(is_low);
+                    if paired {
+                        at += 12;
+                    } else {
+                        replace(&mut out, at, at + 6, "\\ufffd");
+                        at += 6;
+                    }
+                }
+                Some(unit) if is_low(unit) => {
+                    replace(&mut out, at, at + 6, "\\ufffd");
+                    at += 6;
+                }
+                _ => at += 2,
+            },
+            (true, b'\\') => at += 2,
+            (false, b'"') => {
+                in_string = true;
+                at += 1;
+            }
+            (false, b'-' | b'0'..=b'9') if numbers => {
+                let start = at;
+                at += 1;
+                while at < bytes.len()
+                    && matches!(bytes[at], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-')
+                {
+                    at += 1;
+                }
+                let token = &text[start..at];
+                if is_json_number(token) && token.parse::<f64>().is_ok_and(f64::is_infinite) {
+                    replace(&mut out, start, at, "false");
+                }
+            }
+            _ => at += 1,
+        }
+    }
+    if copied == 0 {
+        return Cow::Borrowed(text);
+    }
+    out.push_str(&text[copied..]);
+    Cow::Owned(out)
 }
 
 #[cfg(test)]

@@ -13,9 +13,11 @@
 
 #![deny(clippy::print_stdout)]
 
+mod framing;
 pub mod log;
 pub mod proxy;
 pub mod remote;
+pub use framing::{MAX_LINE_BYTES, serve_lines};
 mod server;
 mod tool;
 
@@ -182,7 +184,7 @@ pub async fn serve_stdio<P: Provider>(
 ) -> Result<(), RuntimeError> {
     install_panic_hook(&config.name, log::LogFormat::Plain);
     let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
-    serve(provider, config, stdin, stdout).await
+    serve_lines(provider, config, stdin, stdout).await
 }
 
 /// Replaces the panic message (which could hold provider data) with one

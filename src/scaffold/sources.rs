@@ -20,6 +20,10 @@ pub const COPIED_SOURCES: &[(&str, &str)] = &[
         include_str!("../runtime/server.rs"),
     ),
     ("src/runtime/tool.rs", include_str!("../runtime/tool.rs")),
+    (
+        "src/runtime/framing.rs",
+        include_str!("../runtime/framing.rs"),
+    ),
     ("src/runtime/log.rs", include_str!("../runtime/log.rs")),
     ("src/runtime/proxy.rs", include_str!("../runtime/proxy.rs")),
     (

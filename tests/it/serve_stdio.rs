@@ -207,3 +207,54 @@ fn bad_fixture_and_bad_flags_say_where_and_why() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2), "budget 0 is refused");
 }
+
+/// Every request line gets a JSON-RPC answer with the right code, never
+/// silence: malformed JSON, a lone surrogate (read as U+FFFD and served),
+/// `params` or `arguments` that are not objects, invalid ids, batches, and a
+/// line over the cap.
+#[test]
+fn every_request_is_answered_even_when_malformed() {
+    let corpus = corpus();
+    let mut child = ecp(&["serve", "--fixture", &corpus])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let lines = [
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"context_search","arguments":{"query":"release \ud800 train"}}}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":"x"}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"context_search","arguments":["q"]}}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}"#.to_owned(),
+        r#"[{"jsonrpc":"2.0","id":5,"method":"ping"}]"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":6,"method":"#.to_owned(),
+        format!(r#"{{"jsonrpc":"2.0","id":7,"method":"ping","params":{{"pad":"{}"}}}}"#, "x".repeat(5 << 20)),
+        r#"{"jsonrpc":"2.0","id":8,"method":"ping"}"#.to_owned(),
+    ];
+    for line in &lines {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    let answers: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let by_id = |id: Value| answers.iter().find(|a| a["id"] == id).cloned();
+    let code = |answer: Option<Value>| answer.and_then(|a| a["error"]["code"].as_i64());
+    let served = by_id(json!(1)).expect("the lone-surrogate call is answered");
+    assert_eq!(served["result"]["isError"], false, "{served}");
+    assert_eq!(code(by_id(json!(2))), Some(-32602));
+    assert_eq!(code(by_id(json!(3))), Some(-32602));
+    assert!(by_id(json!(8)).is_some_and(|a| a["result"] == json!({})));
+    let anonymous: Vec<i64> = answers
+        .iter()
+        .filter(|a| a["id"].is_null())
+        .filter_map(|a| a["error"]["code"].as_i64())
+        .collect();
+    // The invalid id, the batch, the broken line and the line over the cap.
+    assert_eq!(anonymous, [-32600, -32600, -32700, -32600], "{answers:#?}");
+}

@@ -8,6 +8,10 @@
 //! - `bench [--quick]`: measure the runtime and the packager against the
 //!   TypeScript SDK, a stdio floor, `tar | gzip` and `mcpb`; writes
 //!   `bench/RESULTS.md`.
+//! - `fuzz [--time N]`: run every `cargo fuzz` target of `fuzz/` for N
+//!   seconds each (default 60) from its seed corpus in `fuzz/seeds/`; fails
+//!   on a crash, a timeout or an out-of-memory (installs cargo-fuzz first
+//!   when it is missing; needs the nightly toolchain).
 //! - `demo`: build `ecp`, scaffold and lint an extension, run one MCP
 //!   session of `ecp serve` against the example corpus, then one call to the
 //!   same runtime as the remote adapter (`--listen`, Streamable HTTP) and
@@ -349,6 +353,63 @@ fn remote_demo(ecp: &Path, corpus: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// The fuzz targets of `fuzz/fuzz_targets`.
+const FUZZ_TARGETS: &[&str] = &[
+    "lint_manifest",
+    "lint_archive",
+    "http_body",
+    "jsonrpc_stdio",
+    "jwt",
+];
+
+fn fuzz(seconds: u64) -> Result<(), String> {
+    let has_cargo_fuzz = Command::new("cargo")
+        .args(["+nightly", "fuzz", "--version"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has_cargo_fuzz {
+        run("cargo", &["install", "cargo-fuzz", "--locked"])?;
+    }
+    let fuzz_dir = root().join("fuzz");
+    let mut failed = Vec::new();
+    for target in FUZZ_TARGETS {
+        // A working corpus outside the repository, grown from the seeds.
+        let corpus = root().join("target/fuzz-corpus").join(target);
+        std::fs::create_dir_all(&corpus).map_err(|e| format!("{}: {e}", corpus.display()))?;
+        let seeds = fuzz_dir.join("seeds").join(target);
+        let time = format!("-max_total_time={seconds}");
+        eprintln!("$ cargo +nightly fuzz run {target} ({seconds} s)");
+        let status = Command::new("cargo")
+            .args(["+nightly", "fuzz", "run", target])
+            .arg(&corpus)
+            .arg(&seeds)
+            .args([
+                "--",
+                &time,
+                "-timeout=10",
+                "-rss_limit_mb=2048",
+                "-max_len=262144",
+                "-print_final_stats=1",
+            ])
+            .current_dir(&fuzz_dir)
+            .status()
+            .map_err(|e| format!("cannot run cargo fuzz: {e}"))?;
+        if !status.success() {
+            failed.push(*target);
+        }
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "fuzz targets found a crash, a timeout or an out-of-memory: {} (inputs in fuzz/artifacts/)",
+            failed.join(", ")
+        ))
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -360,8 +421,14 @@ fn main() -> ExitCode {
         ["e2e"] => e2e(),
         ["bench"] => bench(false),
         ["bench", "--quick"] => bench(true),
+        ["fuzz"] => fuzz(60),
+        ["fuzz", "--time", seconds] => match seconds.parse() {
+            Ok(seconds) => fuzz(seconds),
+            Err(_) => Err(format!("--time takes whole seconds, not `{seconds}`")),
+        },
         _ => Err(
-            "usage: cargo xtask <ci | codegen [--check] | demo | e2e | bench [--quick]>".to_owned(),
+            "usage: cargo xtask <ci | codegen [--check] | demo | e2e | bench [--quick] | fuzz [--time N]>"
+                .to_owned(),
         ),
     };
     match result {
