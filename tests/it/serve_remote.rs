@@ -662,3 +662,118 @@ async fn any_host_is_served_with_oauth_and_only_loopback_names_without() {
         "DNS rebinding guard without OAuth"
     );
 }
+
+/// Sends raw bytes on a new connection and returns what came back within
+/// `limit` (the status line first).
+async fn raw(origin: &str, request: &[u8], limit: Duration) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let address = origin.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    stream.write_all(request).await.unwrap();
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(limit, stream.read_to_end(&mut answer)).await;
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// Hostile HTTP: clients that send headers and then no body hold no
+/// concurrency slot (a real call still gets through), a declared body over
+/// the cap is refused before it is sent, a chunk-size overflow is a 400, and
+/// a request with two `Host` headers is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_bodies_oversized_declarations_bad_framing_and_two_hosts_are_refused() {
+    use tokio::io::AsyncWriteExt;
+    let Adapter {
+        server,
+        token,
+        upstream,
+        ..
+    } = adapter(&["--max-concurrent", "2", "--max-body-bytes", "4096"]).await;
+    let address = server.origin.trim_start_matches("http://").to_owned();
+    let head = |length: &str| {
+        format!(
+            "POST /mcp HTTP/1.1\r\nhost: {address}\r\nauthorization: Bearer {token}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nmcp-protocol-version: 2025-06-18\r\ncontent-length: {length}\r\n\r\n"
+        )
+    };
+    // Ten connections that promise a body and never send it.
+    let mut stalled = Vec::new();
+    for _ in 0..10 {
+        let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+        stream.write_all(head("100").as_bytes()).await.unwrap();
+        stalled.push(stream);
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let client = http();
+    let reply = tools_call(&client, &server.url, Some(&token), "still served")
+        .json_reply()
+        .await;
+    assert_eq!(contents(&reply), ["answer: still served"], "{reply}");
+
+    // Declared over the cap: 413 at once, without sending the body.
+    let answer = raw(
+        &server.origin,
+        head("999999999").as_bytes(),
+        Duration::from_secs(5),
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+
+    // A chunk size that overflows.
+    let chunked = head("0").replace("content-length: 0", "transfer-encoding: chunked")
+        + "ffffffffffffffffffffffff\r\nx\r\n0\r\n\r\n";
+    let answer = raw(&server.origin, chunked.as_bytes(), Duration::from_secs(5)).await;
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+
+    // Two Host headers.
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let two_hosts = head(&body.len().to_string()).replace(
+        &format!("host: {address}\r\n"),
+        &format!("host: {address}\r\nhost: evil.example\r\n"),
+    ) + body;
+    let answer = raw(&server.origin, two_hosts.as_bytes(), Duration::from_secs(5)).await;
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert_eq!(
+        upstream.requests().len(),
+        1,
+        "only the real call reached the upstream"
+    );
+    drop(stalled);
+}
+
+/// Past the connection cap a connection gets a clean 503 and is closed; a
+/// few more are kept for `/healthz`, so a saturated replica still answers
+/// its probes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_connections_are_capped_with_a_reserve_for_health_probes() {
+    let Adapter { server, .. } = adapter(&[]).await;
+    let address = server.origin.trim_start_matches("http://").to_owned();
+    let mut idle = Vec::new();
+    for _ in 0..1024 {
+        idle.push(tokio::net::TcpStream::connect(&address).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let health = format!("GET /healthz HTTP/1.1\r\nhost: {address}\r\nconnection: close\r\n\r\n");
+    let answer = raw(&server.origin, health.as_bytes(), Duration::from_secs(5)).await;
+    assert!(
+        answer.starts_with("HTTP/1.1 200"),
+        "a probe on the reserve: {answer}"
+    );
+    let mcp = format!("POST /mcp HTTP/1.1\r\nhost: {address}\r\ncontent-length: 0\r\n\r\n");
+    let answer = raw(&server.origin, mcp.as_bytes(), Duration::from_secs(5)).await;
+    assert!(
+        answer.starts_with("HTTP/1.1 503"),
+        "MCP on the reserve: {answer}"
+    );
+    for _ in 0..16 {
+        idle.push(tokio::net::TcpStream::connect(&address).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let answer = raw(&server.origin, health.as_bytes(), Duration::from_secs(5)).await;
+    assert!(
+        answer.starts_with("HTTP/1.1 503"),
+        "past the reserve: {answer}"
+    );
+    drop(idle);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let answer = raw(&server.origin, health.as_bytes(), Duration::from_secs(5)).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "served again: {answer}");
+}

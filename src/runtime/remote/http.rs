@@ -16,7 +16,10 @@ use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use hyper::{
     Method, Request, Response, StatusCode,
     body::Incoming,
-    header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE},
+    header::{
+        AUTHORIZATION, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HOST, HeaderValue, RETRY_AFTER,
+        WWW_AUTHENTICATE,
+    },
 };
 use hyper_util::{rt::TokioIo, server::graceful::GracefulShutdown};
 use rmcp::transport::streamable_http_server::{
@@ -38,6 +41,18 @@ type Body = BoxBody<Bytes, Infallible>;
 const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 /// Slow clients get this long to send their request headers.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// ...and this long to send the body, which is read before a concurrency
+/// slot is taken (a client that sends headers and then nothing holds no
+/// slot, only its connection).
+const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Open connections served; past it a connection gets a `503` and is closed
+/// before anything is read from it, so the process never runs out of file
+/// descriptors.
+pub const MAX_CONNECTIONS: usize = 1024;
+/// Connections past [`MAX_CONNECTIONS`] that may still ask `/healthz`, so
+/// that a saturated replica answers its probes (with `200`, or `503` while
+/// draining) instead of timing out.
+const HEALTH_RESERVE: usize = 16;
 
 /// Everything a request needs, shared by all connections.
 pub(super) struct App<P: Provider> {
@@ -52,6 +67,10 @@ pub(super) struct App<P: Provider> {
     authenticator: Option<Authenticator>,
     slots: Arc<Semaphore>,
     max_concurrent: usize,
+    /// Open connections, and the few kept for health probes.
+    connections: Arc<Semaphore>,
+    health_connections: Arc<Semaphore>,
+    max_body_bytes: usize,
     draining: AtomicBool,
     /// Cancels rmcp's in-flight handlers when the drain runs out of time.
     cancel: CancellationToken,
@@ -117,6 +136,9 @@ impl<P: Provider> App<P> {
             authenticator,
             slots: Arc::new(Semaphore::new(remote.max_concurrent)),
             max_concurrent: remote.max_concurrent,
+            connections: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
+            health_connections: Arc::new(Semaphore::new(HEALTH_RESERVE)),
+            max_body_bytes: remote.max_body_bytes,
             draining: AtomicBool::new(false),
             cancel,
         })
@@ -164,13 +186,26 @@ impl<P: Provider> App<P> {
                 },
             };
             let _ = stream.set_nodelay(true);
+            let (permit, health_only) = match self.connections.clone().try_acquire_owned() {
+                Ok(permit) => (permit, false),
+                Err(_) => match self.health_connections.clone().try_acquire_owned() {
+                    Ok(permit) => (permit, true),
+                    Err(_) => {
+                        tokio::spawn(refuse_connection(stream));
+                        continue;
+                    }
+                },
+            };
             let app = self.clone();
             let service = hyper::service::service_fn(move |request| {
                 let app = app.clone();
-                async move { Ok::<_, Infallible>(app.respond(request).await) }
+                async move { Ok::<_, Infallible>(app.respond(request, health_only).await) }
             });
             let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
-            tokio::spawn(connection);
+            tokio::spawn(async move {
+                let _ = connection.await;
+                drop(permit);
+            });
         }
         drop(listener);
         self.draining.store(true, Ordering::SeqCst);
@@ -199,10 +234,28 @@ impl<P: Provider> App<P> {
         self.log(Level::Info, "stopped", format_args!("stopped"), &[]);
     }
 
-    async fn respond(&self, request: Request<Incoming>) -> Response<Body> {
+    async fn respond(&self, request: Request<Incoming>, health_only: bool) -> Response<Body> {
         let started = Instant::now();
         let method = request.method().clone();
-        let (route, response, note) = self.route(request).await;
+        let (route, response, note) = if request.headers().get_all(HOST).iter().count() > 1 {
+            let body =
+                json!({"error": "bad_request", "error_description": "more than one Host header"});
+            (
+                "other",
+                json_response(StatusCode::BAD_REQUEST, body.to_string().into()),
+                Some("duplicate Host".to_owned()),
+            )
+        } else if health_only && request.uri().path() != "/healthz" {
+            let mut response = busy(format!(
+                "{MAX_CONNECTIONS} connections are open, the most this server takes; retry shortly"
+            ));
+            response
+                .headers_mut()
+                .insert(CONNECTION, HeaderValue::from_static("close"));
+            ("other", response, Some("connection limit".to_owned()))
+        } else {
+            self.route(request).await
+        };
         let status = response.status().as_u16();
         let mut fields = vec![
             ("method", Value::from(method.as_str())),
@@ -294,22 +347,63 @@ impl<P: Provider> App<P> {
                 return (self.refuse(refusal), Some(refusal.to_string()));
             }
         }
+        // A declared body over the cap is refused before it is read.
+        let declared = request
+            .headers()
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        if declared.is_some_and(|n| n > self.max_body_bytes as u64) {
+            return (self.too_large(), Some("body over the cap".to_owned()));
+        }
+        // The body is read (bounded, with a deadline) before a slot is taken.
+        let (parts, body) = request.into_parts();
+        let limited = http_body_util::Limited::new(body, self.max_body_bytes);
+        let body = match tokio::time::timeout(BODY_READ_TIMEOUT, limited.collect()).await {
+            Err(_) => {
+                let body = json!({"error": "request_timeout", "error_description": "the request body did not arrive in time"});
+                let mut response =
+                    json_response(StatusCode::REQUEST_TIMEOUT, body.to_string().into());
+                response
+                    .headers_mut()
+                    .insert(CONNECTION, HeaderValue::from_static("close"));
+                return (response, Some("body timeout".to_owned()));
+            }
+            Ok(Err(error)) if error.is::<http_body_util::LengthLimitError>() => {
+                return (self.too_large(), Some("body over the cap".to_owned()));
+            }
+            Ok(Err(_)) => {
+                let body =
+                    json!({"error": "bad_request", "error_description": "malformed request body"});
+                let mut response = json_response(StatusCode::BAD_REQUEST, body.to_string().into());
+                response
+                    .headers_mut()
+                    .insert(CONNECTION, HeaderValue::from_static("close"));
+                return (response, Some("malformed body".to_owned()));
+            }
+            Ok(Ok(collected)) => collected.to_bytes(),
+        };
+        let request = Request::from_parts(parts, Full::new(body));
         let Ok(_slot) = self.slots.clone().try_acquire_owned() else {
-            let body = json!({
-                "error": "busy",
-                "error_description": format!(
-                    "{} requests are in flight, the most this server takes at once; retry shortly",
-                    self.max_concurrent
-                ),
-            });
-            let mut response =
-                json_response(StatusCode::SERVICE_UNAVAILABLE, body.to_string().into());
-            response
-                .headers_mut()
-                .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+            let response = busy(format!(
+                "{} requests are in flight, the most this server takes at once; retry shortly",
+                self.max_concurrent
+            ));
             return (response, Some("concurrency limit".to_owned()));
         };
         (self.mcp.handle(request).await, None)
+    }
+
+    fn too_large(&self) -> Response<Body> {
+        let body = json!({
+            "error": "payload_too_large",
+            "error_description": format!("the request body is larger than {} bytes", self.max_body_bytes),
+        });
+        let mut response = json_response(StatusCode::PAYLOAD_TOO_LARGE, body.to_string().into());
+        response
+            .headers_mut()
+            .insert(CONNECTION, HeaderValue::from_static("close"));
+        response
     }
 
     /// 401 or 403 with the `WWW-Authenticate` challenge of RFC 6750 and
@@ -344,6 +438,34 @@ impl<P: Provider> App<P> {
         }
         response
     }
+}
+
+/// `503` with `Retry-After: 1`.
+fn busy(description: String) -> Response<Body> {
+    let body = json!({"error": "busy", "error_description": description});
+    let mut response = json_response(StatusCode::SERVICE_UNAVAILABLE, body.to_string().into());
+    response
+        .headers_mut()
+        .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+    response
+}
+
+/// Past every connection permit: a fixed `503` written at once, then the
+/// connection closed, without reading the request.
+async fn refuse_connection(mut stream: tokio::net::TcpStream) {
+    use tokio::io::AsyncWriteExt;
+    let body =
+        br#"{"error":"busy","error_description":"too many open connections; retry shortly"}"#;
+    let head = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    let _ = tokio::time::timeout(Duration::from_secs(2), async {
+        let _ = stream.write_all(head.as_bytes()).await;
+        let _ = stream.write_all(body).await;
+        let _ = stream.shutdown().await;
+    })
+    .await;
 }
 
 fn json_response(status: StatusCode, body: Bytes) -> Response<Body> {

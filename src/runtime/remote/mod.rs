@@ -8,7 +8,12 @@
 //!   resource metadata (RFC 9728) is served at
 //!   `/.well-known/oauth-protected-resource[/path]`.
 //! - `/healthz`; at most `max_concurrent` MCP requests at once (then 503
-//!   with `Retry-After`); request bodies capped (413); SIGTERM stops
+//!   with `Retry-After`), a slot being taken only once the body has arrived
+//!   (headers within 10 s, the body within 10 s more); request bodies capped
+//!   (413, at once for a declared `Content-Length`); malformed framing and
+//!   two `Host` headers are 400; at most 1024 open connections, plus 16 that
+//!   may only ask `/healthz`, past which a connection gets a 503 and is
+//!   closed unread; SIGTERM stops
 //!   accepting, lets in-flight calls finish within their provider budget and
 //!   exits; a client that disconnects cancels its call, which aborts the
 //!   upstream request.
