@@ -42,6 +42,12 @@ impl Stage {
     /// Adds `relative` (a file or folder under the extension root).
     /// `required`: a missing path is an error rather than skipped.
     pub fn add(&mut self, relative: &str, required: bool) -> Result<(), PackageError> {
+        // `docs/` names the folder itself (a trailing slash would make the
+        // file system follow a link there).
+        let relative = match relative.trim_end_matches('/') {
+            "" => relative,
+            trimmed => trimmed,
+        };
         let relative_path = Path::new(relative);
         if relative_path.is_absolute()
             || relative_path
@@ -52,6 +58,32 @@ impl Stage {
                 path: relative.to_owned(),
                 reason: "it is outside the extension folder".into(),
             });
+        }
+        // No folder on the way may be a link: `docs -> /etc` would pack
+        // files from outside the extension under `docs/`.
+        let mut walked = self.root.clone();
+        let parts: Vec<Component> = relative_path.components().collect();
+        for part in parts.iter().take(parts.len().saturating_sub(1)) {
+            walked.push(part);
+            match std::fs::symlink_metadata(&walked) {
+                Ok(metadata) if metadata.file_type().is_symlink() => {
+                    return Err(PackageError::Refused {
+                        path: relative.to_owned(),
+                        reason: format!(
+                            "the folder `{}` on its way is a symlink; only what is inside the extension is packaged",
+                            walked.strip_prefix(&self.root).unwrap_or(&walked).display()
+                        ),
+                    });
+                }
+                Ok(_) => {}
+                Err(_) if !required => return Ok(()),
+                Err(source) => {
+                    return Err(PackageError::Io {
+                        path: walked,
+                        source,
+                    });
+                }
+            }
         }
         let path = self.root.join(relative_path);
         let metadata = match std::fs::symlink_metadata(&path) {
@@ -80,6 +112,23 @@ impl Stage {
                 self.add(&format!("{}/{entry}", relative.trim_end_matches('/')), true)?;
             }
             return Ok(());
+        }
+        if !metadata.file_type().is_file() {
+            return Err(PackageError::Refused {
+                path: relative.to_owned(),
+                reason: "it is a FIFO, socket or device, not a regular file".into(),
+            });
+        }
+        // Defence in depth: the resolved path is inside the extension.
+        let resolved = path.canonicalize().map_err(|source| PackageError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        if !resolved.starts_with(&self.root) {
+            return Err(PackageError::Refused {
+                path: relative.to_owned(),
+                reason: "it resolves outside the extension folder".into(),
+            });
         }
         let name = relative
             .replace('\\', "/")

@@ -73,8 +73,12 @@ pub enum ScaffoldError {
         "the endpoint `{0}` must be an absolute https URL without user info, query or fragment"
     )]
     Endpoint(String),
-    #[error("the description must be one line of at most 200 characters")]
+    #[error(
+        "the description must be one line of at most 200 characters, without control characters"
+    )]
     Description,
+    #[error("{} is a symlink inside the target folder; ecp new writes only into real folders there", .0.display())]
+    LinkInTarget(PathBuf),
     #[error("{} is not empty; choose another --dir or pass --force to write into it", .0.display())]
     NotEmpty(PathBuf),
     #[error("{} exists and is not a folder", .0.display())]
@@ -137,7 +141,7 @@ pub fn check_endpoint(endpoint: &str) -> Result<String, ScaffoldError> {
 }
 
 pub fn check_description(description: &str) -> Result<(), ScaffoldError> {
-    if description.contains(['\n', '\r']) || description.chars().count() > 200 {
+    if description.chars().any(char::is_control) || description.chars().count() > 200 {
         Err(ScaffoldError::Description)
     } else {
         Ok(())
@@ -392,6 +396,18 @@ pub fn write(dir: &Path, files: &[GeneratedFile], force: bool) -> Result<(), Sca
     }
     if !force {
         return Err(ScaffoldError::NotEmpty(dir.to_owned()));
+    }
+    // Nothing on the way inside the target may be a link (`src -> /etc`
+    // would make --force write outside the project): checked for every file
+    // before the first is written.
+    for file in files {
+        let mut walked = dir.to_owned();
+        for part in Path::new(&file.path).components() {
+            walked.push(part);
+            if std::fs::symlink_metadata(&walked).is_ok_and(|m| m.file_type().is_symlink()) {
+                return Err(ScaffoldError::LinkInTarget(walked));
+            }
+        }
     }
     for file in files {
         let path = dir.join(&file.path);

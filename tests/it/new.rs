@@ -275,6 +275,37 @@ fn refusals_leave_nothing_behind() {
     assert!(tree(&dir).contains(&"notes.txt".to_owned()));
     assert!(tree(&dir).contains(&"src/provider.rs".to_owned()));
 
+    // --force never writes through a link inside the target, and checks
+    // before it writes anything.
+    let dir = temp.path().join("linked");
+    let outside = temp.path().join("outside");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(dir.join("notes.txt"), "mine").unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join("src")).unwrap();
+    let output = generate(&dir, &["--force"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("is a symlink inside the target folder"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        std::fs::read_dir(&outside).unwrap().next().is_none(),
+        "nothing written outside"
+    );
+    assert_eq!(tree(&dir), ["notes.txt"], "nothing written inside either");
+    assert!(dir.join("src").is_symlink());
+
+    // A control character in a value that goes into generated files.
+    let output = generate(
+        &temp.path().join("ctl"),
+        &["--description", "Acme\u{1b}[31m search\u{7}"],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("control characters"));
+    assert!(!temp.path().join("ctl").exists());
+
     // An empty folder is filled.
     let empty = temp.path().join("empty");
     std::fs::create_dir(&empty).unwrap();

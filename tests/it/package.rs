@@ -356,6 +356,55 @@ fn refusals_are_clear_and_leave_no_archive() {
             "it is outside the extension folder",
         ),
         (
+            "linked-folder",
+            |dir: &Path| {
+                std::os::unix::fs::symlink("/etc", dir.join("docs")).unwrap();
+                set_include(dir, r#"["docs/"]"#);
+            },
+            "it is a symlink",
+        ),
+        (
+            "linked-parent",
+            |dir: &Path| {
+                std::os::unix::fs::symlink("/etc", dir.join("docs")).unwrap();
+                set_include(dir, r#"["docs/hostname"]"#);
+            },
+            "the folder `docs` on its way is a symlink",
+        ),
+        (
+            "linked-context-folder",
+            |dir: &Path| {
+                std::os::unix::fs::symlink("/etc", dir.join("ctx")).unwrap();
+                let manifest = std::fs::read_to_string(dir.join("qwen-extension.json")).unwrap();
+                std::fs::write(
+                    dir.join("qwen-extension.json"),
+                    manifest.replacen(
+                        "\"version\"",
+                        "\"contextFileName\": \"ctx/hostname\", \"version\"",
+                        1,
+                    ),
+                )
+                .unwrap();
+            },
+            "the folder `ctx` on its way is a symlink",
+        ),
+        (
+            "fifo",
+            |dir: &Path| {
+                std::fs::create_dir(dir.join("data")).unwrap();
+                let fifo = dir.join("data/pipe");
+                assert!(
+                    Command::new("mkfifo")
+                        .arg(&fifo)
+                        .status()
+                        .unwrap()
+                        .success()
+                );
+                set_include(dir, r#"["data/"]"#);
+            },
+            "it is a FIFO, socket or device",
+        ),
+        (
             "lint",
             |dir: &Path| {
                 let manifest = std::fs::read_to_string(dir.join("qwen-extension.json")).unwrap();
