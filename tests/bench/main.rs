@@ -623,7 +623,174 @@ fn main() {
         ),
     );
 
+    lint_scaling(&settings, &mut report);
+
     write_results(&settings, &report);
+}
+
+/// Wall time (ms) and peak RSS (KiB) of `ecp lint PATH` (exit 0 or 1).
+fn lint_once(ecp: &Path, path: &Path) -> (f64, u64) {
+    let started = Instant::now();
+    let output = Command::new("/usr/bin/time")
+        .args(["-f", "ECP_BENCH %e %M"])
+        .arg(ecp)
+        .arg("lint")
+        .arg(path)
+        .stdout(Stdio::null())
+        .output()
+        .expect("GNU time (/usr/bin/time)");
+    let elapsed = started.elapsed().as_secs_f64() * 1000.0;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let kib = stderr
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("ECP_BENCH "))
+        .and_then(|l| l.split_whitespace().nth(2))
+        .and_then(|k| k.parse().ok())
+        .unwrap_or(0);
+    (elapsed, kib)
+}
+
+fn tar_header(name: &str, flag: u8, size: u64) -> Vec<u8> {
+    let mut h = vec![0u8; 512];
+    h[..name.len().min(100)].copy_from_slice(&name.as_bytes()[..name.len().min(100)]);
+    h[100..107].copy_from_slice(b"0000644");
+    h[124..135].copy_from_slice(format!("{size:011o}").as_bytes());
+    h[156] = flag;
+    h[257..263].copy_from_slice(b"ustar\0");
+    h[263..265].copy_from_slice(b"00");
+    h[148..156].copy_from_slice(b"        ");
+    let sum: u32 = h.iter().map(|b| u32::from(*b)).sum();
+    h[148..155].copy_from_slice(format!("{sum:06o}\0").as_bytes());
+    h
+}
+
+fn gzip_bytes(data: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(data).unwrap();
+    encoder.finish().unwrap()
+}
+
+/// A manifest of about `bytes` with a finding on every line.
+fn noisy_manifest(bytes: usize) -> String {
+    let mut text = String::from("{\"name\": \"acme-context\", \"version\": \"0.1.0\", \"mcpServers\": {\"acme-context\": {\"httpUrl\": \"https://x.example/mcp\", \"timeout\": 8000, \"includeTools\": [\"context_search\"], \"oauth\": {\"enabled\": true, \"scopes\": [\"a\"], \"audiences\": [\"b\"]}}},\n\"x\": [\n");
+    let mut n = 0;
+    while text.len() < bytes {
+        text.push_str(&format!("\"ghp_{n:036}\",\n"));
+        n += 1;
+    }
+    text.push_str("\"end\"]}\n");
+    text
+}
+
+/// An archive of `entries` small files (each a finding: `..` paths).
+fn many_entries(entries: usize) -> Vec<u8> {
+    let mut tar = Vec::with_capacity(entries * 1024);
+    let manifest = br#"{"name":"acme-context","version":"0.1.0","mcpServers":{"acme-context":{"command":"${extensionPath}${/}dist${/}main","cwd":"${extensionPath}","timeout":8000,"includeTools":["context_search"]}}}"#;
+    tar.extend(tar_header("qwen-extension.json", b'0', manifest.len() as u64));
+    tar.extend_from_slice(manifest);
+    tar.resize(tar.len().div_ceil(512) * 512, 0);
+    for n in 0..entries {
+        tar.extend(tar_header(&format!("../files/{n}"), b'0', 0));
+    }
+    tar.extend(vec![0; 1024]);
+    gzip_bytes(&tar)
+}
+
+/// Lint's time and peak memory as its input grows, and on hostile shapes.
+/// Targets: growth at most linear, peak under 64 MiB for anything lint
+/// reads, every hostile input answered in under 2 s.
+fn lint_scaling(settings: &Settings, report: &mut Report) {
+    let temp = tempfile::tempdir().unwrap();
+    let write = |name: &str, bytes: &[u8]| {
+        let path = temp.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    };
+    let best = |path: &Path| {
+        let mut runs: Vec<(f64, u64)> = (0..3).map(|_| lint_once(&settings.ecp, path)).collect();
+        runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        runs[0]
+    };
+    let mut peak_max = 0u64;
+    let mut manifests = Vec::new();
+    for (label, bytes) in [("1 KiB", 1024), ("100 KiB", 100 * 1024), ("1 MiB", 1000 * 1024)] {
+        let folder = temp.path().join(format!("manifest-{bytes}"));
+        std::fs::create_dir_all(&folder).unwrap();
+        let path = folder.join("qwen-extension.json");
+        std::fs::write(&path, noisy_manifest(bytes)).unwrap();
+        let (ms, kib) = best(&path);
+        peak_max = peak_max.max(kib);
+        manifests.push((bytes as f64, ms));
+        report.row(
+            format!("ecp lint, a {label} manifest with a finding per line"),
+            format!("{ms:.0} ms, peak {:.1} MiB", kib as f64 / 1024.0),
+        );
+    }
+    let entry_counts: &[usize] = if settings.quick { &[10, 10_000] } else { &[10, 10_000, 100_000] };
+    let mut archives = Vec::new();
+    for &entries in entry_counts {
+        let path = write(&format!("entries-{entries}.tar.gz"), &many_entries(entries));
+        let (ms, kib) = best(&path);
+        peak_max = peak_max.max(kib);
+        archives.push((entries as f64, ms));
+        report.row(
+            format!("ecp lint, an archive of {entries} entries"),
+            format!("{ms:.0} ms, peak {:.1} MiB", kib as f64 / 1024.0),
+        );
+    }
+    // Linear: from the middle to the largest size, time grows no faster
+    // than the input (with 2x slack for fixed costs and noise).
+    let linear = |points: &[(f64, f64)]| {
+        let (small, large) = (points[points.len() - 2], points[points.len() - 1]);
+        (large.1 / small.1.max(1.0)) <= 2.0 * (large.0 / small.0)
+    };
+    report.target(
+        "lint time at most linear in the input",
+        linear(&manifests) && linear(&archives),
+        format!(
+            "manifests {:.0} -> {:.0} ms, archives {:.0} -> {:.0} ms",
+            manifests[manifests.len() - 2].1,
+            manifests[manifests.len() - 1].1,
+            archives[archives.len() - 2].1,
+            archives[archives.len() - 1].1
+        ),
+    );
+    // Hostile shapes.
+    let mut long_name = tar_header("././@LongLink", b'L', 1 << 30);
+    long_name.extend(std::iter::repeat_n(0u8, 1 << 22));
+    let mut bomb = tar_header("bomb", b'0', 10 << 30);
+    bomb.extend(std::iter::repeat_n(0u8, 64 << 20));
+    let hostile = [
+        ("a GNU long name declaring 1 GiB", write("long.tar.gz", &gzip_bytes(&long_name))),
+        ("an entry declaring 10 GiB (64 MiB of it sent)", write("bomb.tar.gz", &gzip_bytes(&bomb))),
+        ("a second gzip member", {
+            let first = many_entries(10);
+            let second = many_entries(10);
+            write("members.tar.gz", &[first, second].concat())
+        }),
+    ];
+    let mut slowest = 0f64;
+    for (label, path) in &hostile {
+        let (ms, kib) = best(path);
+        slowest = slowest.max(ms);
+        peak_max = peak_max.max(kib);
+        report.row(
+            format!("ecp lint, {label}"),
+            format!("{ms:.0} ms, peak {:.1} MiB", kib as f64 / 1024.0),
+        );
+    }
+    report.target(
+        "lint peak memory under 64 MiB",
+        peak_max < 64 * 1024,
+        format!("largest peak {:.1} MiB", peak_max as f64 / 1024.0),
+    );
+    report.target(
+        "every hostile input answered in under 2 s",
+        slowest < 2000.0,
+        format!("slowest {slowest:.0} ms"),
+    );
 }
 
 fn command_output(program: &str, args: &[&str]) -> String {
