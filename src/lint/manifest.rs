@@ -33,16 +33,9 @@ const NODE_CODE_OPTIONS: &[&str] = &[
     "--experimental-loader",
     "--inspect",
 ];
-/// Of those, the long ones whose value may follow as the next argument
-/// (a short group such as `-pe` takes the next argument too).
-const NODE_OPTIONS_WITH_VALUE: &[&str] = &[
-    "--eval",
-    "--print",
-    "--require",
-    "--import",
-    "--loader",
-    "--experimental-loader",
-];
+/// Of those, the one whose value never follows as the next argument (all
+/// others, and a short group such as `-pe`, may take the next argument).
+const NODE_OPTION_WITHOUT_VALUE: &str = "--inspect";
 /// Short Node options that evaluate or load code (`-e`, `-p`, `-r`), alone
 /// or in a group such as `-pe`.
 const NODE_CODE_SHORT: &[char] = &['e', 'p', 'r'];
@@ -567,7 +560,9 @@ impl Checker<'_> {
                     "remove the option and bundle what it loaded into dist/main.js",
                 );
                 let short_group = !text.starts_with("--") && !text.contains('=');
-                if short_group || NODE_OPTIONS_WITH_VALUE.contains(&text) {
+                if short_group
+                    || (NODE_CODE_OPTIONS.contains(&text) && text != NODE_OPTION_WITHOUT_VALUE)
+                {
                     index += 1;
                 }
             }

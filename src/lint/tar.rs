@@ -468,22 +468,34 @@ pub fn read<R: Read>(
     }
 }
 
+/// One raw ustar header block, with a right checksum, for any name (the
+/// first 100 bytes), type flag, size and mode. The tests, the benchmarks and
+/// the fuzz seeds build hostile archives with it; `ecp package` writes with
+/// the `tar` crate.
+pub fn raw_header(name: &[u8], flag: u8, size: u64, mode: u32) -> [u8; BLOCK] {
+    let mut h = [0u8; BLOCK];
+    let length = name.len().min(100);
+    h[..length].copy_from_slice(&name[..length]);
+    h[100..107].copy_from_slice(format!("{:07o}", mode & 0o7777777).as_bytes());
+    h[108..115].copy_from_slice(b"0000000");
+    h[116..123].copy_from_slice(b"0000000");
+    h[124..135].copy_from_slice(format!("{:011o}", size.min(0o77777777777)).as_bytes());
+    h[136..147].copy_from_slice(b"00000000000");
+    h[156] = flag;
+    h[257..263].copy_from_slice(b"ustar\0");
+    h[263..265].copy_from_slice(b"00");
+    h[148..156].copy_from_slice(b"        ");
+    let sum: u32 = h.iter().map(|b| u32::from(*b)).sum();
+    h[148..155].copy_from_slice(format!("{sum:06o}\0").as_bytes());
+    h
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn header(name: &str, flag: u8, size: u64) -> [u8; BLOCK] {
-        let mut h = [0u8; BLOCK];
-        h[..name.len()].copy_from_slice(name.as_bytes());
-        h[100..107].copy_from_slice(b"0000644");
-        h[124..135].copy_from_slice(format!("{size:011o}").as_bytes());
-        h[156] = flag;
-        h[257..263].copy_from_slice(b"ustar\0");
-        h[263..265].copy_from_slice(b"00");
-        h[148..156].copy_from_slice(b"        ");
-        let sum: u32 = h.iter().map(|b| u32::from(*b)).sum();
-        h[148..155].copy_from_slice(format!("{sum:06o}\0").as_bytes());
-        h
+        raw_header(name.as_bytes(), flag, size, 0o644)
     }
 
     fn padded(data: &[u8]) -> Vec<u8> {

@@ -652,17 +652,7 @@ fn lint_once(ecp: &Path, path: &Path) -> (f64, u64) {
 }
 
 fn tar_header(name: &str, flag: u8, size: u64) -> Vec<u8> {
-    let mut h = vec![0u8; 512];
-    h[..name.len().min(100)].copy_from_slice(&name.as_bytes()[..name.len().min(100)]);
-    h[100..107].copy_from_slice(b"0000644");
-    h[124..135].copy_from_slice(format!("{size:011o}").as_bytes());
-    h[156] = flag;
-    h[257..263].copy_from_slice(b"ustar\0");
-    h[263..265].copy_from_slice(b"00");
-    h[148..156].copy_from_slice(b"        ");
-    let sum: u32 = h.iter().map(|b| u32::from(*b)).sum();
-    h[148..155].copy_from_slice(format!("{sum:06o}\0").as_bytes());
-    h
+    ecp::lint::tar::raw_header(name.as_bytes(), flag, size, 0o644).to_vec()
 }
 
 fn gzip_bytes(data: &[u8]) -> Vec<u8> {
@@ -674,7 +664,9 @@ fn gzip_bytes(data: &[u8]) -> Vec<u8> {
 
 /// A manifest of about `bytes` with a finding on every line.
 fn noisy_manifest(bytes: usize) -> String {
-    let mut text = String::from("{\"name\": \"acme-context\", \"version\": \"0.1.0\", \"mcpServers\": {\"acme-context\": {\"httpUrl\": \"https://x.example/mcp\", \"timeout\": 8000, \"includeTools\": [\"context_search\"], \"oauth\": {\"enabled\": true, \"scopes\": [\"a\"], \"audiences\": [\"b\"]}}},\n\"x\": [\n");
+    let mut text = String::from(
+        "{\"name\": \"acme-context\", \"version\": \"0.1.0\", \"mcpServers\": {\"acme-context\": {\"httpUrl\": \"https://x.example/mcp\", \"timeout\": 8000, \"includeTools\": [\"context_search\"], \"oauth\": {\"enabled\": true, \"scopes\": [\"a\"], \"audiences\": [\"b\"]}}},\n\"x\": [\n",
+    );
     let mut n = 0;
     while text.len() < bytes {
         text.push_str(&format!("\"ghp_{n:036}\",\n"));
@@ -688,7 +680,11 @@ fn noisy_manifest(bytes: usize) -> String {
 fn many_entries(entries: usize) -> Vec<u8> {
     let mut tar = Vec::with_capacity(entries * 1024);
     let manifest = br#"{"name":"acme-context","version":"0.1.0","mcpServers":{"acme-context":{"command":"${extensionPath}${/}dist${/}main","cwd":"${extensionPath}","timeout":8000,"includeTools":["context_search"]}}}"#;
-    tar.extend(tar_header("qwen-extension.json", b'0', manifest.len() as u64));
+    tar.extend(tar_header(
+        "qwen-extension.json",
+        b'0',
+        manifest.len() as u64,
+    ));
     tar.extend_from_slice(manifest);
     tar.resize(tar.len().div_ceil(512) * 512, 0);
     for n in 0..entries {
@@ -715,7 +711,11 @@ fn lint_scaling(settings: &Settings, report: &mut Report) {
     };
     let mut peak_max = 0u64;
     let mut manifests = Vec::new();
-    for (label, bytes) in [("1 KiB", 1024), ("100 KiB", 100 * 1024), ("1 MiB", 1000 * 1024)] {
+    for (label, bytes) in [
+        ("1 KiB", 1024),
+        ("100 KiB", 100 * 1024),
+        ("1 MiB", 1000 * 1024),
+    ] {
         let folder = temp.path().join(format!("manifest-{bytes}"));
         std::fs::create_dir_all(&folder).unwrap();
         let path = folder.join("qwen-extension.json");
@@ -728,7 +728,11 @@ fn lint_scaling(settings: &Settings, report: &mut Report) {
             format!("{ms:.0} ms, peak {:.1} MiB", kib as f64 / 1024.0),
         );
     }
-    let entry_counts: &[usize] = if settings.quick { &[10, 10_000] } else { &[10, 10_000, 100_000] };
+    let entry_counts: &[usize] = if settings.quick {
+        &[10, 10_000]
+    } else {
+        &[10, 10_000, 100_000]
+    };
     let mut archives = Vec::new();
     for &entries in entry_counts {
         let path = write(&format!("entries-{entries}.tar.gz"), &many_entries(entries));
@@ -763,8 +767,14 @@ fn lint_scaling(settings: &Settings, report: &mut Report) {
     let mut bomb = tar_header("bomb", b'0', 10 << 30);
     bomb.extend(std::iter::repeat_n(0u8, 64 << 20));
     let hostile = [
-        ("a GNU long name declaring 1 GiB", write("long.tar.gz", &gzip_bytes(&long_name))),
-        ("an entry declaring 10 GiB (64 MiB of it sent)", write("bomb.tar.gz", &gzip_bytes(&bomb))),
+        (
+            "a GNU long name declaring 1 GiB",
+            write("long.tar.gz", &gzip_bytes(&long_name)),
+        ),
+        (
+            "an entry declaring 10 GiB (64 MiB of it sent)",
+            write("bomb.tar.gz", &gzip_bytes(&bomb)),
+        ),
         ("a second gzip member", {
             let first = many_entries(10);
             let second = many_entries(10);

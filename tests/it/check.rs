@@ -105,7 +105,7 @@ fn assert_conforms_by_url(output: &std::process::Output) {
 
 #[test]
 fn ecp_serve_http_conforms_even_with_a_dead_proxy_in_the_environment() {
-    let dead = format!("http://127.0.0.1:{}", dead_port());
+    let dead = format!("http://127.0.0.1:{}", crate::proxy::free_port());
     let (code, report) = check_with_env(
         &["--", ecp_bin(), "serve", "--http"],
         &[
@@ -201,18 +201,9 @@ fn python_server() -> String {
         .to_string()
 }
 
-/// A port nothing listens on, for a proxy that cannot be reached.
-fn dead_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 #[test]
 fn an_independent_python_server_conforms_even_with_a_dead_proxy_in_the_environment() {
-    let dead = format!("http://127.0.0.1:{}", dead_port());
+    let dead = format!("http://127.0.0.1:{}", crate::proxy::free_port());
     let proxy_env = [
         ("HTTP_PROXY", dead.as_str()),
         ("http_proxy", dead.as_str()),

@@ -109,20 +109,7 @@ const EVIL_MANIFEST: &str = r#"{
 // --- raw tar ----------------------------------------------------------------
 
 fn header(name: &[u8], flag: u8, size: u64, mode: u32) -> Vec<u8> {
-    let mut h = vec![0u8; 512];
-    h[..name.len().min(100)].copy_from_slice(&name[..name.len().min(100)]);
-    h[100..107].copy_from_slice(format!("{mode:07o}").as_bytes());
-    h[108..115].copy_from_slice(b"0000000");
-    h[116..123].copy_from_slice(b"0000000");
-    h[124..135].copy_from_slice(format!("{size:011o}").as_bytes());
-    h[136..147].copy_from_slice(b"00000000000");
-    h[156] = flag;
-    h[257..263].copy_from_slice(b"ustar\0");
-    h[263..265].copy_from_slice(b"00");
-    h[148..156].copy_from_slice(b"        ");
-    let sum: u32 = h.iter().map(|b| u32::from(*b)).sum();
-    h[148..155].copy_from_slice(format!("{sum:06o}\0").as_bytes());
-    h
+    ecp::lint::tar::raw_header(name, flag, size, mode).to_vec()
 }
 
 fn file_entry(name: &str, data: &[u8], mode: u32) -> Vec<u8> {

@@ -32,7 +32,8 @@ impl Drop for Tinyproxy {
     }
 }
 
-fn free_port() -> u16 {
+/// A port nothing listens on (a dead proxy, or one to start on).
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
