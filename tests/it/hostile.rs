@@ -389,6 +389,14 @@ fn special_files_and_links_out_of_the_folder_are_refused_without_reading_them() 
     std::os::unix::fs::symlink("/dev/zero", folder.join("Cargo.toml")).unwrap();
     let output = lint_capped(&[folder.to_str().unwrap()], &[]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+
+    // A FIFO Cargo.toml is not opened (lint would wait for a writer).
+    let folder = dir.path().join("fifo-cargo");
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::write(folder.join("qwen-extension.json"), MANIFEST).unwrap();
+    fifo(&folder.join("Cargo.toml"));
+    let output = lint_capped(&[folder.to_str().unwrap()], &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
 }
 
 #[test]
