@@ -341,28 +341,44 @@ pub fn lint_archive_bytes(path: &Path, bytes: Bytes, report: &mut Report) -> Res
     };
     let entries = read.entries;
     let shown = path.display().to_string();
-    let entry_label = |entry: &str| format!("{shown}!/{entry}");
     report.archives.push(ArchiveSummary {
         file: shown.clone(),
         entries: entries.len(),
-        paths: entries.iter().map(|e| e.path.clone()).collect(),
+        paths: Vec::new(),
         uncompressed_bytes: read.unpacked.max(entries.iter().map(|e| e.size).sum()),
         compressed_bytes: bytes.len(),
     });
+    let outcome = archive_rules(path, bytes, &entries, read.stopped, &shown, report);
+    // The paths move into the summary (no second copy of them at the peak).
+    if let Some(summary) = report.archives.last_mut() {
+        summary.paths = entries.into_iter().map(|e| e.path).collect();
+    }
+    outcome
+}
 
-    if let Some((rule, problem)) = read.stopped {
+/// The archive rules over the entries read, then the manifest inside.
+fn archive_rules(
+    path: &Path,
+    bytes: Bytes,
+    entries: &[Entry],
+    stopped: Option<(Rule, String)>,
+    shown: &str,
+    report: &mut Report,
+) -> Result<(), LintError> {
+    let entry_label = |entry: &str| format!("{shown}!/{entry}");
+    if let Some((rule, problem)) = stopped {
         report.add(Finding::about(
             rule,
-            &shown,
+            shown,
             format!("the archive was not read to its end: {problem}"),
             "package it again with ecp package (or GNU tar), one gzip stream, regular entries only",
         ));
     }
-    let mut seen = HashSet::new();
+    let mut seen: HashSet<&str> = HashSet::new();
     // Case-insensitive file systems (macOS, Windows) extract
     // `QWEN-EXTENSION.JSON` and `qwen-extension.json` to one file.
     let mut folded: HashMap<String, &str> = HashMap::new();
-    for entry in &entries {
+    for entry in entries {
         let label = entry_label(&entry.path);
         if is_unsafe_path(&entry.path) {
             report.add(Finding::about(
@@ -375,7 +391,7 @@ pub fn lint_archive_bytes(path: &Path, bytes: Bytes, report: &mut Report) -> Res
                 "package paths relative to the extension root, without `..`",
             ));
         }
-        if !seen.insert(normalized(&entry.path).to_owned()) {
+        if !seen.insert(normalized(&entry.path)) {
             report.add(Finding::about(
                 Rule::ArchiveDuplicate,
                 &label,
