@@ -445,10 +445,10 @@ fn archive_rules(
         }
     }
 
-    let Some(root) = manifest_root(&entries) else {
+    let Some(root) = manifest_root(entries) else {
         report.add(Finding::about(
             Rule::ArchiveManifest,
-            &shown,
+            shown,
             format!("no {MANIFEST} at the archive root or in one top-level folder"),
             format!("put {MANIFEST} at the root of the archive"),
         ));
