@@ -144,7 +144,28 @@ fn input_boundaries() -> Vec<Case> {
             false,
         ));
     }
+    // Extra properties of every JSON type (a schema that forbids only
+    // string extras is not closed).
+    for (what, value) in extra_values() {
+        cases.push(case(
+            format!("an extra `filter` argument that is {what}"),
+            json!({ "query": "x", "filter": value }),
+            false,
+        ));
+    }
     cases
+}
+
+/// One value of every JSON type but string.
+fn extra_values() -> [(&'static str, Value); 6] {
+    [
+        ("a number", json!(1)),
+        ("a boolean", json!(true)),
+        ("null", Value::Null),
+        ("an object", json!({"a": 1})),
+        ("an array", json!(["a"])),
+        ("an empty object", json!({})),
+    ]
 }
 
 fn envelope(items: Value) -> Value {
@@ -250,6 +271,23 @@ fn output_boundaries() -> Vec<Case> {
         cases.push(case(
             format!("an extra top-level property `{extra}`"),
             json!({"untrusted_external_context": {"notice": NOTICE, "items": []}, *extra: "x"}),
+            false,
+        ));
+    }
+    for (what, value) in extra_values() {
+        cases.push(case(
+            format!("an extra item property that is {what}"),
+            item(json!({ "extra": value.clone() })),
+            false,
+        ));
+        cases.push(case(
+            format!("an extra envelope property that is {what}"),
+            json!({"untrusted_external_context": {"notice": NOTICE, "items": [], "extra": value.clone()}}),
+            false,
+        ));
+        cases.push(case(
+            format!("an extra top-level property that is {what}"),
+            json!({"untrusted_external_context": {"notice": NOTICE, "items": []}, "extra": value}),
             false,
         ));
     }

@@ -271,8 +271,24 @@ fn read_entry(path: &Path, bytes: Bytes, wanted: &str) -> Result<Option<String>,
 }
 
 /// `./a/b/` -> `a/b`.
-fn normalized(path: &str) -> &str {
-    path.trim_start_matches("./").trim_end_matches('/')
+/// An entry path as it lands on disk: empty and `.` parts dropped
+/// (`.//qwen-extension.json` and `dist/./main` are `qwen-extension.json` and
+/// `dist/main` to an extractor). `..` stays (it is `archive-path`).
+fn normalized(path: &str) -> std::borrow::Cow<'_, str> {
+    let clean = !path.starts_with("./")
+        && !path.ends_with('/')
+        && !path.contains("//")
+        && !path.contains("/./")
+        && !path.ends_with("/.")
+        && path != ".";
+    if clean {
+        return std::borrow::Cow::Borrowed(path);
+    }
+    let parts: Vec<&str> = path
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    std::borrow::Cow::Owned(parts.join("/"))
 }
 
 fn is_unsafe_path(path: &str) -> bool {
@@ -309,8 +325,8 @@ pub fn is_secret_file(path: &str) -> bool {
 /// The folder the manifest sits in ("" for the root), when the archive
 /// follows Qwen's layout.
 fn manifest_root(entries: &[Entry]) -> Option<String> {
-    let files: Vec<&str> = entries.iter().map(|e| normalized(&e.path)).collect();
-    if files.contains(&MANIFEST) {
+    let files: Vec<std::borrow::Cow<str>> = entries.iter().map(|e| normalized(&e.path)).collect();
+    if files.iter().any(|f| f == MANIFEST) {
         return Some(String::new());
     }
     let tops: HashSet<&str> = files
@@ -322,7 +338,8 @@ fn manifest_root(entries: &[Entry]) -> Option<String> {
         return None;
     };
     files
-        .contains(&format!("{top}/{MANIFEST}").as_str())
+        .iter()
+        .any(|f| *f == format!("{top}/{MANIFEST}"))
         .then(|| format!("{top}/"))
 }
 
@@ -374,10 +391,10 @@ fn archive_rules(
             "package it again with ecp package (or GNU tar), one gzip stream, regular entries only",
         ));
     }
-    let mut seen: HashSet<&str> = HashSet::new();
+    let mut seen: HashSet<std::borrow::Cow<str>> = HashSet::new();
     // Case-insensitive file systems (macOS, Windows) extract
     // `QWEN-EXTENSION.JSON` and `qwen-extension.json` to one file.
-    let mut folded: HashMap<String, &str> = HashMap::new();
+    let mut folded: HashMap<String, std::borrow::Cow<str>> = HashMap::new();
     for entry in entries {
         let label = entry_label(&entry.path);
         if is_unsafe_path(&entry.path) {

@@ -94,8 +94,9 @@ pub fn is_self_contained(specifier: &str) -> bool {
 /// order of first appearance, without repeats.
 pub fn external_imports(source: &str) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for specifier in Scanner::new(source).specifiers() {
-        if !is_self_contained(&specifier) && !found.contains(&specifier) {
+        if !is_self_contained(&specifier) && seen.insert(specifier.clone()) {
             found.push(specifier);
         }
     }

@@ -58,10 +58,10 @@ pub fn open_regular(
         path: path.to_owned(),
         source,
     };
-    let link = std::fs::symlink_metadata(path).map_err(io)?;
-    if link.file_type().is_symlink()
-        && let Some(folder) = folder
-    {
+    let _ = std::fs::symlink_metadata(path).map_err(io)?;
+    // Inside a folder under review the resolved path (links anywhere on the
+    // way, `dist -> /elsewhere` included) must stay in the folder.
+    if let Some(folder) = folder {
         let target = std::fs::canonicalize(path).map_err(io)?;
         let root = std::fs::canonicalize(folder).map_err(io)?;
         if !target.starts_with(&root) {

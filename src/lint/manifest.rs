@@ -147,10 +147,12 @@ fn node_code_option(arg: &str) -> Option<&str> {
     if let Some(long) = arg.strip_prefix("--") {
         let name = long.split('=').next().unwrap_or(long);
         let option = &arg[..name.len() + 2];
+        // Node reads `_` in an option name as `-`.
+        let spelled = option.replace('_', "-");
         return NODE_CODE_OPTIONS
             .iter()
             .any(|refused| {
-                option == *refused || (*refused == "--inspect" && option.starts_with(refused))
+                spelled == *refused || (*refused == "--inspect" && spelled.starts_with(refused))
             })
             .then_some(option);
     }
@@ -160,6 +162,32 @@ fn node_code_option(arg: &str) -> Option<&str> {
         .chars()
         .any(|c| NODE_CODE_SHORT.contains(&c))
         .then_some(&arg[..flags.len() + 1])
+}
+
+/// Node options known to run no other code and to take no separate value
+/// (a value is written `--name=value`), by name with `-` for `_`. Anything
+/// else before the script is refused: an option that takes the next
+/// argument as its value (`--title`, `-C`, `--env-file`...) would make the
+/// next argument the value and a later one the script.
+const NODE_HARMLESS_OPTIONS: &[&str] = &[
+    "--enable-source-maps",
+    "--no-warnings",
+    "--no-deprecation",
+    "--trace-warnings",
+    "--trace-deprecation",
+    "--trace-uncaught",
+    "--max-old-space-size",
+    "--max-semi-space-size",
+    "--stack-size",
+    "--unhandled-rejections",
+    "--disable-warning",
+    "--dns-result-order",
+];
+
+/// Whether `arg` (an option) is on [`NODE_HARMLESS_OPTIONS`].
+fn node_harmless_option(arg: &str) -> bool {
+    let name = arg.split('=').next().unwrap_or(arg).replace('_', "-");
+    NODE_HARMLESS_OPTIONS.contains(&name.as_str())
 }
 
 fn is_variable_reference(value: &str) -> bool {
@@ -565,6 +593,17 @@ impl Checker<'_> {
                 {
                     index += 1;
                 }
+            } else if !node_harmless_option(text) {
+                self.report(
+                    Rule::NodeOption,
+                    arg.span,
+                    &format!("{args_pointer}/{index}"),
+                    format!(
+                        "`node` is given `{}`, which ecp does not know to be harmless (an option that takes the next argument as its value would run another script)",
+                        secrets::shown(text)
+                    ),
+                    format!("remove it, or use one of {} with `=value`", NODE_HARMLESS_OPTIONS.join(", ")),
+                );
             }
             index += 1;
         };
@@ -614,7 +653,23 @@ impl Checker<'_> {
             let Some(value) = variable.node.as_str() else {
                 continue;
             };
-            if let Some(option) = value.split_whitespace().find_map(node_code_option) {
+            let unknown = value.contains(['"', '\'', '\\'])
+                || value
+                    .split_whitespace()
+                    .any(|t| node_code_option(t).is_none() && !node_harmless_option(t));
+            if unknown {
+                self.report(
+                    Rule::NodeOption,
+                    variable.node.span,
+                    &pointer_push(&pointer_push(pointer, "env"), "NODE_OPTIONS"),
+                    "`env.NODE_OPTIONS` holds quotes or options ecp does not know to be harmless"
+                        .into(),
+                    format!(
+                        "keep NODE_OPTIONS to {} (with `=value`), unquoted",
+                        NODE_HARMLESS_OPTIONS.join(", ")
+                    ),
+                );
+            } else if let Some(option) = value.split_whitespace().find_map(node_code_option) {
                 self.report(
                     Rule::NodeOption,
                     variable.node.span,

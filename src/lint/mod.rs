@@ -350,7 +350,7 @@ fn folder_rules(folder: &Path, file: &str, facts: &manifest::ManifestFacts, repo
     if let Some(entry) = &facts.entry_point
         && entry.kind == manifest::EntryKind::Script
     {
-        match read_bundle(&folder.join(&entry.path)) {
+        match read_bundle(&folder.join(&entry.path), folder) {
             Err(why) => report.add(Finding::new(
                 Rule::EntryPointMissing,
                 file,
@@ -382,19 +382,29 @@ fn folder_rules(folder: &Path, file: &str, facts: &manifest::ManifestFacts, repo
 /// The largest bundle read for the self-contained scan.
 pub(crate) const MAX_BUNDLE_BYTES: u64 = 64 * 1024 * 1024;
 
-/// Reads a bundle from a folder: a regular file, not a link, of at most
-/// [`MAX_BUNDLE_BYTES`]. `Err` says what is wrong with it.
-fn read_bundle(path: &Path) -> Result<String, String> {
-    let metadata =
-        std::fs::symlink_metadata(path).map_err(|_| "is not in the folder".to_owned())?;
-    if !metadata.file_type().is_file() {
-        return Err("is not a regular file".into());
+/// Reads a bundle from a folder through [`files::read_text`]: a regular
+/// file of at most [`MAX_BUNDLE_BYTES`], not through a link that leaves the
+/// folder. `Err` says what is wrong with it.
+fn read_bundle(path: &Path, folder: &Path) -> Result<String, String> {
+    match std::fs::symlink_metadata(path) {
+        Err(_) => Err("is not in the folder".to_owned()),
+        Ok(_) => {
+            files::read_text(path, Some(folder), MAX_BUNDLE_BYTES).map_err(
+                |problem| match problem {
+                    files::FileProblem::NotRegular { what, .. } => {
+                        format!("is {what}, not a regular file")
+                    }
+                    files::FileProblem::LeavesFolder { .. } => {
+                        "is a link that leads out of the folder".to_owned()
+                    }
+                    files::FileProblem::TooLarge { max, .. } => {
+                        format!("is larger than {} MiB", max >> 20)
+                    }
+                    files::FileProblem::Io { source, .. } => format!("cannot be read: {source}"),
+                },
+            )
+        }
     }
-    if metadata.len() > MAX_BUNDLE_BYTES {
-        return Err(format!("is larger than {} MiB", MAX_BUNDLE_BYTES >> 20));
-    }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot be read: {e}"))?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// The warning for a bundle that still imports packages.

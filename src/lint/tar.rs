@@ -10,7 +10,12 @@
 //!   together with a GNU long name;
 //! - a global PAX header that sets `path`, `linkpath` or `size`;
 //! - anything but zero bytes after the end-of-archive marker (a second
-//!   archive appended there is extracted by some tools and not others).
+//!   archive appended there is extracted by some tools and not others);
+//! - a folder, link, special entry or `/`-terminated name that declares
+//!   data, a link name on a non-link, an empty path or a NUL in one, a
+//!   checksum that matches only the signed sum, a ustar prefix of another
+//!   version or beside a long name: Node's tar reads each of these
+//!   differently from GNU tar, and could be shown a hidden entry.
 //!
 //! Every header is bounded ([`Limits`]): names and links, PAX records, the
 //! number of entries and the bytes read in all. Entry data is never kept
@@ -29,6 +34,8 @@ pub struct Limits {
     pub max_entries: usize,
     /// Most bytes read from the (decompressed) stream in all.
     pub max_total_bytes: u64,
+    /// Most bytes of entry names in all (what lint holds per entry).
+    pub max_names_total: u64,
 }
 
 impl Default for Limits {
@@ -38,6 +45,7 @@ impl Default for Limits {
             max_pax_bytes: 64 * 1024,
             max_entries: 200_000,
             max_total_bytes: 512 * 1024 * 1024,
+            max_names_total: 16 * 1024 * 1024,
         }
     }
 }
@@ -187,18 +195,9 @@ fn checksum_ok(header: &[u8; BLOCK]) -> bool {
             }
         })
         .sum();
-    let signed: i64 = header
-        .iter()
-        .enumerate()
-        .map(|(i, b)| {
-            if (148..156).contains(&i) {
-                32
-            } else {
-                i64::from(*b as i8)
-            }
-        })
-        .sum();
-    stored == unsigned || i64::try_from(stored).is_ok_and(|s| s == signed)
+    // Only the unsigned sum: Node's tar does not accept the signed one that
+    // GNU tar also takes, so a header only one of them reads is refused.
+    stored == unsigned
 }
 
 /// Reads exactly `size` bytes of a metadata entry (long name, PAX), padded.
@@ -296,6 +295,7 @@ pub fn read<R: Read>(
         max: limits.max_total_bytes,
     };
     let mut entries = 0usize;
+    let mut names_total = 0u64;
     let mut pending = Pending::default();
     let mut header = [0u8; BLOCK];
     loop {
@@ -418,10 +418,23 @@ pub fn read<R: Read>(
             });
         }
         let ustar = &header[257..263] == b"ustar\0";
+        let has_prefix = ustar && header[345] != 0;
+        // GNU tar and Node's tar disagree on a prefix with another ustar
+        // version, and on a prefix beside a long name or PAX path.
+        if has_prefix
+            && (&header[263..265] != b"00"
+                || pending.long_name.is_some()
+                || pending.pax_path.is_some())
+        {
+            return Err(TarError::Ambiguous {
+                index,
+                why: "a ustar prefix that extractors read differently",
+            });
+        }
         let name = c_string(&header[0..100]);
         let path_bytes = match (pending.pax_path.take(), pending.long_name.take()) {
             (Some(path), _) | (None, Some(path)) => path,
-            (None, None) if ustar && header[345] != 0 => {
+            (None, None) if has_prefix => {
                 let prefix = c_string(&header[345..500]);
                 [prefix, b"/", name].concat()
             }
@@ -447,9 +460,33 @@ pub fn read<R: Read>(
             b'6' => Kind::Fifo,
             other => Kind::Other(other),
         };
-        // A directory, link or device carries no data, whatever its size
-        // says... except that extractors disagree on that: GNU tar skips
-        // the declared size for every type, Node's tar too. Skip it.
+        // Node's tar reads the next block as a header after a directory, a
+        // name ending in `/`, or a non-link with a link name, whatever the
+        // size says; GNU tar skips the size. Such headers would hide entries
+        // from one of them, so only a regular file may carry data.
+        let data_allowed = kind == Kind::File && !path_bytes.ends_with(b"/");
+        if size > 0 && !data_allowed {
+            return Err(TarError::Ambiguous {
+                index,
+                why: "a folder, link or special entry that declares data",
+            });
+        }
+        let non_link_with_link =
+            !matches!(kind, Kind::Symlink | Kind::HardLink) && header[157] != 0;
+        if path_bytes.is_empty() || path_bytes.contains(&0) || non_link_with_link {
+            return Err(TarError::Ambiguous {
+                index,
+                why: "an empty path, a NUL in a path or a link name on a non-link",
+            });
+        }
+        names_total += path_bytes.len() as u64;
+        if names_total > limits.max_names_total {
+            return Err(TarError::HeaderTooLarge {
+                what: "total of entry names",
+                size: names_total,
+                max: limits.max_names_total,
+            });
+        }
         let entry = Entry {
             path: String::from_utf8_lossy(&path_bytes).into_owned(),
             kind,

@@ -49,6 +49,15 @@ impl Stage {
             trimmed => trimmed,
         };
         let relative_path = Path::new(relative);
+        // A `\` is a separator to the Windows and zip extractors: a file
+        // named `..\..\evil` would become the entry `../../evil`.
+        if relative.contains('\\') {
+            return Err(PackageError::Refused {
+                path: relative.to_owned(),
+                reason: "its name holds a backslash, which extractors read as a folder separator"
+                    .into(),
+            });
+        }
         if relative_path.is_absolute()
             || relative_path
                 .components()

@@ -478,3 +478,81 @@ fn a_traversing_entry_point_is_refused_for_a_folder_even_with_deny_warnings() {
     assert_eq!(output.status.code(), Some(1));
     assert!(text(&output).contains("path-escape"), "{}", text(&output));
 }
+
+/// Headers GNU tar and Node's tar read differently (each could hide an
+/// entry from one of them) and paths that land on one file are refused.
+#[test]
+fn headers_extractors_disagree_on_and_dotted_duplicates_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let hidden = [
+        file_entry("qwen-extension.json", EVIL_MANIFEST.as_bytes(), 0o644),
+        end(),
+    ]
+    .concat();
+    let with_data = |flag: u8, name: &str| {
+        let mut tar = clean_tar(false);
+        tar.extend(header(name.as_bytes(), flag, hidden.len() as u64, 0o755));
+        tar.extend(&hidden);
+        tar.extend(end());
+        tar
+    };
+    for (label, tar) in [
+        ("a folder with data", with_data(b'5', "docs")),
+        ("a name ending in / with data", with_data(b'0', "docs/")),
+        ("a symlink with data", with_data(b'2', "link")),
+    ] {
+        let path = write(dir.path(), "x.tar.gz", &gzip(&tar));
+        let (code, report, output) = json_report(&path);
+        assert_eq!(code, Some(1), "{label}: {}", text(&output));
+        assert!(
+            rules(&report).contains(&"archive-malformed".to_owned()),
+            "{label}: {report:#}"
+        );
+    }
+    let dotted = [
+        clean_tar(false),
+        file_entry(".//qwen-extension.json", EVIL_MANIFEST.as_bytes(), 0o644),
+        end(),
+    ]
+    .concat();
+    let path = write(dir.path(), "dotted.tar.gz", &gzip(&dotted));
+    let (code, report, _) = json_report(&path);
+    assert_eq!(code, Some(1));
+    assert!(
+        rules(&report).contains(&"archive-duplicate".to_owned()),
+        "{report:#}"
+    );
+}
+
+/// An option that takes the next argument as its value, an `_` spelling
+/// and a quoted NODE_OPTIONS do not get past `node-option`.
+#[test]
+fn node_options_outside_the_known_harmless_ones_are_refused() {
+    let manifest =
+        std::fs::read_to_string("contracts/qwen-v1/manifests/local.qwen-extension.json").unwrap();
+    let cases = [
+        r#""args": ["--title", "${extensionPath}${/}dist${/}main.js", "/tmp/evil.js"],"#,
+        r#""args": ["--experimental_loader=/tmp/l.mjs", "${extensionPath}${/}dist${/}main.js"],"#,
+        r#""args": ["${extensionPath}${/}dist${/}main.js"], "env": {"NODE_OPTIONS": "\"--require=/tmp/x.js\""},"#,
+    ];
+    for case in cases {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("dist")).unwrap();
+        std::fs::write(
+            dir.path().join("dist/main.js"),
+            "import fs from 'node:fs';\n",
+        )
+        .unwrap();
+        // The manifest's own `env` is renamed first, so a case may bring one.
+        let edited = manifest
+            .replace(r#""env": {"#, r#""environment": {"#)
+            .replace(r#""args": ["${extensionPath}${/}dist${/}main.js"],"#, case);
+        std::fs::write(dir.path().join("qwen-extension.json"), &edited).unwrap();
+        let report = ecp::lint::lint_path(dir.path()).unwrap();
+        assert!(
+            report.findings.iter().any(|f| f.rule.id() == "node-option"),
+            "{case}: {}",
+            ecp::lint::report::human(&report, false)
+        );
+    }
+}
