@@ -246,12 +246,9 @@ impl<P: Provider> App<P> {
                 Some("duplicate Host".to_owned()),
             )
         } else if health_only && request.uri().path() != "/healthz" {
-            let mut response = busy(format!(
+            let response = closing(busy(format!(
                 "{MAX_CONNECTIONS} connections are open, the most this server takes; retry shortly"
-            ));
-            response
-                .headers_mut()
-                .insert(CONNECTION, HeaderValue::from_static("close"));
+            )));
             ("other", response, Some("connection limit".to_owned()))
         } else {
             self.route(request).await
@@ -362,12 +359,8 @@ impl<P: Provider> App<P> {
         let body = match tokio::time::timeout(BODY_READ_TIMEOUT, limited.collect()).await {
             Err(_) => {
                 let body = json!({"error": "request_timeout", "error_description": "the request body did not arrive in time"});
-                let mut response =
-                    json_response(StatusCode::REQUEST_TIMEOUT, body.to_string().into());
-                response
-                    .headers_mut()
-                    .insert(CONNECTION, HeaderValue::from_static("close"));
-                return (response, Some("body timeout".to_owned()));
+                let response = json_response(StatusCode::REQUEST_TIMEOUT, body.to_string().into());
+                return (closing(response), Some("body timeout".to_owned()));
             }
             Ok(Err(error)) if error.is::<http_body_util::LengthLimitError>() => {
                 return (self.too_large(), Some("body over the cap".to_owned()));
@@ -375,11 +368,8 @@ impl<P: Provider> App<P> {
             Ok(Err(_)) => {
                 let body =
                     json!({"error": "bad_request", "error_description": "malformed request body"});
-                let mut response = json_response(StatusCode::BAD_REQUEST, body.to_string().into());
-                response
-                    .headers_mut()
-                    .insert(CONNECTION, HeaderValue::from_static("close"));
-                return (response, Some("malformed body".to_owned()));
+                let response = json_response(StatusCode::BAD_REQUEST, body.to_string().into());
+                return (closing(response), Some("malformed body".to_owned()));
             }
             Ok(Ok(collected)) => collected.to_bytes(),
         };
@@ -399,11 +389,10 @@ impl<P: Provider> App<P> {
             "error": "payload_too_large",
             "error_description": format!("the request body is larger than {} bytes", self.max_body_bytes),
         });
-        let mut response = json_response(StatusCode::PAYLOAD_TOO_LARGE, body.to_string().into());
-        response
-            .headers_mut()
-            .insert(CONNECTION, HeaderValue::from_static("close"));
-        response
+        closing(json_response(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            body.to_string().into(),
+        ))
     }
 
     /// 401 or 403 with the `WWW-Authenticate` challenge of RFC 6750 and
@@ -438,6 +427,15 @@ impl<P: Provider> App<P> {
         }
         response
     }
+}
+
+/// `response` with `Connection: close`: the rest of what the client sends
+/// on this connection is not read.
+fn closing(mut response: Response<Body>) -> Response<Body> {
+    response
+        .headers_mut()
+        .insert(CONNECTION, HeaderValue::from_static("close"));
+    response
 }
 
 /// `503` with `Retry-After: 1`.
