@@ -9,12 +9,14 @@
 //! - [`lint`]: the pre-publish checks of manifests, folders and archives.
 //! - [`scaffold`]: `ecp new`, the templates and the verbatim copies.
 //! - [`package`]: `ecp package`, reproducible release archives.
+//! - [`input`]: one wording for a missing path or manifest, in every command.
 //! - [`name`]: the extension name rules shared by `ecp new` and `ecp lint`.
 //! - [`cli`]: the command line, a thin shell over the library.
 
 pub mod check;
 pub mod cli;
 pub mod contracts;
+pub mod input;
 pub mod lint;
 pub mod name;
 pub mod package;

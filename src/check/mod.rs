@@ -73,6 +73,9 @@ pub async fn run(
             let server = target::from_extension(path, Some((&upstream.base_url, TOKEN_CANARY)))?;
             match server {
                 ManifestServer::Local(mut launch) => {
+                    if let Some(note) = &launch.note {
+                        eprintln!("{note}");
+                    }
                     target::reach_loopback_directly(&mut launch.env);
                     let binding = launch.binding.is_some();
                     (
@@ -111,6 +114,7 @@ pub async fn run(
             target::reach_loopback_directly(&mut env);
             let launch = Launch {
                 program: program.clone(),
+                note: None,
                 args: args.to_vec(),
                 cwd: None,
                 env,
@@ -149,27 +153,128 @@ pub async fn run(
     })
 }
 
-/// `ecp call`: one `context_search` call against a target, its result.
+/// What `ecp call` got back: the result, and what the server wrote to
+/// stderr meanwhile (its redacted category line when the call failed).
+#[derive(Debug)]
+pub struct CallOutcome {
+    pub result: rmcp::model::CallToolResult,
+    pub stderr: String,
+}
+
+/// The token a fixture upstream hands out; it is not a secret.
+const FIXTURE_TOKEN: &str = "ecp-call-fixture";
+
+/// A Generic HTTP Search V1 endpoint on 127.0.0.1 answering from `corpus`
+/// (`ecp call --fixture`): the binding's request in, the corpus's best
+/// `limit` items out.
+pub async fn fixture_upstream(
+    corpus: crate::providers::fixture::FixtureCorpus,
+) -> Result<upstream::Upstream, String> {
+    upstream::Upstream::try_start(move |request| {
+        let body: serde_json::Value = serde_json::from_str(&request.body).unwrap_or_default();
+        let limit = body["limit"].as_u64().unwrap_or(5).min(50) as usize;
+        let items: Vec<serde_json::Value> = corpus
+            .rank(&request.query(), limit)
+            .into_iter()
+            .map(|item| {
+                let mut value = serde_json::json!({"id": item.id, "content": item.content});
+                for (key, field) in [
+                    ("title", item.title),
+                    ("uri", item.uri),
+                    ("updated_at", item.updated_at),
+                ] {
+                    if let Some(field) = field {
+                        value[key] = field.into();
+                    }
+                }
+                if let Some(score) = item.score {
+                    value["score"] = score.into();
+                }
+                value
+            })
+            .collect();
+        upstream::Reply::json(serde_json::json!({ "items": items }).to_string())
+    })
+    .await
+    .map_err(|e| format!("cannot start the fixture endpoint on 127.0.0.1: {e}"))
+}
+
+/// `ecp call`: one `context_search` call against a target. With a fixture
+/// upstream, the target's endpoint and credential variables point at it.
 pub async fn call_once(
     settings: &CheckSettings,
     query: &str,
-) -> Result<rmcp::model::CallToolResult, String> {
+    fixture: Option<&upstream::Upstream>,
+) -> Result<CallOutcome, String> {
+    let upstream = fixture.map(|u| (u.base_url.as_str(), FIXTURE_TOKEN));
     let session = match &settings.target {
-        Target::Extension(path) => match target::from_extension(path, None)? {
-            ManifestServer::Local(launch) => Session::spawn(&launch).await?,
+        Target::Extension(path) => match target::from_extension(path, upstream)? {
+            ManifestServer::Local(mut launch) => {
+                if let Some(note) = &launch.note {
+                    eprintln!("{note}");
+                }
+                if fixture.is_some() {
+                    if launch.binding.is_none() {
+                        return Err(
+                            "--fixture needs a manifest that passes the endpoint and credential in `env` (`*_BASE_URL`, `*_TOKEN`), as `ecp new` writes it"
+                                .into(),
+                        );
+                    }
+                    target::reach_loopback_directly(&mut launch.env);
+                }
+                let binding = launch.binding.clone();
+                Session::spawn(&launch).await.map_err(|error| {
+                    match (binding, fixture) {
+                        (Some(binding), None) => format!(
+                            "{error}\n  = help: the server needs {} and {} (a live Generic HTTP Search V1 endpoint); without one, try the built-in example corpus: `ecp call {} {query:?} --fixture example`",
+                            binding.base_url,
+                            binding.token,
+                            path.display()
+                        ),
+                        _ => error,
+                    }
+                })?
+            }
             ManifestServer::Remote {
                 url, call_timeout, ..
-            } => Session::connect(&url, settings.bearer.clone(), call_timeout).await?,
+            } => {
+                if fixture.is_some() {
+                    return Err(
+                        "--fixture applies to a local extension, not to a remote (httpUrl) one"
+                            .into(),
+                    );
+                }
+                Session::connect(&url, settings.bearer.clone(), call_timeout).await?
+            }
         },
         Target::Command(command) => {
             let [program, args @ ..] = command.as_slice() else {
                 return Err("no command given after --".into());
             };
+            let mut env = BTreeMap::new();
+            if let Some(fixture) = fixture {
+                env.insert(
+                    settings
+                        .base_url_env
+                        .clone()
+                        .unwrap_or_else(|| DEFAULT_BASE_URL_ENV.into()),
+                    fixture.base_url.clone(),
+                );
+                env.insert(
+                    settings
+                        .token_env
+                        .clone()
+                        .unwrap_or_else(|| DEFAULT_TOKEN_ENV.into()),
+                    FIXTURE_TOKEN.to_owned(),
+                );
+                target::reach_loopback_directly(&mut env);
+            }
             let launch = Launch {
                 program: program.clone(),
+                note: None,
                 args: args.to_vec(),
                 cwd: None,
-                env: BTreeMap::new(),
+                env,
                 call_timeout: Duration::from_secs(600),
                 include_tools: None,
                 binding: None,
@@ -178,17 +283,20 @@ pub async fn call_once(
             Session::spawn(&launch).await?
         }
         Target::Url(url) => {
+            if fixture.is_some() {
+                return Err(
+                    "--fixture applies to a local extension or a command, not to --url".into(),
+                );
+            }
             Session::connect(url, settings.bearer.clone(), Duration::from_secs(600)).await?
         }
     };
     let result = session.call(serde_json::json!({ "query": query })).await;
+    // A failed call's category line may still be on its way.
+    if result.as_ref().is_ok_and(|r| r.is_error == Some(true)) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let stderr = session.stderr();
     session.close().await;
-    result.map_err(|error| {
-        if stderr.is_empty() {
-            error
-        } else {
-            format!("{error}\nserver stderr:\n{stderr}")
-        }
-    })
+    result.map(|result| CallOutcome { result, stderr })
 }

@@ -15,14 +15,16 @@ use rmcp::{
     model::{CallToolRequestParams, CallToolResult},
     service::RunningService,
     transport::{
-        StreamableHttpClientTransport, TokioChildProcess,
-        streamable_http_client::StreamableHttpClientTransportConfig,
+        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
     },
 };
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
 
-use crate::lint::{MANIFEST, json};
+use crate::{
+    input::InputError,
+    lint::{MANIFEST, json},
+};
 
 /// Qwen's default MCP call timeout is 10 minutes; a profile manifest sets
 /// 8000 ms, which is what a command target is held to.
@@ -50,6 +52,8 @@ pub struct BindingEnv {
 #[derive(Debug, Clone)]
 pub struct Launch {
     pub program: String,
+    /// Said on stderr before the run: how the program was found.
+    pub note: Option<String>,
     pub args: Vec<String>,
     pub cwd: Option<PathBuf>,
     /// Variables set on top of ecp's own environment.
@@ -161,6 +165,7 @@ pub fn from_extension(
     path: &Path,
     upstream: Option<(&str, &str)>,
 ) -> Result<ManifestServer, String> {
+    InputError::check_exists(path).map_err(|e| input_message(&e))?;
     let extracted = if path.is_file() {
         Some(Arc::new(extract(path)?))
     } else {
@@ -171,8 +176,13 @@ pub fn from_extension(
         .map_or_else(|| path.to_owned(), |dir| dir.path().to_owned());
     let folder = manifest_folder(&root);
     let folder = folder.canonicalize().unwrap_or(folder);
+    if !folder.join(MANIFEST).is_file() {
+        return Err(input_message(&InputError::NoManifest {
+            path: path.to_owned(),
+        }));
+    }
     let text = std::fs::read_to_string(folder.join(MANIFEST))
-        .map_err(|e| format!("{}: {e}", folder.join(MANIFEST).display()))?;
+        .map_err(|e| format!("cannot read {}: {e}", folder.join(MANIFEST).display()))?;
     let manifest = json::parse(&text).map_err(|e| format!("{MANIFEST} is not JSON: {e}"))?;
     let servers = manifest
         .get("mcpServers")
@@ -234,7 +244,7 @@ pub fn from_extension(
             substitute(value, &extension_path, &process_env),
         );
     }
-    let args = strings(server.get("args"))
+    let args: Vec<String> = strings(server.get("args"))
         .unwrap_or_default()
         .iter()
         .map(|a| substitute(a, &extension_path, &process_env))
@@ -243,8 +253,18 @@ pub fn from_extension(
         .get("cwd")
         .and_then(json::Node::as_str)
         .map(|c| PathBuf::from(substitute(c, &extension_path, &process_env)));
+    let mut program = substitute(command, &extension_path, &process_env);
+    let mut note = None;
+    if extracted.is_none() {
+        let name = manifest
+            .get("name")
+            .and_then(json::Node::as_str)
+            .unwrap_or("");
+        (program, note) = entry_in_source_folder(&folder, program, &args, name)?;
+    }
     Ok(ManifestServer::Local(Launch {
-        program: substitute(command, &extension_path, &process_env),
+        program,
+        note,
         args,
         cwd,
         env,
@@ -256,6 +276,85 @@ pub fn from_extension(
         },
         _extracted: extracted,
     }))
+}
+
+fn input_message(error: &InputError) -> String {
+    format!("{error}\n  = help: {}", error.help())
+}
+
+/// An extension's source folder has no `dist/main` until it is staged into
+/// an archive: run what `ecp package` (or `cargo build --release`) built
+/// instead, as the archive would, and say so. A missing entry point says
+/// which command makes it.
+fn entry_in_source_folder(
+    folder: &Path,
+    program: String,
+    args: &[String],
+    name: &str,
+) -> Result<(String, Option<String>), String> {
+    let native = folder.join("dist").join("main");
+    if Path::new(&program) == native && !native.exists() {
+        if !folder.join("Cargo.toml").is_file() {
+            return Err(format!(
+                "{} does not exist\n  = help: put the extension's executable there, or pass its release archive (`ecp check dist/<platform>.{name}.tar.gz`)",
+                native.display()
+            ));
+        }
+        let built = crate::package::build::host_release_binary(folder, name)
+            .map_err(|e| format!("{e}\n  = help: pass the release archive instead"))?;
+        if !built.is_file() {
+            return Err(format!(
+                "dist/main is not in {} and the crate has not been built\n  = help: run `ecp package` (or `cargo build --release`) there first, or pass a release archive: `ecp check dist/<platform>.{name}.tar.gz`",
+                folder.display()
+            ));
+        }
+        let mut note = format!(
+            "note: dist/main is not in the folder (it goes into the archive); running {}, which `ecp package` and `cargo build --release` build",
+            built.display()
+        );
+        if let Some(newer) = newer_source(folder, &built) {
+            note.push_str(&format!(
+                "\nwarning: {} changed after that build; run `ecp package` (or `cargo build --release`) to check the current code",
+                newer.display()
+            ));
+        }
+        return Ok((built.display().to_string(), Some(note)));
+    }
+    if let Some(script) = args.first()
+        && Path::new(script).starts_with(folder)
+        && !Path::new(script).exists()
+        && ["js", "mjs", "cjs"]
+            .iter()
+            .any(|ext| script.ends_with(&format!(".{ext}")))
+    {
+        return Err(format!(
+            "the bundle {script} does not exist\n  = help: build it first (for example `npm run build`), or pass the release archive"
+        ));
+    }
+    Ok((program, None))
+}
+
+/// A file of the crate (`Cargo.toml`, `Cargo.lock`, anything under `src/`)
+/// modified after `built`.
+fn newer_source(folder: &Path, built: &Path) -> Option<PathBuf> {
+    let built_at = std::fs::metadata(built).and_then(|m| m.modified()).ok()?;
+    let mut stack = vec![folder.join("src")];
+    let mut files = vec![folder.join("Cargo.toml"), folder.join("Cargo.lock")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            match entry.file_type() {
+                Ok(kind) if kind.is_dir() => stack.push(entry.path()),
+                Ok(kind) if kind.is_file() => files.push(entry.path()),
+                _ => {}
+            }
+        }
+    }
+    files.sort();
+    files.into_iter().find(|file| {
+        std::fs::metadata(file)
+            .and_then(|m| m.modified())
+            .is_ok_and(|modified| modified > built_at)
+    })
 }
 
 /// The loopback names the scripted upstream is reached by.
@@ -287,11 +386,158 @@ pub fn reach_loopback_directly(env: &mut BTreeMap<String, String>) {
     }
 }
 
-/// A connected MCP session, with the server's stderr when it is a process.
+/// A connected MCP session, with the server's process and stderr when it is
+/// a process.
 pub struct Session {
     pub client: RunningService<RoleClient, ()>,
     stderr: Option<Arc<Mutex<Vec<u8>>>>,
+    child: Option<Mutex<tokio::process::Child>>,
     pub call_timeout: Duration,
+}
+
+/// "cannot start PROGRAM: ..." in words, not an OS error code.
+fn spawn_error(program: &str, error: &std::io::Error) -> String {
+    match error.kind() {
+        std::io::ErrorKind::NotFound => format!("cannot start {program}: it does not exist"),
+        std::io::ErrorKind::PermissionDenied => {
+            format!("cannot start {program}: it is not executable (permission denied)")
+        }
+        _ => format!("cannot start {program}: {error}"),
+    }
+}
+
+/// "exited with status 1", "was killed by signal 9".
+fn exit_words(status: std::process::ExitStatus) -> String {
+    if let Some(code) = status.code() {
+        return format!("exited with status {code}");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return format!("was killed by signal {signal}");
+        }
+    }
+    format!("exited ({status})")
+}
+
+/// `message`, then what the server wrote to stderr, indented.
+fn with_stderr(message: String, stderr: &str) -> String {
+    let stderr = stderr.trim_end();
+    if stderr.trim().is_empty() {
+        return format!("{message}; it wrote nothing to stderr");
+    }
+    let lines: Vec<&str> = stderr.lines().collect();
+    let shown = &lines[lines.len().saturating_sub(20)..];
+    let mut text = format!("{message}; its stderr said:");
+    for line in shown {
+        text.push_str("\n    ");
+        text.push_str(line);
+    }
+    text
+}
+
+/// A plain sentence for a failed Streamable HTTP handshake, from what rmcp
+/// reports (its own message names its generic types).
+fn http_handshake_error(url: &str, error: &rmcp::service::ClientInitializeError) -> String {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let token_help = "pass an access token for it with --token-env NAME (a variable holding a token its authorization server issued for this resource, with the context.read scope)";
+    let rmcp::service::ClientInitializeError::TransportError { error: inner, .. } = error else {
+        return format!("{url} did not complete the MCP handshake: {error}");
+    };
+    let Some(http) = inner
+        .error
+        .downcast_ref::<StreamableHttpError<reqwest::Error>>()
+    else {
+        return format!("{url} did not complete the MCP handshake: {}", inner.error);
+    };
+    match http {
+        StreamableHttpError::AuthRequired(_) => {
+            format!(
+                "{url} answered 401 Unauthorized: it needs a bearer token\n  = help: {token_help}"
+            )
+        }
+        StreamableHttpError::InsufficientScope(scope) => format!(
+            "{url} answered 403: the token lacks the scope {}\n  = help: {token_help}",
+            scope.required_scope.as_deref().unwrap_or("it needs")
+        ),
+        StreamableHttpError::HttpStatus(status) => {
+            format!("{url} answered HTTP {} to initialize", status.status)
+        }
+        StreamableHttpError::UnexpectedContentType(kind) => format!(
+            "{url} is not an MCP endpoint: it answered initialize with content type {}",
+            kind.as_deref().unwrap_or("(none)")
+        ),
+        StreamableHttpError::Client(client) if client.is_timeout() => {
+            format!("{url} did not answer initialize in time")
+        }
+        StreamableHttpError::Client(client) => match client.status() {
+            Some(status) => format!("{url} answered HTTP {status} to initialize"),
+            None => format!("{url} could not be reached: {}", innermost(client)),
+        },
+        other => format!("{url} did not complete the MCP handshake: {other}"),
+    }
+}
+
+/// The innermost cause of `error`, which says what happened.
+fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
+    std::iter::successors(Some(error), |e| e.source())
+        .last()
+        .map(|e| e.to_string())
+        .unwrap_or_default()
+}
+
+/// Resolves and connects to the endpoint's host once before MCP starts, so
+/// that an unreachable endpoint is told in words (rmcp's transport error
+/// names its own types instead).
+async fn preflight(url: &str) -> Result<(), String> {
+    let parsed = url::Url::parse(url).map_err(|e| {
+        format!("{url} is not a URL ({e})\n  = help: give the MCP endpoint, e.g. https://context.example.com/mcp")
+    })?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!(
+            "{url} is not an http(s) URL\n  = help: give the MCP endpoint, e.g. https://context.example.com/mcp"
+        ));
+    }
+    let (Some(host), Some(port)) = (parsed.host_str(), parsed.port_or_known_default()) else {
+        return Err(format!("{url} has no host"));
+    };
+    let address = format!("{host}:{port}");
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let addresses: Vec<std::net::SocketAddr> = match tokio::time::timeout(
+        Duration::from_secs(10),
+        tokio::net::lookup_host((host, port)),
+    )
+    .await
+    {
+        Err(_) => return Err(format!("cannot resolve {host}: no answer in 10 s")),
+        Ok(Err(error)) => return Err(format!("cannot resolve {host}: {error}")),
+        Ok(Ok(found)) => found.collect(),
+    };
+    let mut last = None;
+    for candidate in addresses {
+        match tokio::time::timeout(
+            Duration::from_secs(10),
+            tokio::net::TcpStream::connect(candidate),
+        )
+        .await
+        {
+            Ok(Ok(_)) => return Ok(()),
+            Ok(Err(error)) => last = Some(error),
+            Err(_) => last = Some(std::io::ErrorKind::TimedOut.into()),
+        }
+    }
+    let why = match last {
+        None => "it resolves to no address".to_owned(),
+        Some(error) => match error.kind() {
+            std::io::ErrorKind::ConnectionRefused => {
+                "connection refused (is the server running on that port?)".to_owned()
+            }
+            std::io::ErrorKind::TimedOut => "no answer in 10 s".to_owned(),
+            _ => error.to_string(),
+        },
+    };
+    Err(format!("cannot connect to {address}: {why}"))
 }
 
 impl Session {
@@ -301,16 +547,18 @@ impl Session {
         command
             .args(&launch.args)
             .envs(&launch.env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
             .kill_on_drop(true);
         if let Some(cwd) = &launch.cwd {
             command.current_dir(cwd);
         }
-        let (transport, stderr) = TokioChildProcess::builder(command)
-            .stderr(Stdio::piped())
+        let mut child = command
             .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", launch.program))?;
+            .map_err(|e| spawn_error(&launch.program, &e))?;
         let buffer = Arc::new(Mutex::new(Vec::new()));
-        if let Some(mut stderr) = stderr {
+        if let Some(mut stderr) = child.stderr.take() {
             let buffer = buffer.clone();
             tokio::spawn(async move {
                 let mut chunk = [0u8; 4096];
@@ -325,28 +573,46 @@ impl Session {
                 }
             });
         }
-        let handshake = tokio::time::timeout(Duration::from_secs(30), ().serve(transport)).await;
+        let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+            return Err(format!("cannot start {}: no stdio pipes", launch.program));
+        };
+        let handshake =
+            tokio::time::timeout(Duration::from_secs(30), ().serve((stdout, stdin))).await;
         let failure = match handshake {
             Ok(Ok(client)) => {
                 return Ok(Session {
                     client,
                     stderr: Some(buffer),
+                    child: Some(Mutex::new(child)),
                     call_timeout: launch.call_timeout,
                 });
             }
-            Ok(Err(error)) => format!("the MCP handshake failed: {error}"),
-            Err(_) => "no answer to initialize within 30 s".to_owned(),
+            Ok(Err(error)) => Some(error.to_string()),
+            Err(_) => None,
         };
-        // Give the server a moment to finish its last words.
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        // Did it exit? Then that is the story, not the pipe it broke.
+        let exited = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
+        // Its last words may still be in the pipe.
+        tokio::time::sleep(Duration::from_millis(100)).await;
         let stderr =
             String::from_utf8_lossy(&buffer.lock().unwrap_or_else(PoisonError::into_inner))
                 .into_owned();
-        Err(if stderr.trim().is_empty() {
-            failure
-        } else {
-            format!("{failure}\nthe server's stderr:\n{}", stderr.trim_end())
-        })
+        let message = match (exited, failure) {
+            (Ok(Ok(status)), _) => format!(
+                "the server {} {} before the MCP handshake",
+                launch.program,
+                exit_words(status)
+            ),
+            (_, Some(error)) => format!(
+                "the server {} did not complete the MCP handshake ({error})",
+                launch.program
+            ),
+            (_, None) => format!(
+                "the server {} did not answer initialize within 30 s",
+                launch.program
+            ),
+        };
+        Err(with_stderr(message, &stderr))
     }
 
     /// Connects to a Streamable HTTP endpoint, with an optional bearer.
@@ -364,14 +630,16 @@ impl Session {
             .no_proxy()
             .build()
             .map_err(|e| format!("cannot build an HTTP client: {e}"))?;
+        preflight(url).await?;
         let transport = StreamableHttpClientTransport::with_client(client, config);
         let client = tokio::time::timeout(Duration::from_secs(30), ().serve(transport))
             .await
-            .map_err(|_| "no answer to initialize within 30 s".to_owned())?
-            .map_err(|e| format!("the MCP handshake failed: {e}"))?;
+            .map_err(|_| format!("{url} did not answer initialize within 30 s"))?
+            .map_err(|error| http_handshake_error(url, &error))?;
         Ok(Session {
             client,
             stderr: None,
+            child: None,
             call_timeout,
         })
     }
@@ -390,9 +658,19 @@ impl Session {
                 "no answer within the {} ms MCP timeout",
                 self.call_timeout.as_millis()
             )),
-            Ok(Err(error)) => Err(format!("the call failed at the protocol level: {error}")),
+            Ok(Err(error)) => Err(self.exited().map_or_else(
+                || format!("the call failed at the protocol level: {error}"),
+                |exit| with_stderr(format!("the server {exit} during the call"), &self.stderr()),
+            )),
             Ok(Ok(result)) => Ok(result),
         }
+    }
+
+    /// "exited with status 1" when the server process has ended.
+    fn exited(&self) -> Option<String> {
+        let child = self.child.as_ref()?;
+        let mut child = child.lock().unwrap_or_else(PoisonError::into_inner);
+        child.try_wait().ok().flatten().map(exit_words)
     }
 
     /// Everything the server wrote to stderr so far.
@@ -406,8 +684,19 @@ impl Session {
             .unwrap_or_default()
     }
 
+    /// Ends the session: stdin closes, and a server that does not exit on
+    /// its own within a second is killed.
     pub async fn close(self) {
         let _ = self.client.cancel().await;
+        if let Some(child) = self.child {
+            let mut child = child.into_inner().unwrap_or_else(PoisonError::into_inner);
+            if tokio::time::timeout(Duration::from_secs(1), child.wait())
+                .await
+                .is_err()
+            {
+                let _ = child.kill().await;
+            }
+        }
     }
 }
 

@@ -6,7 +6,10 @@ use std::{io::IsTerminal, path::PathBuf, process::ExitCode};
 use anstyle::AnsiColor;
 
 use super::{CallArgs, CheckArgs, CheckFormat, ColorChoice, TargetArgs};
-use crate::check::{self, CheckResult, CheckSettings, Status, target::Target};
+use crate::{
+    check::{self, CheckResult, CheckSettings, Status, target::Target},
+    providers::fixture::FixtureCorpus,
+};
 
 fn settings(path: Option<PathBuf>, args: &TargetArgs) -> Result<CheckSettings, String> {
     let target = match (path, &args.url, args.command.is_empty()) {
@@ -120,40 +123,92 @@ pub fn run_check(args: CheckArgs, color: ColorChoice) -> ExitCode {
     }
 }
 
+/// Whether `value` names a folder or archive rather than a query.
+fn looks_like_path(value: &str) -> bool {
+    value == "."
+        || value.contains('/')
+        || value.ends_with(".tar.gz")
+        || value.ends_with(".zip")
+        || std::path::Path::new(value).is_dir()
+}
+
+/// (path, query) from `ecp call`'s one or two positional arguments.
+fn call_positionals(args: &CallArgs) -> Result<(Option<PathBuf>, String), String> {
+    let elsewhere = args.target.url.is_some() || !args.target.command.is_empty();
+    match (&args.first, &args.second) {
+        (Some(path), Some(query)) if !elsewhere => Ok((Some(PathBuf::from(path)), query.clone())),
+        (Some(_), Some(_)) => Err(
+            "give one target: a PATH, --url URL or -- CMD, and then only the query\n  = help: ecp call --url https://context.example.com/mcp \"deployment policy\"".into(),
+        ),
+        (Some(only), None) if !elsewhere && looks_like_path(only) => Err(format!(
+            "missing the query: `{only}` is the extension; the query comes after it\n  = help: ecp call {only} \"deployment policy\""
+        )),
+        (Some(query), None) => Ok((None, query.clone())),
+        (None, _) => Err(
+            "missing the query\n  = help: ecp call . \"deployment policy\" (add --fixture example to try it without a live endpoint)".into(),
+        ),
+    }
+}
+
 pub fn run_call(args: CallArgs) -> ExitCode {
-    let mut positional = args.positional.clone();
-    let query = positional.pop().unwrap_or_default();
-    let path = positional.pop().map(PathBuf::from);
+    let (path, query) = match call_positionals(&args) {
+        Ok(positionals) => positionals,
+        Err(message) => return could_not_run(&message),
+    };
+    let fixture = match &args.fixture {
+        None => None,
+        Some(spec) => match FixtureCorpus::open(spec) {
+            Ok(corpus) => Some(corpus),
+            Err(error) => return could_not_run(&error.to_string()),
+        },
+    };
     let (settings, tokio) = match prepare(path, &args.target) {
         Ok(prepared) => prepared,
         Err(message) => return could_not_run(&message),
     };
-    let result = tokio.block_on(check::call_once(&settings, &query));
+    let outcome = tokio.block_on(async {
+        let upstream = match fixture {
+            Some(corpus) => Some(check::fixture_upstream(corpus).await?),
+            None => None,
+        };
+        check::call_once(&settings, &query, upstream.as_ref()).await
+    });
     tokio.shutdown_background();
-    match result {
-        Err(message) => could_not_run(&message),
-        Ok(result) => {
-            let failed = result.is_error == Some(true);
-            match (&result.structured_content, failed) {
-                (Some(structured), false) => {
-                    println!(
-                        "{}",
-                        serde_json::to_string_pretty(structured).unwrap_or_default()
-                    );
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(message) => return could_not_run(&message),
+    };
+    let result = &outcome.result;
+    let failed = result.is_error == Some(true);
+    match (&result.structured_content, failed) {
+        (Some(structured), false) => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(structured).unwrap_or_default()
+            );
+        }
+        _ => {
+            for block in &result.content {
+                if let Some(text) = block.as_text() {
+                    println!("{}", text.text);
                 }
-                _ => {
-                    for block in &result.content {
-                        if let Some(text) = block.as_text() {
-                            println!("{}", text.text);
-                        }
-                    }
-                }
-            }
-            if failed {
-                ExitCode::FAILURE
-            } else {
-                ExitCode::SUCCESS
             }
         }
+    }
+    if failed {
+        // The stable error says nothing on purpose; the server's own
+        // redacted line says which failure it was.
+        let stderr = outcome.stderr.trim_end();
+        if stderr.is_empty() {
+            eprintln!("the call failed; the server wrote nothing to stderr");
+        } else {
+            eprintln!("the call failed; the server's stderr said:");
+            for line in stderr.lines() {
+                eprintln!("    {line}");
+            }
+        }
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
     }
 }

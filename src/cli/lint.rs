@@ -32,10 +32,19 @@ fn diagnostic(error: &LintError) -> String {
                 " ".repeat(snippet.caret)
             )
         }
-        other => format!(
-            "error: {}\n",
-            report::escape_controls(&other.to_string(), 2000)
-        ),
+        other => {
+            let mut text = format!(
+                "error: {}\n",
+                report::escape_controls(&other.to_string(), 2000)
+            );
+            if let Some(help) = other.help() {
+                text.push_str(&format!(
+                    "  = help: {}\n",
+                    report::escape_controls(&help, 2000)
+                ));
+            }
+            text
+        }
     }
 }
 

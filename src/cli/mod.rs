@@ -221,10 +221,23 @@ pub enum CheckFormat {
 
 /// `ecp call`.
 #[derive(Debug, Args)]
+#[command(override_usage = "ecp call [OPTIONS] [PATH | --url URL | -- CMD ARGS...] <QUERY>")]
 pub struct CallArgs {
-    /// [PATH] QUERY: an extension folder or archive (default .), then the query
-    #[arg(required = true, num_args = 1..=2, value_name = "PATH] [QUERY")]
-    pub positional: Vec<String>,
+    /// An extension folder or a .tar.gz/.zip archive [default: .]; with one
+    /// argument, it is the query
+    #[arg(value_name = "PATH")]
+    pub first: Option<String>,
+
+    /// The query
+    #[arg(value_name = "QUERY")]
+    pub second: Option<String>,
+
+    /// Answer from a corpus instead of a live endpoint: a JSON array or JSON
+    /// Lines file of {"id", "content", ...} items, or `example` for the
+    /// built-in one. The extension's *_BASE_URL and *_TOKEN point at a
+    /// Generic HTTP Search V1 endpoint on 127.0.0.1 that serves it.
+    #[arg(long, value_name = "FILE|example")]
+    pub fixture: Option<PathBuf>,
 
     #[command(flatten)]
     pub target: TargetArgs,
@@ -291,8 +304,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE|URL", env = env_names::JWKS, help_heading = "Remote adapter")]
     pub jwks: Option<String>,
 
-    /// Serve without OAuth; only allowed on a loopback address
-    #[arg(long, env = env_names::NO_AUTH, help_heading = "Remote adapter")]
+    /// Serve without OAuth; only allowed on a loopback address (the variable
+    /// takes 1/0, true/false, yes/no, on/off)
+    #[arg(long, env = env_names::NO_AUTH, help_heading = "Remote adapter",
+          value_parser = clap::builder::BoolishValueParser::new(),
+          action = clap::ArgAction::SetTrue)]
     pub no_auth: bool,
 
     /// At most this many MCP requests at once; more get 503 and Retry-After

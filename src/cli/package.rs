@@ -61,7 +61,7 @@ pub fn run(args: PackageArgs, color: ColorChoice) -> ExitCode {
                 let colored = color.for_stdout() && std::io::stderr().is_terminal();
                 eprint!("{}", report::human(report, colored));
             }
-            eprintln!("error: {error}");
+            crate::input::print_error(&error, error.help().as_deref());
             return ExitCode::FAILURE;
         }
     };

@@ -49,7 +49,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         Err(error) => return fail(format_args!("cannot start the async runtime: {error}")),
     };
     let code = match &args.fixture {
-        Some(path) => match FixtureCorpus::load(path) {
+        Some(path) => match FixtureCorpus::open(path) {
             Ok(corpus) => tokio.block_on(serve(corpus, runtime_config, remote)),
             Err(error) => fail(error),
         },

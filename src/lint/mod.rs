@@ -254,10 +254,27 @@ pub enum LintError {
     },
     #[error("cannot read {0}")]
     File(#[from] files::FileProblem),
-    #[error("{}: no {MANIFEST} here; pass an extension folder, a {MANIFEST} or a .tar.gz/.zip archive", path.display())]
-    NoManifest { path: PathBuf },
+    #[error(transparent)]
+    Input(#[from] crate::input::InputError),
     #[error("{}: not a readable archive: {message}", path.display())]
     Archive { path: PathBuf, message: String },
+}
+
+impl LintError {
+    /// What to do about it, when there is something to say.
+    pub fn help(&self) -> Option<String> {
+        match self {
+            LintError::Input(input) => Some(input.help()),
+            LintError::NotJson { .. } => Some(
+                "fix the syntax; qwen-extension.json is strict JSON (no comments, no trailing commas)"
+                    .into(),
+            ),
+            LintError::Archive { .. } => Some(
+                "pass a .tar.gz or .zip as `ecp package` writes it, or the extension folder".into(),
+            ),
+            LintError::Read { .. } | LintError::File(_) => None,
+        }
+    }
 }
 
 /// Reads a manifest or `Cargo.toml`: a regular file of at most 1 MiB, not
@@ -300,6 +317,7 @@ fn display(path: &Path) -> String {
 pub fn lint_path(path: &Path) -> Result<Report, LintError> {
     let mut report = Report::default();
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    crate::input::InputError::check_exists(path)?;
     let metadata = std::fs::metadata(path).map_err(|source| LintError::Read {
         path: path.to_owned(),
         source,
@@ -321,9 +339,10 @@ pub fn lint_path(path: &Path) -> Result<Report, LintError> {
 fn lint_folder(folder: &Path, report: &mut Report) -> Result<(), LintError> {
     let manifest_path = folder.join(MANIFEST);
     if std::fs::symlink_metadata(&manifest_path).is_err() {
-        return Err(LintError::NoManifest {
+        return Err(crate::input::InputError::NoManifest {
             path: folder.to_owned(),
-        });
+        }
+        .into());
     }
     let text = read(&manifest_path, Some(folder))?;
     let shown = display(&manifest_path);

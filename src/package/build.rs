@@ -15,12 +15,30 @@ use super::PackageError;
 /// The bin target to build for the crate at `folder`: the only one, or the
 /// one named after the extension.
 pub fn binary_target(folder: &Path, extension: &str) -> Result<String, PackageError> {
+    binary_target_and_folder(folder, extension).map(|(bin, _)| bin)
+}
+
+/// Where `cargo build --release` leaves the extension's binary for the host:
+/// `{target-dir}/release/{bin}` (`CARGO_TARGET_DIR` and the workspace
+/// honoured, as cargo reports them). It may not exist yet.
+pub fn host_release_binary(folder: &Path, extension: &str) -> Result<PathBuf, PackageError> {
+    let (bin, target_dir) = binary_target_and_folder(folder, extension)?;
+    Ok(target_dir
+        .join("release")
+        .join(format!("{bin}{}", std::env::consts::EXE_SUFFIX)))
+}
+
+fn binary_target_and_folder(
+    folder: &Path,
+    extension: &str,
+) -> Result<(String, PathBuf), PackageError> {
     let manifest = folder.join("Cargo.toml");
     let metadata = MetadataCommand::new()
         .manifest_path(&manifest)
         .no_deps()
         .exec()
         .map_err(|e| PackageError::Build(format!("cargo metadata failed: {e}")))?;
+    let target_dir = metadata.target_directory.clone().into_std_path_buf();
     let manifest = manifest.canonicalize().unwrap_or(manifest);
     let package = metadata
         .packages
@@ -40,11 +58,11 @@ pub fn binary_target(folder: &Path, extension: &str) -> Result<String, PackageEr
             "package {} has no binary target to ship as dist/main",
             package.name
         ))),
-        [only] => Ok((*only).to_owned()),
+        [only] => Ok(((*only).to_owned(), target_dir)),
         many => many
             .iter()
             .find(|name| **name == extension)
-            .map(|name| (*name).to_owned())
+            .map(|name| ((*name).to_owned(), target_dir))
             .ok_or_else(|| {
                 PackageError::Build(format!(
                     "package {} has several binaries ({}) and none is named {extension}; pass --binary",

@@ -89,6 +89,19 @@ pub enum PackageError {
     ArchiveLint { path: PathBuf, message: String },
 }
 
+impl PackageError {
+    /// What to do about it, when there is something to say.
+    pub fn help(&self) -> Option<String> {
+        match self {
+            PackageError::Lint(error) => error.help(),
+            PackageError::LintFindings { .. } => {
+                Some("`ecp explain RULE` says more about each rule".into())
+            }
+            _ => None,
+        }
+    }
+}
+
 /// Node's platform and architecture names for a Rust target triple, as
 /// Qwen matches them in release asset names (`linux.x64.`).
 pub fn platform_of(triple: &str) -> Result<(&'static str, &'static str), PackageError> {

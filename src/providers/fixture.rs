@@ -78,7 +78,22 @@ fn terms(text: &str) -> Vec<String> {
     terms
 }
 
+/// The example corpus, built into ecp (`--fixture example`).
+pub const EXAMPLE: &str = include_str!("../../templates/corpus/example.jsonl");
+
+/// The name that selects [`EXAMPLE`] when no file of that name exists.
+pub const EXAMPLE_NAME: &str = "example";
+
 impl FixtureCorpus {
+    /// `--fixture VALUE`: a file, or `example` (the built-in corpus) when no
+    /// file of that name exists.
+    pub fn open(value: &Path) -> Result<FixtureCorpus, FixtureError> {
+        if value == Path::new(EXAMPLE_NAME) && std::fs::symlink_metadata(value).is_err() {
+            return FixtureCorpus::parse(EXAMPLE, Path::new("(built-in example corpus)"));
+        }
+        FixtureCorpus::load(value)
+    }
+
     /// Reads a JSON array (first non-blank character `[`) or JSON Lines.
     pub fn load(path: &Path) -> Result<FixtureCorpus, FixtureError> {
         let text = std::fs::read_to_string(path).map_err(|source| FixtureError::Read {

@@ -26,6 +26,17 @@ pub mod env_names {
     pub const MAX_BODY_BYTES: &str = "ECP_MAX_BODY_BYTES";
 }
 
+/// An on/off variable such as `ECP_NO_AUTH`, read the same by `dist/main`
+/// and `ecp serve` (clap's "boolish" words): `1`, `true`, `yes`, `on`, `y`,
+/// `t` and their opposites, in any case; anything else is `None`.
+pub fn switch(value: &str) -> Option<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" | "y" | "t" => Some(true),
+        "0" | "false" | "no" | "off" | "n" | "f" => Some(false),
+        _ => None,
+    }
+}
+
 /// Unvalidated settings, as typed by an operator.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RemoteSettings {
@@ -134,9 +145,15 @@ impl RemoteSettings {
         if settings.jwks.is_none() {
             settings.jwks = env(env_names::JWKS);
         }
-        if !settings.no_auth {
-            settings.no_auth =
-                env(env_names::NO_AUTH).is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes"));
+        if !settings.no_auth
+            && let Some(value) = env(env_names::NO_AUTH)
+        {
+            settings.no_auth = switch(&value).ok_or_else(|| {
+                error(format!(
+                    "{} must be 1/0, true/false, yes/no or on/off, not {value:?}",
+                    env_names::NO_AUTH
+                ))
+            })?;
         }
         let number = |flag: &str, var: &str, given: Option<String>, default: usize| match given
             .or_else(|| env(var))
@@ -172,6 +189,14 @@ impl RemoteSettings {
             ))
         })?;
         let loopback = listen.ip().is_loopback();
+        // The root cause first: --no-auth off loopback is refused before
+        // anything else is asked for.
+        if self.no_auth && !loopback {
+            return Err(error(format!(
+                "--no-auth serves without OAuth and is only allowed on a loopback address \
+                 (127.0.0.1 or [::1]), not {listen}; drop --no-auth and configure OAuth, or listen on loopback"
+            )));
+        }
         let resource = match &self.resource_url {
             None if loopback => None,
             None => {
@@ -192,11 +217,6 @@ impl RemoteSettings {
             ));
         }
         let auth = if self.no_auth {
-            if !loopback {
-                return Err(error(format!(
-                    "--no-auth serves without OAuth and is only allowed on a loopback address, not {listen}"
-                )));
-            }
             if !self.authorization_servers.is_empty() || self.jwks.is_some() {
                 return Err(error(
                     "--no-auth conflicts with --authorization-server and --jwks; drop one or the other",
