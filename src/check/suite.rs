@@ -316,12 +316,23 @@ impl<'a> Suite<'a> {
     }
 
     async fn call(&mut self, arguments: Value) -> Result<CallToolResult, String> {
+        let result = self.session.call(arguments.clone()).await;
+        self.observe(&arguments, result)
+    }
+
+    /// Records what a call returned: its texts for the redaction check, and
+    /// the output promises of a success.
+    fn observe(
+        &mut self,
+        arguments: &Value,
+        result: Result<CallToolResult, String>,
+    ) -> Result<CallToolResult, String> {
         let arguments_label = match arguments.get("query").and_then(Value::as_str) {
             Some(query) if query.chars().count() <= 40 => format!("query {query:?}"),
             Some(query) => format!("a query of {} code points", query.chars().count()),
             None => "a call".to_owned(),
         };
-        let result = self.session.call(arguments).await?;
+        let result = result?;
         for block in &result.content {
             if let Some(text) = block.as_text() {
                 self.texts.push(text.text.clone());
@@ -703,13 +714,37 @@ impl<'a> Suite<'a> {
         );
 
         // Faults: each gives the same stable error, before the MCP timeout.
-        let mut stable: Option<String> = None;
-        for (id, what) in FAULTS {
+        // They run at once (each upstream request on its own connection), so
+        // the two that wait out the budget cost one budget, not two.
+        let session = self.session;
+        let calls = FAULTS.iter().map(|(id, _)| async move {
+            let arguments = json!({"query": format!("{id} {QUERY_CANARY}")});
             let started = std::time::Instant::now();
-            let outcome = match self
-                .call(json!({"query": format!("{id} {QUERY_CANARY}")}))
-                .await
-            {
+            let result = session.call(arguments.clone()).await;
+            (arguments, result, started.elapsed())
+        });
+        let mut answers = futures_util::future::join_all(calls).await;
+        // A server that answers one call at a time cannot meet the timeout
+        // for the second waiting fault; such a fault is tried again alone
+        // (another query, so that no-retry still counts one request each),
+        // and passing then is a warning.
+        let mut alone = vec![false; answers.len()];
+        for (index, (id, _)) in FAULTS.iter().enumerate() {
+            if answers[index].1.as_ref().is_err_and(|e| e.contains("MCP timeout")) {
+                let arguments = json!({"query": format!("{id} {QUERY_CANARY} alone")});
+                let started = std::time::Instant::now();
+                let result = session.call(arguments.clone()).await;
+                if result.is_ok() {
+                    alone[index] = true;
+                    answers[index] = (arguments, result, started.elapsed());
+                }
+            }
+        }
+        let mut stable: Option<String> = None;
+        for (((id, what), (arguments, result, elapsed)), alone) in
+            FAULTS.iter().zip(answers).zip(alone)
+        {
+            let outcome = match self.observe(&arguments, result) {
                 Err(error) => Err(error),
                 Ok(result) if result.is_error != Some(true) => {
                     Err(format!("{what} gave a success"))
@@ -725,10 +760,7 @@ impl<'a> Suite<'a> {
                         )),
                         _ => {
                             stable.get_or_insert(text.to_owned());
-                            Ok(format!(
-                                "stable error in {} ms",
-                                started.elapsed().as_millis()
-                            ))
+                            Ok(format!("stable error in {} ms", elapsed.as_millis()))
                         }
                     },
                 },
@@ -743,7 +775,16 @@ impl<'a> Suite<'a> {
                 "fault-invalid-utf8" => "invalid UTF-8 gives the stable error",
                 _ => "a slow body gives the stable error in time",
             };
-            self.record(id, title, outcome);
+            match outcome {
+                Ok(reason) if alone => self.warn(
+                    id,
+                    title,
+                    format!(
+                        "{reason} when called alone; beside the other faults it took longer than the MCP timeout: the server answers one call at a time, and Qwen may send calls at once"
+                    ),
+                ),
+                outcome => self.record(id, title, outcome),
+            }
         }
 
         // No retry: one upstream request per call.

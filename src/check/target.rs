@@ -226,16 +226,17 @@ pub fn from_extension(
             continue;
         };
         let upper = member.key.to_ascii_uppercase();
-        if let Some((base_url, token)) = upstream {
-            if upper.ends_with("BASE_URL") {
+        if upper.ends_with("BASE_URL") {
+            binding.0 = Some(member.key.clone());
+            if let Some((base_url, _)) = upstream {
                 process_env.insert(member.key.clone(), base_url.to_owned());
                 env.insert(member.key.clone(), base_url.to_owned());
-                binding.0 = Some(member.key.clone());
                 continue;
             }
-            if upper.ends_with("TOKEN") {
+        } else if upper.ends_with("TOKEN") {
+            binding.1 = Some(member.key.clone());
+            if let Some((_, token)) = upstream {
                 env.insert(member.key.clone(), token.to_owned());
-                binding.1 = Some(member.key.clone());
                 continue;
             }
         }
@@ -309,7 +310,7 @@ fn entry_in_source_folder(
             ));
         }
         let mut note = format!(
-            "note: dist/main is not in the folder (it goes into the archive); running {}, which `ecp package` and `cargo build --release` build",
+            "note: running {} (what `ecp package` built; dist/main exists only in the archive)",
             built.display()
         );
         if let Some(newer) = newer_source(folder, &built) {

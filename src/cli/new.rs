@@ -89,6 +89,34 @@ fn settings(args: &NewArgs, interactive: bool) -> Result<NewSettings, String> {
     Ok(settings)
 }
 
+/// What to run after `ecp new`, in order: command and comment.
+fn next_steps(settings: &NewSettings) -> Vec<(String, &'static str)> {
+    match settings.template {
+        Template::Local => vec![
+            ("$EDITOR src/provider.rs".into(), "map your search API to profile items"),
+            ("cargo test".into(), "the contract vectors and your mapping"),
+            ("ecp lint .".into(), "the pre-publish gate"),
+            ("ecp package".into(), "build and write dist/*.tar.gz, *.zip, SHA256SUMS"),
+            ("ecp check .".into(), "conformance, faults included"),
+            (
+                "ecp call . \"deployment policy\" --fixture example".into(),
+                "one call, no service needed",
+            ),
+        ],
+        Template::Remote => vec![
+            ("ecp lint .".into(), "the pre-publish gate"),
+            ("ecp package".into(), "dist/<name>.tar.gz, the one release asset"),
+            (
+                format!(
+                    "ecp check --url {} --token-env TOKEN",
+                    settings.endpoint.as_deref().unwrap_or("")
+                ),
+                "once it runs (README.md), with an access token in TOKEN",
+            ),
+        ],
+    }
+}
+
 pub fn run(args: NewArgs) -> ExitCode {
     // The name is checked before anything is asked.
     if let Err(error) = scaffold::check_name(&args.name) {
@@ -126,25 +154,17 @@ pub fn run(args: NewArgs) -> ExitCode {
     println!();
     println!("Next:");
     println!("  cd {}", dir.display());
-    match settings.template {
-        Template::Local => {
-            println!("  $EDITOR src/provider.rs        # map your search API to profile items");
-            println!(
-                "  cargo test                     # contract vectors and the provider mapping"
-            );
-            println!("  ecp lint .");
-            println!(
-                "  export {0}_BASE_URL=https://... {0}_TOKEN=...",
-                settings.env_prefix
-            );
-        }
-        Template::Remote => {
-            println!("  ecp lint .");
-            println!(
-                "  ecp check --url {} --token-env TOKEN   # once it runs (README.md), with an access token in TOKEN",
-                settings.endpoint.as_deref().unwrap_or("")
-            );
-        }
+    let steps = next_steps(&settings);
+    let width = steps.iter().map(|(c, _)| c.len()).max().unwrap_or(0);
+    for (command, comment) in steps {
+        println!("  {command:<width$}   # {comment}");
+    }
+    if settings.template == Template::Local {
+        println!();
+        println!(
+            "Against your own service: export {0}_BASE_URL=https://... {0}_TOKEN=..., then `ecp call . \"deployment policy\"`.",
+            settings.env_prefix
+        );
     }
     ExitCode::SUCCESS
 }

@@ -9,13 +9,6 @@ use crate::{
     package::{self, DEFAULT_EPOCH, Format, PackageError, PackageSettings},
 };
 
-fn size(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1 << 20) as f64),
-        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
-        b => format!("{b} B"),
-    }
-}
 
 fn epoch() -> Result<u64, String> {
     match std::env::var("SOURCE_DATE_EPOCH") {
@@ -54,7 +47,13 @@ pub fn run(args: PackageArgs, color: ColorChoice) -> ExitCode {
         progress: !args.json && std::io::stderr().is_terminal(),
         epoch,
     };
-    let packaged = match package::package(&settings) {
+    let quiet = args.json;
+    let mut log = |line: &str| {
+        if !quiet {
+            eprintln!("ecp package: {line}");
+        }
+    };
+    let packaged = match package::package(&settings, &mut log) {
         Ok(packaged) => packaged,
         Err(error) => {
             if let PackageError::LintFindings { report, .. } = &error {
@@ -83,11 +82,11 @@ pub fn run(args: PackageArgs, color: ColorChoice) -> ExitCode {
             "  {:<40} {}  {:>10}",
             file.name,
             file.mode,
-            size(file.bytes)
+            package::size(file.bytes)
         );
     }
     for archive in &packaged.archives {
-        println!("{}  {}", archive.path.display(), size(archive.bytes));
+        println!("{}  {}", archive.path.display(), package::size(archive.bytes));
         println!("  sha256 {}", archive.sha256);
     }
     println!("{}", packaged.sums.display());

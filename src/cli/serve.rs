@@ -1,7 +1,7 @@
 //! `ecp serve`: the embedded runtime with a fixture or HTTP backend, on
 //! stdio or (with `--listen`) as the remote Streamable HTTP adapter.
 
-use std::process::ExitCode;
+use std::{io::IsTerminal, process::ExitCode};
 
 use super::ServeArgs;
 use crate::{
@@ -35,6 +35,9 @@ pub fn run(args: ServeArgs) -> ExitCode {
         Ok(remote) => remote,
         Err(error) => return fail(error),
     };
+    if remote.is_none() && std::io::stdin().is_terminal() {
+        eprintln!("{}", terminal_hint(&args));
+    }
     let tokio = if remote.is_some() {
         tokio::runtime::Builder::new_multi_thread()
             .enable_all()
@@ -63,6 +66,18 @@ pub fn run(args: ServeArgs) -> ExitCode {
     // A blocking stdin read may still be parked; do not wait for it.
     tokio.shutdown_background();
     code
+}
+
+/// Said on stderr when a person, not an MCP client, is on stdin.
+fn terminal_hint(args: &ServeArgs) -> String {
+    let backend = match &args.fixture {
+        Some(path) => format!("--fixture {}", path.display()),
+        None => "--http".to_owned(),
+    };
+    format!(
+        "{NAME}: waiting for an MCP client on stdin (JSON-RPC, one message per line); Ctrl-D ends.\n\
+         To try it by hand: ecp call \"deployment policy\" -- ecp serve {backend}"
+    )
 }
 
 /// The remote adapter's configuration when `--listen` is given.

@@ -184,7 +184,8 @@ fn plural(n: usize, word: &str) -> String {
     }
 }
 
-fn human_size(bytes: u64) -> String {
+/// `1.9 MiB`, `12.0 KiB`, `300 B`: the one size format of ecp's output.
+pub fn human_size(bytes: u64) -> String {
     match bytes {
         b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1 << 20) as f64),
         b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),

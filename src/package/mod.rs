@@ -158,9 +158,94 @@ fn include_setting(folder: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Runs the whole pipeline.
-pub fn package(settings: &PackageSettings) -> Result<Packaged, PackageError> {
+/// Runs the whole pipeline; `log` hears one line per step. When it fails,
+/// the archives of the same name that an earlier run left in the output
+/// folder are removed (with their sums), so that nothing there looks like
+/// the outcome of this run.
+pub fn package(
+    settings: &PackageSettings,
+    log: &mut dyn FnMut(&str),
+) -> Result<Packaged, PackageError> {
+    let mut would_replace = Vec::new();
+    let result = run(settings, log, &mut would_replace);
+    if result.is_err() {
+        remove_stale(&settings.out_dir, &would_replace, log);
+    }
+    result
+}
+
+/// Removes `names` (archives and their `.sha256`) from `out_dir` and their
+/// lines from `SHA256SUMS`.
+fn remove_stale(out_dir: &Path, names: &[String], log: &mut dyn FnMut(&str)) {
+    let mut removed = Vec::new();
+    for name in names {
+        let path = out_dir.join(name);
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file())
+            && std::fs::remove_file(&path).is_ok()
+        {
+            removed.push(name.as_str());
+        }
+        let _ = std::fs::remove_file(out_dir.join(format!("{name}.sha256")));
+    }
+    if removed.is_empty() {
+        return;
+    }
+    let sums = out_dir.join("SHA256SUMS");
+    if let Ok(text) = std::fs::read_to_string(&sums) {
+        let kept: String = text
+            .lines()
+            .filter(|line| {
+                let file = line.split_once("  ").map_or("", |(_, file)| file);
+                !removed.contains(&file)
+            })
+            .map(|line| format!("{line}\n"))
+            .collect();
+        let _ = if kept.is_empty() {
+            std::fs::remove_file(&sums)
+        } else {
+            write_atomically(&sums, &kept).map_err(|_| std::io::ErrorKind::Other.into())
+        };
+    }
+    log(&format!(
+        "removed the previous {} from {}: this run failed, and it would have replaced them",
+        removed.join(", "),
+        out_dir.display()
+    ));
+}
+
+pub use crate::lint::report::human_size as size;
+
+fn run(
+    settings: &PackageSettings,
+    log: &mut dyn FnMut(&str),
+    would_replace: &mut Vec<String>,
+) -> Result<Packaged, PackageError> {
     let folder = &settings.folder;
+    // What this run writes, known before anything can fail.
+    let manifest_text = std::fs::read_to_string(folder.join(MANIFEST)).ok();
+    let facts = manifest_text
+        .as_deref()
+        .and_then(|text| lint::manifest::check(MANIFEST, text).ok())
+        .map(|check| check.facts)
+        .unwrap_or_default();
+    let name = facts.name.clone().unwrap_or_default();
+    let triple = settings.target.clone().unwrap_or_else(host_triple);
+    let native = facts
+        .entry_point
+        .as_ref()
+        .is_some_and(|e| e.kind == lint::manifest::EntryKind::Native);
+    if !name.is_empty() {
+        let stem = match platform_of(&triple) {
+            Ok((os, arch)) if native => format!("{os}.{arch}.{name}"),
+            _ => name.clone(),
+        };
+        would_replace.extend(
+            [Format::TarGz, Format::Zip]
+                .iter()
+                .map(|f| format!("{stem}.{}", f.extension())),
+        );
+    }
+
     // 1. Lint; any error stops here.
     let report = lint::lint_path(folder).map_err(PackageError::Lint)?;
     let errors = report.count(Severity::Error);
@@ -170,15 +255,11 @@ pub fn package(settings: &PackageSettings) -> Result<Packaged, PackageError> {
             report: Box::new(report),
         });
     }
-    let manifest_text =
-        std::fs::read_to_string(folder.join(MANIFEST)).map_err(|source| PackageError::Io {
-            path: folder.join(MANIFEST),
-            source,
-        })?;
-    let facts = lint::manifest::check(MANIFEST, &manifest_text)
-        .map(|check| check.facts)
-        .unwrap_or_default();
-    let name = facts.name.clone().unwrap_or_default();
+    log(&format!(
+        "lint: {} has no errors ({} warning(s))",
+        folder.join(MANIFEST).display(),
+        report.count(Severity::Warning)
+    ));
 
     // 2. The entry point: built, given, or none for a manifest-only extension.
     let mut stage = stage::Stage::new(folder)?;
@@ -192,7 +273,6 @@ pub fn package(settings: &PackageSettings) -> Result<Packaged, PackageError> {
     for include in include_setting(folder) {
         stage.add(&include, true)?;
     }
-    let triple = settings.target.clone().unwrap_or_else(host_triple);
     let platform = match &facts.entry_point {
         None => None,
         // A JavaScript bundle runs on every platform Node runs on.
@@ -203,10 +283,29 @@ pub fn package(settings: &PackageSettings) -> Result<Packaged, PackageError> {
         Some(lint::manifest::EntryPoint { path: entry, .. }) => {
             let (os, arch) = platform_of(&triple)?;
             let binary = match &settings.binary {
-                Some(binary) => binary.clone(),
+                Some(binary) => {
+                    log(&format!("build: skipped, shipping {}", binary.display()));
+                    binary.clone()
+                }
                 None => {
                     let bin = build::binary_target(folder, &name)?;
-                    build::build(folder, &bin, settings.target.as_deref(), settings.progress)?
+                    log(&format!(
+                        "build: cargo build --release --locked --bin {bin}{}",
+                        settings
+                            .target
+                            .as_deref()
+                            .map(|t| format!(" --target {t}"))
+                            .unwrap_or_default()
+                    ));
+                    let started = std::time::Instant::now();
+                    let built =
+                        build::build(folder, &bin, settings.target.as_deref(), settings.progress)?;
+                    log(&format!(
+                        "build: {} in {:.1} s",
+                        built.display(),
+                        started.elapsed().as_secs_f64()
+                    ));
+                    built
                 }
             };
             let entry_name = if os == "win32" {
@@ -219,6 +318,15 @@ pub fn package(settings: &PackageSettings) -> Result<Packaged, PackageError> {
         }
     };
     let files = stage.finish();
+    log(&format!(
+        "stage: {} file(s): {}",
+        files.len(),
+        files
+            .iter()
+            .map(|f| f.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
 
     // 3. Archives, written to temporary files and linted before they count.
     std::fs::create_dir_all(&settings.out_dir).map_err(|source| PackageError::Io {
@@ -290,6 +398,12 @@ pub fn package(settings: &PackageSettings) -> Result<Packaged, PackageError> {
             &settings.out_dir.join(format!("{file_name}.sha256")),
             &format!("{sha256}  {file_name}\n"),
         )?;
+        log(&format!(
+            "archive: {} ({}, sha256 {})",
+            final_path.display(),
+            size(bytes),
+            &sha256[..12.min(sha256.len())]
+        ));
         archives.push(WrittenArchive {
             path: final_path,
             format: format.extension(),
@@ -310,6 +424,7 @@ pub fn package(settings: &PackageSettings) -> Result<Packaged, PackageError> {
         })
         .collect();
     write_atomically(&sums_path, &sums)?;
+    log(&format!("sums: {}", sums_path.display()));
 
     Ok(Packaged {
         name,
