@@ -730,7 +730,11 @@ impl<'a> Suite<'a> {
         // and passing then is a warning.
         let mut alone = vec![false; answers.len()];
         for (index, (id, _)) in FAULTS.iter().enumerate() {
-            if answers[index].1.as_ref().is_err_and(|e| e.contains("MCP timeout")) {
+            if answers[index]
+                .1
+                .as_ref()
+                .is_err_and(|e| e.contains("MCP timeout"))
+            {
                 let arguments = json!({"query": format!("{id} {QUERY_CANARY} alone")});
                 let started = std::time::Instant::now();
                 let result = session.call(arguments.clone()).await;

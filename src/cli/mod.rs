@@ -56,28 +56,44 @@ impl ColorChoice {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Create a provider extension from a template
-    #[command(after_help = "Examples:\n  ecp new acme-context                     # asks on a terminal; the local Rust template otherwise\n  ecp new acme-context --yes --dir ./ext   # the defaults, no questions\n  ecp new acme-context --template remote --endpoint https://context.acme.example/mcp")]
+    #[command(
+        after_help = "Examples:\n  ecp new acme-context                     # asks on a terminal; the local Rust template otherwise\n  ecp new acme-context --yes --dir ./ext   # the defaults, no questions\n  ecp new acme-context --template remote --endpoint https://context.acme.example/mcp"
+    )]
     New(NewArgs),
     /// Check a manifest, an extension folder or a release archive before publishing
-    #[command(after_help = "Examples:\n  ecp lint                                  # the extension in this folder\n  ecp lint dist/linux.x64.acme-context.tar.gz\n  ecp lint . --format sarif > ecp.sarif     # for code scanning\n\nExit status: 0 clean (warnings allowed), 1 findings (any with --deny-warnings), 2 could not run.")]
+    #[command(
+        after_help = "Examples:\n  ecp lint                                  # the extension in this folder\n  ecp lint dist/linux.x64.acme-context.tar.gz\n  ecp lint . --format sarif > ecp.sarif     # for code scanning\n\nExit status: 0 clean (warnings allowed), 1 findings (any with --deny-warnings), 2 could not run."
+    )]
     Lint(LintArgs),
     /// Build reproducible release archives of an extension
-    #[command(after_help = "Examples:\n  ecp package                               # lint, cargo build --release, dist/*.tar.gz, *.zip, SHA256SUMS\n  ecp package --binary target/aarch64-apple-darwin/release/acme-context --target aarch64-apple-darwin\n  ecp package --json | jq .archives")]
+    #[command(
+        after_help = "Examples:\n  ecp package                               # lint, cargo build --release, dist/*.tar.gz, *.zip, SHA256SUMS\n  ecp package --binary target/aarch64-apple-darwin/release/acme-context --target aarch64-apple-darwin\n  ecp package --json | jq .archives"
+    )]
     Package(PackageArgs),
     /// Print the long explanation of a lint rule
-    #[command(after_help = "Examples:\n  ecp explain                # every rule\n  ecp explain include-tools")]
+    #[command(
+        after_help = "Examples:\n  ecp explain                # every rule\n  ecp explain include-tools"
+    )]
     Explain(ExplainArgs),
     /// Run the adapter runtime: MCP over stdio, or Streamable HTTP with --listen
-    #[command(after_help = "Examples:\n  ecp serve --fixture example                       # the built-in corpus over stdio\n  PROVIDER_CONTEXT_BASE_URL=https://search.internal PROVIDER_CONTEXT_TOKEN=... ecp serve --http\n  ecp serve --fixture example --listen 127.0.0.1:8080 --no-auth   # HTTP, loopback only")]
+    #[command(
+        after_help = "Examples:\n  ecp serve --fixture example                       # the built-in corpus over stdio\n  PROVIDER_CONTEXT_BASE_URL=https://search.internal PROVIDER_CONTEXT_TOKEN=... ecp serve --http\n  ecp serve --fixture example --listen 127.0.0.1:8080 --no-auth   # HTTP, loopback only"
+    )]
     Serve(ServeArgs),
     /// Prove that an implementation conforms to the profile, faults included
-    #[command(after_help = "Examples:\n  ecp check                                  # the extension in this folder (after ecp package)\n  ecp check dist/linux.x64.acme-context.tar.gz\n  ecp check -- node dist/main.js             # any stdio server\n  ecp check --url https://context.acme.example/mcp --token-env TOKEN\n\nExit status: 0 conforms (warnings allowed), 1 a check failed, 2 the target could not be started.")]
+    #[command(
+        after_help = "Examples:\n  ecp check                                  # the extension in this folder (after ecp package)\n  ecp check dist/linux.x64.acme-context.tar.gz\n  ecp check -- node dist/main.js             # any stdio server\n  ecp check --url https://context.acme.example/mcp --token-env TOKEN\n\nExit status: 0 conforms (warnings allowed), 1 a check failed, 2 the target could not be started."
+    )]
     Check(CheckArgs),
     /// Make one context_search call and pretty-print the result
-    #[command(after_help = "Examples:\n  ecp call . \"deployment policy\" --fixture example   # no service needed\n  ecp call . \"deployment policy\"                     # the endpoint in *_BASE_URL, *_TOKEN\n  ecp call --url https://context.acme.example/mcp --token-env TOKEN \"deployment policy\"")]
+    #[command(
+        after_help = "Examples:\n  ecp call . \"deployment policy\" --fixture example   # no service needed\n  ecp call . \"deployment policy\"                     # the endpoint in *_BASE_URL, *_TOKEN\n  ecp call --url https://context.acme.example/mcp --token-env TOKEN \"deployment policy\""
+    )]
     Call(CallArgs),
     /// Print shell completions to stdout, for your shell to load
-    #[command(after_help = "Where to put them:\n  bash:       ecp completions bash > ~/.local/share/bash-completion/completions/ecp\n  zsh:        ecp completions zsh > ~/.zfunc/_ecp   (with fpath+=~/.zfunc before compinit in ~/.zshrc)\n  fish:       ecp completions fish > ~/.config/fish/completions/ecp.fish\n  elvish:     ecp completions elvish >> ~/.config/elvish/rc.elv\n  powershell: ecp completions powershell >> $PROFILE\nThen open a new shell.")]
+    #[command(
+        after_help = "Where to put them:\n  bash:       ecp completions bash > ~/.local/share/bash-completion/completions/ecp\n  zsh:        ecp completions zsh > ~/.zfunc/_ecp   (with fpath+=~/.zfunc before compinit in ~/.zshrc)\n  fish:       ecp completions fish > ~/.config/fish/completions/ecp.fish\n  elvish:     ecp completions elvish >> ~/.config/elvish/rc.elv\n  powershell: ecp completions powershell >> $PROFILE\nThen open a new shell."
+    )]
     Completions(CompletionsArgs),
 }
 

@@ -93,10 +93,16 @@ fn settings(args: &NewArgs, interactive: bool) -> Result<NewSettings, String> {
 fn next_steps(settings: &NewSettings) -> Vec<(String, &'static str)> {
     match settings.template {
         Template::Local => vec![
-            ("$EDITOR src/provider.rs".into(), "map your search API to profile items"),
+            (
+                "$EDITOR src/provider.rs".into(),
+                "map your search API to profile items",
+            ),
             ("cargo test".into(), "the contract vectors and your mapping"),
             ("ecp lint .".into(), "the pre-publish gate"),
-            ("ecp package".into(), "build and write dist/*.tar.gz, *.zip, SHA256SUMS"),
+            (
+                "ecp package".into(),
+                "build and write dist/*.tar.gz, *.zip, SHA256SUMS",
+            ),
             ("ecp check .".into(), "conformance, faults included"),
             (
                 "ecp call . \"deployment policy\" --fixture example".into(),
@@ -105,7 +111,10 @@ fn next_steps(settings: &NewSettings) -> Vec<(String, &'static str)> {
         ],
         Template::Remote => vec![
             ("ecp lint .".into(), "the pre-publish gate"),
-            ("ecp package".into(), "dist/<name>.tar.gz, the one release asset"),
+            (
+                "ecp package".into(),
+                "dist/<name>.tar.gz, the one release asset",
+            ),
             (
                 format!(
                     "ecp check --url {} --token-env TOKEN",

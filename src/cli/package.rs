@@ -9,7 +9,6 @@ use crate::{
     package::{self, DEFAULT_EPOCH, Format, PackageError, PackageSettings},
 };
 
-
 fn epoch() -> Result<u64, String> {
     match std::env::var("SOURCE_DATE_EPOCH") {
         Err(_) => Ok(DEFAULT_EPOCH),
@@ -86,7 +85,11 @@ pub fn run(args: PackageArgs, color: ColorChoice) -> ExitCode {
         );
     }
     for archive in &packaged.archives {
-        println!("{}  {}", archive.path.display(), package::size(archive.bytes));
+        println!(
+            "{}  {}",
+            archive.path.display(),
+            package::size(archive.bytes)
+        );
         println!("  sha256 {}", archive.sha256);
     }
     println!("{}", packaged.sums.display());

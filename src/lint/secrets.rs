@@ -54,9 +54,52 @@ pub fn shown(value: &str) -> String {
 
 /// Words that make a command-line option a credential (`--token`,
 /// `--api-key`, `--bearer`, `--client-secret`, `--pass`...).
-static SECRET_OPTION: LazyLock<Regex> = LazyLock::new(|| {
-    regex(r"(?i)(token|secret|pass|pwd|key|auth|bearer|credential|session|cookie|signature)")
-});
+const SECRET_OPTION_WORDS: &[&str] = &[
+    "token",
+    "secret",
+    "pass",
+    "pwd",
+    "key",
+    "auth",
+    "bearer",
+    "credential",
+    "session",
+    "cookie",
+    "signature",
+];
+
+/// Whether `text`, lower-cased, holds one of `words`.
+fn holds_word(text: &str, words: &[&str]) -> bool {
+    let lower = text.to_ascii_lowercase();
+    words.iter().any(|word| lower.contains(word))
+}
+
+/// A pattern compiled only when the text holds one of its cues, literals
+/// that every match contains: compiling every pattern costs milliseconds,
+/// more than the rest of a manifest's lint, and most texts hold no cue.
+struct Cued {
+    cues: &'static [&'static str],
+    /// Cues are compared with the text lower-cased (ASCII).
+    ignore_case: bool,
+    regex: LazyLock<Regex>,
+}
+
+impl Cued {
+    fn may_match(&self, text: &str, lower: &str) -> bool {
+        let haystack = if self.ignore_case { lower } else { text };
+        self.cues.iter().any(|cue| haystack.contains(cue))
+    }
+}
+
+macro_rules! cued {
+    ($cues:expr, $ignore_case:expr, $pattern:expr) => {
+        Cued {
+            cues: $cues,
+            ignore_case: $ignore_case,
+            regex: LazyLock::new(|| regex($pattern)),
+        }
+    };
+}
 
 /// A secret passed on the command line: `--name=value` in one argument, or
 /// `--name` then `value` in the next. `name` is the option without dashes.
@@ -67,7 +110,7 @@ pub fn detect_option(name: &str, value: &str) -> Vec<Detection> {
     }
     let value = value.trim();
     let path_like = value.starts_with('/') || value.starts_with('.') || value.starts_with('~');
-    let credential_name = SECRET_OPTION.is_match(name);
+    let credential_name = holds_word(name, SECRET_OPTION_WORDS);
     let random = value.chars().count() >= 16
         && !value.contains(char::is_whitespace)
         && entropy(value) >= 3.3
@@ -88,17 +131,30 @@ fn regex(pattern: &str) -> Regex {
     Regex::new(pattern).expect("secret patterns are valid")
 }
 
-static PLACEHOLDER_TOKEN: LazyLock<Regex> = LazyLock::new(|| {
-    regex(
-        r"(?x)^(
-            \$\{[^}]*\}            # ${VAR}
-          | \$[A-Za-z_][A-Za-z0-9_]*  # $VAR
-          | <[^<>]*>               # <your-token>
-          | \{\{[^{}]*\}\}         # {{token}}
-          | %[A-Za-z_][A-Za-z0-9_]*%  # %VAR%
-        )$",
-    )
-});
+/// `${VAR}`, `$VAR`, `<your-token>`, `{{token}}` or `%VAR%`, the whole value.
+fn is_placeholder_token(value: &str) -> bool {
+    let identifier = |name: &str| {
+        let mut chars = name.chars();
+        chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    let between = |open: &str, close: &str, forbidden: &[char]| {
+        value
+            .strip_prefix(open)
+            .and_then(|rest| rest.strip_suffix(close))
+            .is_some_and(|inner| !inner.contains(forbidden))
+    };
+    between("${", "}", &['}'])
+        || value.strip_prefix('$').is_some_and(identifier)
+        || between("<", ">", &['<', '>'])
+        || between("{{", "}}", &['{', '}'])
+        || value
+            .strip_prefix('%')
+            .and_then(|rest| rest.strip_suffix('%'))
+            .is_some_and(identifier)
+}
 
 /// Words that mark a documentation example, not a credential.
 const EXAMPLE_WORDS: &[&str] = &[
@@ -125,7 +181,7 @@ const EXAMPLE_WORDS: &[&str] = &[
 /// credential.
 pub fn is_placeholder(value: &str) -> bool {
     let value = value.trim();
-    if value.is_empty() || PLACEHOLDER_TOKEN.is_match(value) {
+    if value.is_empty() || is_placeholder_token(value) {
         return true;
     }
     let lower = value.to_ascii_lowercase();
@@ -156,58 +212,125 @@ pub fn entropy(value: &str) -> f64 {
         .sum()
 }
 
-static SECRET_KEY: LazyLock<Regex> = LazyLock::new(|| {
-    regex(
-        r"(?i)(token|secret|passw(or)?d|pwd|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credential|auth|session|cookie|signature)",
-    )
-});
+const SECRET_KEY_WORDS: &[&str] = &[
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "pwd",
+    "api_key",
+    "api-key",
+    "apikey",
+    "access_key",
+    "access-key",
+    "accesskey",
+    "private_key",
+    "private-key",
+    "privatekey",
+    "credential",
+    "auth",
+    "session",
+    "cookie",
+    "signature",
+];
 
 /// Whether a key names a secret (`ACME_TOKEN`, `apiKey`, `Authorization`).
 pub fn is_secret_key(key: &str) -> bool {
-    SECRET_KEY.is_match(key)
+    holds_word(key, SECRET_KEY_WORDS)
 }
 
-static BEARER: LazyLock<Regex> = LazyLock::new(|| regex(r"(?i)\bbearer\s+([A-Za-z0-9\-._~+/]+=*)"));
-static BASIC: LazyLock<Regex> = LazyLock::new(|| regex(r"(?i)\bbasic\s+([A-Za-z0-9+/]{6,}={0,2})"));
-static JWT: LazyLock<Regex> =
-    LazyLock::new(|| regex(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"));
-static PRIVATE_KEY: LazyLock<Regex> = LazyLock::new(|| {
-    regex(r"-----BEGIN ((RSA|EC|DSA|OPENSSH|ENCRYPTED|PGP) )?PRIVATE KEY( BLOCK)?-----")
-});
+static BEARER: Cued = cued!(&["bearer"], true, r"(?i)\bbearer\s+([A-Za-z0-9\-._~+/]+=*)");
+static BASIC: Cued = cued!(&["basic"], true, r"(?i)\bbasic\s+([A-Za-z0-9+/]{6,}={0,2})");
+static JWT: Cued = cued!(
+    &["eyJ"],
+    false,
+    r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"
+);
+static PRIVATE_KEY: Cued = cued!(
+    &["-----BEGIN "],
+    false,
+    r"-----BEGIN ((RSA|EC|DSA|OPENSSH|ENCRYPTED|PGP) )?PRIVATE KEY( BLOCK)?-----"
+);
 
-/// Well-known credential formats, by provider.
-static KNOWN_FORMATS: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
-    [
-        ("a GitHub token", r"\bgh[pousr]_[A-Za-z0-9]{36,}\b"),
-        (
-            "a GitHub fine-grained token",
-            r"\bgithub_pat_[A-Za-z0-9_]{40,}\b",
+/// Well-known credential formats, by provider; the most specific first.
+static KNOWN_FORMATS: [(&str, Cued); 13] = [
+    (
+        "a GitHub token",
+        cued!(
+            &["ghp_", "gho_", "ghu_", "ghs_", "ghr_"],
+            false,
+            r"\bgh[pousr]_[A-Za-z0-9]{36,}\b"
         ),
-        ("an Anthropic API key", r"\bsk-ant-[A-Za-z0-9_-]{20,}"),
-        (
-            "an OpenAI API key",
-            r"\bsk-(proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}",
+    ),
+    (
+        "a GitHub fine-grained token",
+        cued!(&["github_pat_"], false, r"\bgithub_pat_[A-Za-z0-9_]{40,}\b"),
+    ),
+    (
+        "an Anthropic API key",
+        cued!(&["sk-ant-"], false, r"\bsk-ant-[A-Za-z0-9_-]{20,}"),
+    ),
+    (
+        "an OpenAI API key",
+        cued!(
+            &["sk-"],
+            false,
+            r"\bsk-(proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"
         ),
-        (
-            "an AWS access key ID",
-            r"\b(AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b",
+    ),
+    (
+        "an AWS access key ID",
+        cued!(
+            &["AKIA", "ASIA", "ABIA", "ACCA"],
+            false,
+            r"\b(AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b"
         ),
-        ("a Google API key", r"\bAIza[0-9A-Za-z_-]{35}\b"),
-        ("a Google OAuth access token", r"\bya29\.[0-9A-Za-z_-]{20,}"),
-        ("a Slack token", r"\bxox[abposr]-[0-9A-Za-z-]{10,}"),
-        (
-            "a Slack webhook",
-            r"https://hooks\.slack\.com/services/T[0-9A-Za-z]+/B[0-9A-Za-z]+/[0-9A-Za-z]+",
+    ),
+    (
+        "a Google API key",
+        cued!(&["AIza"], false, r"\bAIza[0-9A-Za-z_-]{35}\b"),
+    ),
+    (
+        "a Google OAuth access token",
+        cued!(&["ya29."], false, r"\bya29\.[0-9A-Za-z_-]{20,}"),
+    ),
+    (
+        "a Slack token",
+        cued!(
+            &["xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-"],
+            false,
+            r"\bxox[abposr]-[0-9A-Za-z-]{10,}"
         ),
-        ("a Stripe key", r"\b[sr]k_(live|test)_[0-9A-Za-z]{16,}"),
-        ("a GitLab token", r"\bglpat-[0-9A-Za-z_-]{20,}"),
-        ("an npm token", r"\bnpm_[A-Za-z0-9]{36}\b"),
-        ("a Hugging Face token", r"\bhf_[A-Za-z]{30,}\b"),
-    ]
-    .into_iter()
-    .map(|(what, pattern)| (what, regex(pattern)))
-    .collect()
-});
+    ),
+    (
+        "a Slack webhook",
+        cued!(
+            &["https://hooks.slack.com/services/T"],
+            false,
+            r"https://hooks\.slack\.com/services/T[0-9A-Za-z]+/B[0-9A-Za-z]+/[0-9A-Za-z]+"
+        ),
+    ),
+    (
+        "a Stripe key",
+        cued!(
+            &["sk_live_", "sk_test_", "rk_live_", "rk_test_"],
+            false,
+            r"\b[sr]k_(live|test)_[0-9A-Za-z]{16,}"
+        ),
+    ),
+    (
+        "a GitLab token",
+        cued!(&["glpat-"], false, r"\bglpat-[0-9A-Za-z_-]{20,}"),
+    ),
+    (
+        "an npm token",
+        cued!(&["npm_"], false, r"\bnpm_[A-Za-z0-9]{36}\b"),
+    ),
+    (
+        "a Hugging Face token",
+        cued!(&["hf_"], false, r"\bhf_[A-Za-z]{30,}\b"),
+    ),
+];
 
 const SECRET_QUERY_PARAMETERS: &[&str] = &[
     "access_token",
@@ -281,14 +404,19 @@ fn url_detections(value: &str, found: &mut Vec<Detection>) {
 /// the array's key for an element).
 pub fn detect(key: Option<&str>, value: &str) -> Vec<Detection> {
     let mut found = Vec::new();
-    if PRIVATE_KEY.is_match(value) {
+    let lower = value.to_ascii_lowercase();
+    let cued = |pattern: &'static Cued| pattern.may_match(value, &lower).then(|| &*pattern.regex);
+    if cued(&PRIVATE_KEY).is_some_and(|regex| regex.is_match(value)) {
         found.push(Detection {
             rule: Rule::SecretPrivateKey,
             what: "a PEM private key".into(),
             preview: "-----BEGIN…".into(),
         });
     }
-    for captures in BEARER.captures_iter(value) {
+    for captures in cued(&BEARER)
+        .into_iter()
+        .flat_map(|r| r.captures_iter(value))
+    {
         let token = &captures[1];
         if token.len() >= 8 && !is_placeholder(token) {
             found.push(Detection {
@@ -298,7 +426,10 @@ pub fn detect(key: Option<&str>, value: &str) -> Vec<Detection> {
             });
         }
     }
-    for captures in BASIC.captures_iter(value) {
+    for captures in cued(&BASIC)
+        .into_iter()
+        .flat_map(|r| r.captures_iter(value))
+    {
         let encoded = &captures[1];
         if !is_placeholder(encoded) && decodes_to_user_password(encoded) {
             found.push(Detection {
@@ -308,7 +439,7 @@ pub fn detect(key: Option<&str>, value: &str) -> Vec<Detection> {
             });
         }
     }
-    for m in JWT.find_iter(value) {
+    for m in cued(&JWT).into_iter().flat_map(|r| r.find_iter(value)) {
         found.push(Detection {
             rule: Rule::SecretJwt,
             what: "a JSON Web Token".into(),
@@ -318,8 +449,8 @@ pub fn detect(key: Option<&str>, value: &str) -> Vec<Detection> {
     // Formats overlap (`sk-ant-...` is also `sk-...`): the first, most
     // specific pattern claims a range.
     let mut claimed: Vec<std::ops::Range<usize>> = Vec::new();
-    for (what, pattern) in KNOWN_FORMATS.iter() {
-        for m in pattern.find_iter(value) {
+    for (what, pattern) in &KNOWN_FORMATS {
+        for m in cued(pattern).into_iter().flat_map(|r| r.find_iter(value)) {
             let overlaps = claimed
                 .iter()
                 .any(|r| r.start < m.end() && m.start() < r.end);
@@ -426,6 +557,42 @@ mod tests {
     }
 
     #[test]
+    fn every_known_format_is_found_through_its_cue() {
+        let samples = [
+            "ghp_0123456789abcdefghijABCDEFGHIJ012345",
+            "github_pat_0123456789abcdefghijABCDEFGHIJ0123456789",
+            "sk-ant-0123456789abcdefghij0123",
+            "sk-proj-0123456789abcdefghij0123",
+            "AKIAZ7QW2XKLMNOPQRST",
+            "AIzaSyA0123456789abcdefghijklmnopqrstuv",
+            "ya29.0123456789abcdefghijklmn",
+            "xoxb-0123456789-abcdef",
+            "https://hooks.slack.com/services/T0123/B0123/abcdef0123",
+            "sk_live_0123456789abcdefgh",
+            "glpat-0123456789abcdefghij",
+            "npm_0123456789abcdefghijABCDEFGHIJ012345",
+            "hf_abcdefghijklmnopqrstuvwxyzABCDEF",
+        ];
+        assert_eq!(samples.len(), KNOWN_FORMATS.len());
+        for (sample, (what, pattern)) in samples.iter().zip(&KNOWN_FORMATS) {
+            assert!(
+                pattern.may_match(sample, &sample.to_ascii_lowercase()),
+                "{what}"
+            );
+            assert!(pattern.regex.is_match(sample), "{what}: {sample}");
+            let found = detect(None, &format!("x {sample} y"));
+            assert!(
+                found.iter().any(|d| d.what == *what),
+                "{what}: {sample}: {found:?}"
+            );
+        }
+        // A text without any cue compiles nothing and finds nothing.
+        assert!(detect(Some("description"), "Acme handbook search").is_empty());
+        assert!(is_secret_key("X-Api-Key") && is_secret_key("ACME_TOKEN"));
+        assert!(!is_secret_key("ACME_CONTEXT_BASE_URL"));
+    }
+
+    #[test]
     fn placeholders_are_not_secrets() {
         for value in [
             "${ACME_CONTEXT_TOKEN}",
@@ -438,8 +605,25 @@ mod tests {
             "https://${USER}:${PASSWORD}@ctx.acme.dev/",
             "https://ctx.acme.dev/search?token=${TOKEN}",
             "AKIAIOSFODNN7EXAMPLE",
+            "%ACME_TOKEN%",
         ] {
             assert!(detect(Some("token"), value).is_empty(), "{value}");
+        }
+        for (value, placeholder) in [
+            ("${A}", true),
+            ("${}", true),
+            ("${A}}", false),
+            ("$A_1", true),
+            ("$1A", false),
+            ("$", false),
+            ("<x y>", true),
+            ("<<x>", false),
+            ("{{t}}", true),
+            ("{{t}", false),
+            ("%A%", true),
+            ("%%", false),
+        ] {
+            assert_eq!(is_placeholder_token(value), placeholder, "{value}");
         }
     }
 

@@ -206,6 +206,9 @@ struct TemplateContext<'a> {
     /// how to run the adapter behind the endpoint).
     adapter_env_prefix: String,
     ecp_version: &'static str,
+    /// Where ecp's source lives (the crate's `repository`): pipelines
+    /// install ecp from there, pinned to this version's tag.
+    ecp_repository: &'static str,
     versions: std::collections::BTreeMap<String, &'static str>,
 }
 
@@ -260,6 +263,7 @@ pub fn plan(settings: &NewSettings) -> Result<Vec<GeneratedFile>, ScaffoldError>
         endpoint,
         adapter_env_prefix: env_prefix(&format!("{}-adapter", settings.name)),
         ecp_version: env!("CARGO_PKG_VERSION"),
+        ecp_repository: env!("CARGO_PKG_REPOSITORY"),
         versions: DEPENDENCY_VERSIONS
             .iter()
             .map(|(name, version)| (name.replace('-', "_"), *version))

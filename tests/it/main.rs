@@ -3,6 +3,7 @@
 mod check;
 mod cli;
 mod contracts;
+mod first_hour;
 mod hostile;
 #[path = "../support/jwt.rs"]
 mod jwt;

@@ -12,10 +12,11 @@
 //!   seconds each (default 60) from its seed corpus in `fuzz/seeds/`; fails
 //!   on a crash, a timeout or an out-of-memory (installs cargo-fuzz first
 //!   when it is missing; needs the nightly toolchain).
-//! - `demo`: build `ecp`, scaffold and lint an extension, run one MCP
+//! - `demo`: install `ecp` (README's `cargo install --locked --path .`, into
+//!   `target/demo-install`), scaffold and lint an extension, run one MCP
 //!   session of `ecp serve` against the example corpus, then one call to the
 //!   same runtime as the remote adapter (`--listen`, Streamable HTTP) and
-//!   stop it with SIGTERM.
+//!   stop it with SIGTERM; ends on a one-line verdict.
 
 use std::{
     io::{BufRead, BufReader, Read, Write},
@@ -241,8 +242,26 @@ const DEMO_SESSION: &[&str] = &[
 ];
 
 fn demo() -> Result<(), String> {
-    run("cargo", &["build", "--release", "--quiet", "--bin", "ecp"])?;
-    let ecp = root().join("target/release/ecp");
+    // README's install line, into a folder of the demo's own; the release
+    // build reuses target/ (cargo shows its progress).
+    let install_root = root().join("target/demo-install");
+    let install_root_str = install_root.to_str().ok_or("non-UTF-8 path")?;
+    let target_dir = root().join("target");
+    run(
+        "cargo",
+        &[
+            "install",
+            "--locked",
+            "--path",
+            ".",
+            "--root",
+            install_root_str,
+            "--target-dir",
+            target_dir.to_str().ok_or("non-UTF-8 path")?,
+            "--force",
+        ],
+    )?;
+    let ecp = install_root.join("bin/ecp");
     let ecp_str = ecp.to_str().ok_or("non-UTF-8 path")?;
 
     // Scaffold an extension and lint it, as a provider team would.
@@ -286,7 +305,14 @@ fn demo() -> Result<(), String> {
     if !status.success() || output.lines().count() != DEMO_SESSION.len() - 1 {
         return Err(format!("the session did not complete ({status})"));
     }
-    remote_demo(&ecp, &corpus)
+    remote_demo(&ecp, &corpus)?;
+    eprintln!(
+        "demo: ok: installed ecp with `cargo install --locked --path .`; `ecp new` wrote an extension that `ecp lint` passes; \
+         `ecp serve` answered {} MCP requests over stdio (initialize, tools/list, two searches, one refused argument); \
+         the remote adapter answered one search over HTTP and stopped cleanly on SIGTERM",
+        DEMO_SESSION.len() - 1
+    );
+    Ok(())
 }
 
 /// The same runtime as the remote adapter: one stateless Streamable HTTP

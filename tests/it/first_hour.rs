@@ -1,0 +1,450 @@
+//! A provider engineer's first hour: README's quickstart run as written, and
+//! what each first step says when something is missing (snapshots of the
+//! exact messages), progress and stale archives of `ecp package`, and the
+//! hint `ecp serve` gives on a terminal.
+
+use std::{
+    io::{Read, Write},
+    path::Path,
+    process::{Command, Stdio},
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use ecp::check::upstream::{Reply, Upstream};
+
+use crate::cli::{ecp_new, generated_target};
+
+fn ecp_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_ecp")
+}
+
+/// The ```sh blocks of README's "Quickstart" section, in order.
+fn quickstart_blocks() -> Vec<String> {
+    let readme = include_str!("../../README.md");
+    let section = readme
+        .split("\n## Quickstart\n")
+        .nth(1)
+        .expect("README has a Quickstart section");
+    let section = section.split("\n## ").next().unwrap_or(section);
+    section
+        .split("```sh\n")
+        .skip(1)
+        .map(|block| block.split("```").next().unwrap_or("").to_owned())
+        .collect()
+}
+
+/// README's quickstart, verbatim, in a temp folder: `ecp new`, `cargo
+/// test`, `ecp lint`, `ecp package`, `ecp check .`, `ecp call . --fixture`.
+/// The install line is the main job's (`cargo xtask demo` runs it).
+#[test]
+fn quickstart_runs_as_written() {
+    let blocks = quickstart_blocks();
+    assert_eq!(
+        blocks.first().map(|b| b.trim()),
+        Some("cargo install --locked --path ."),
+        "the first Quickstart block installs ecp"
+    );
+    let script = blocks
+        .get(1)
+        .expect("a second block: the quickstart itself");
+    assert!(script.contains("ecp new acme-context"), "{script}");
+    let temp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        temp.path().join("quickstart.sh"),
+        format!("set -euo pipefail\n{script}"),
+    )
+    .unwrap();
+    let bin_dir = Path::new(ecp_bin()).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = Command::new("bash")
+        .arg("quickstart.sh")
+        .current_dir(temp.path())
+        .env("PATH", path)
+        .env("EDITOR", "true")
+        .env("CARGO_TARGET_DIR", generated_target())
+        .env("CARGO_NET_OFFLINE", "true")
+        .env_remove("ACME_CONTEXT_BASE_URL")
+        .env_remove("ACME_CONTEXT_TOKEN")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the quickstart failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+    assert!(
+        stdout.contains("conforms to the External Context MCP Profile v1"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("\"id\": \"deploy-policy\""), "{stdout}");
+    assert!(stderr.contains("ecp package: sums:"), "{stderr}");
+    let dist = temp.path().join("acme-context/dist");
+    assert!(dist.join("linux.x64.acme-context.tar.gz").is_file());
+}
+
+/// `ecp ARGS` in `dir` with extra variables: status, stdout and stderr in
+/// one text, temp paths and the binary's path replaced.
+fn said(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> String {
+    let output = Command::new(ecp_bin())
+        .args(args)
+        .current_dir(dir)
+        .envs(env.iter().copied())
+        .env("CARGO_NET_OFFLINE", "true")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = format!(
+        "exit: {:?}\n--- stdout\n{}--- stderr\n{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let dir = dir.canonicalize().unwrap();
+    text.replace(&dir.display().to_string(), "[DIR]")
+        .replace(&dir.display().to_string().replace("/private", ""), "[DIR]")
+        .replace(ecp_bin(), "[ecp]")
+}
+
+#[test]
+fn a_missing_path_or_manifest_says_where_and_what_to_do() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path();
+    insta::assert_snapshot!("lint_missing_path", said(dir, &["lint", "./nope"], &[]));
+    insta::assert_snapshot!("check_missing_path", said(dir, &["check", "./nope"], &[]));
+    insta::assert_snapshot!("check_empty_folder", said(dir, &["check"], &[]));
+    insta::assert_snapshot!("package_empty_folder", said(dir, &["package"], &[]));
+    insta::assert_snapshot!("lint_empty_folder", said(dir, &["lint"], &[]));
+}
+
+#[test]
+fn a_source_folder_that_was_never_built_names_the_command_that_builds_it() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("acme-context");
+    assert!(ecp_new(&dir, &[]).status.success());
+    // A target folder with nothing in it: the crate was never built.
+    let unbuilt = temp.path().join("target");
+    let unbuilt = unbuilt.to_str().unwrap();
+    insta::assert_snapshot!(
+        "check_unbuilt_folder",
+        said(&dir, &["check", "."], &[("CARGO_TARGET_DIR", unbuilt)])
+    );
+    insta::assert_snapshot!(
+        "call_unbuilt_folder",
+        said(
+            &dir,
+            &["call", ".", "deployment policy"],
+            &[("CARGO_TARGET_DIR", unbuilt)]
+        )
+    );
+}
+
+#[test]
+fn call_takes_the_query_last_and_says_so() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path();
+    insta::assert_snapshot!("call_path_without_query", said(dir, &["call", "."], &[]));
+    insta::assert_snapshot!("call_nothing", said(dir, &["call"], &[]));
+    let help = said(dir, &["call", "--help"], &[]);
+    let usage = help.lines().find(|l| l.starts_with("Usage:")).unwrap();
+    assert_eq!(
+        usage,
+        "Usage: ecp call [OPTIONS] [PATH | --url URL | -- CMD ARGS...] <QUERY>"
+    );
+}
+
+#[test]
+fn transport_failures_are_plain_sentences() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path();
+    insta::assert_snapshot!(
+        "check_url_refused",
+        said(dir, &["check", "--url", "http://127.0.0.1:1/mcp"], &[])
+    );
+    insta::assert_snapshot!(
+        "call_url_not_http",
+        said(dir, &["call", "--url", "ftp://127.0.0.1/mcp", "q"], &[])
+    );
+    // A server that dies before the handshake: its status and stderr, the
+    // same every run (no broken pipe).
+    let dying = [
+        "check",
+        "--",
+        "sh",
+        "-c",
+        "echo 'missing ACME_TOKEN' >&2; exit 3",
+    ];
+    let first = said(dir, &dying, &[]);
+    insta::assert_snapshot!("check_server_exits_before_handshake", first);
+    for _ in 0..3 {
+        assert_eq!(said(dir, &dying, &[]), first);
+    }
+    // `ecp serve --http` without its environment, through `ecp call`.
+    insta::assert_snapshot!(
+        "call_server_without_environment",
+        said(
+            dir,
+            &[
+                "call",
+                "deployment policy",
+                "--",
+                ecp_bin(),
+                "serve",
+                "--http"
+            ],
+            &[]
+        )
+        .replace(ecp_bin(), "[ecp]")
+    );
+}
+
+#[test]
+fn no_auth_off_loopback_is_refused_before_anything_else() {
+    let temp = tempfile::tempdir().unwrap();
+    insta::assert_snapshot!(
+        "serve_no_auth_off_loopback",
+        said(
+            temp.path(),
+            &[
+                "serve",
+                "--fixture",
+                "example",
+                "--listen",
+                "0.0.0.0:8080",
+                "--no-auth"
+            ],
+            &[]
+        )
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_call_shows_the_servers_own_line() {
+    let upstream = Upstream::start(|_| Reply::status(401, r#"{"error":"bad token"}"#)).await;
+    let temp = tempfile::tempdir().unwrap();
+    let text = said(
+        temp.path(),
+        &[
+            "call",
+            "deployment policy",
+            "--",
+            ecp_bin(),
+            "serve",
+            "--http",
+        ],
+        &[
+            ("PROVIDER_CONTEXT_BASE_URL", &upstream.base_url),
+            ("PROVIDER_CONTEXT_TOKEN", "wrong-token"),
+            ("NO_PROXY", "127.0.0.1"),
+        ],
+    );
+    insta::assert_snapshot!("call_upstream_401", text);
+}
+
+#[test]
+fn call_with_the_example_corpus_needs_no_service() {
+    let temp = tempfile::tempdir().unwrap();
+    let text = said(
+        temp.path(),
+        &[
+            "call",
+            "deployment policy",
+            "--fixture",
+            "example",
+            "--",
+            ecp_bin(),
+            "serve",
+            "--http",
+        ],
+        &[],
+    );
+    assert!(text.starts_with("exit: Some(0)"), "{text}");
+    assert!(text.contains("\"id\": \"deploy-policy\""), "{text}");
+    // The same corpus, served by `ecp serve --fixture example` itself.
+    let text = said(
+        temp.path(),
+        &[
+            "call",
+            "deployment policy",
+            "--",
+            ecp_bin(),
+            "serve",
+            "--fixture",
+            "example",
+        ],
+        &[],
+    );
+    assert!(text.contains("\"id\": \"deploy-policy\""), "{text}");
+}
+
+#[test]
+fn ecp_no_auth_takes_the_same_words_as_dist_main() {
+    for (value, starts) in [("1", true), ("yes", true), ("ON", true), ("0", false)] {
+        let mut child = Command::new(ecp_bin())
+            .args(["serve", "--fixture", "example", "--listen", "127.0.0.1:0"])
+            .env("ECP_NO_AUTH", value)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        let mut stderr = child.stderr.take().unwrap();
+        let mut byte = [0u8; 1];
+        while stderr.read(&mut byte).unwrap_or(0) == 1 && byte[0] != b'\n' {
+            first.push(byte[0] as char);
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        if starts {
+            assert!(
+                first.contains("\"event\":\"listening\"") && first.contains("\"auth\":\"none\""),
+                "ECP_NO_AUTH={value}: {first}"
+            );
+        } else {
+            assert!(
+                first.contains("--authorization-server"),
+                "ECP_NO_AUTH={value}: {first}"
+            );
+        }
+    }
+    let refused = said(
+        Path::new("."),
+        &["serve", "--fixture", "example", "--listen", "127.0.0.1:0"],
+        &[("ECP_NO_AUTH", "maybe")],
+    );
+    assert!(refused.starts_with("exit: Some(2)"), "{refused}");
+}
+
+#[test]
+fn package_says_each_step_and_removes_stale_archives_when_it_fails() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("acme-context");
+    assert!(ecp_new(&dir, &["--template", "remote"]).status.success());
+    let text = said(&dir, &["package"], &[]);
+    assert!(text.starts_with("exit: Some(0)"), "{text}");
+    let steps: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("ecp package: "))
+        .map(|l| l.split(':').next().unwrap_or(""))
+        .collect();
+    assert_eq!(steps, ["lint", "stage", "archive", "sums"], "{text}");
+    let archive = dir.join("dist/acme-context.tar.gz");
+    assert!(archive.is_file());
+
+    // Broken: lint stops the run, and the old archive does not stay behind
+    // looking current.
+    let manifest = dir.join("qwen-extension.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&manifest, text.replacen('{', "{\"trust\": true,", 1)).unwrap();
+    let text = said(&dir, &["package"], &[]);
+    assert!(text.starts_with("exit: Some(1)"), "{text}");
+    assert!(
+        text.contains("removed the previous acme-context.tar.gz"),
+        "{text}"
+    );
+    assert!(!archive.exists());
+    assert!(!dir.join("dist/acme-context.tar.gz.sha256").exists());
+    assert!(!dir.join("dist/SHA256SUMS").exists());
+
+    // --json stays one document, with no step lines.
+    std::fs::write(&manifest, text_without_trust(&manifest)).unwrap();
+    let output = Command::new(ecp_bin())
+        .args(["package", "--json"])
+        .current_dir(&dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    assert!(
+        output.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let _: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+}
+
+fn text_without_trust(manifest: &Path) -> String {
+    std::fs::read_to_string(manifest)
+        .unwrap()
+        .replacen("\"trust\": true,", "", 1)
+}
+
+/// On a terminal, `ecp serve` says what it waits for (and how to try it by
+/// hand) on stderr; Ctrl-D ends it.
+#[test]
+fn serve_on_a_terminal_says_what_it_waits_for() {
+    let mut child = Command::new("script")
+        .args([
+            "-qec",
+            &format!("{} serve --fixture example", ecp_bin()),
+            "/dev/null",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("util-linux `script` provides the pseudo-terminal");
+    let screen = Arc::new(Mutex::new(String::new()));
+    let reader = {
+        let screen = screen.clone();
+        let mut stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 1024];
+            while let Ok(n) = stdout.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                screen
+                    .lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&chunk[..n]));
+            }
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !screen.lock().unwrap().contains("Ctrl-D ends") {
+        assert!(
+            Instant::now() < deadline,
+            "no hint in:\n{}",
+            screen.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"\x04").unwrap();
+    stdin.flush().unwrap();
+    let status = child.wait().unwrap();
+    drop(stdin);
+    reader.join().unwrap();
+    let text = screen.lock().unwrap().clone();
+    assert!(status.success(), "{text}");
+    assert!(
+        text.contains("waiting for an MCP client on stdin")
+            && text.contains("ecp call \"deployment policy\" -- ecp serve --fixture example"),
+        "{text}"
+    );
+}
+
+/// Without a terminal there is no hint: stderr stays empty for a client.
+#[test]
+fn serve_without_a_terminal_says_nothing() {
+    let output = Command::new(ecp_bin())
+        .args(["serve", "--fixture", "example"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    assert!(
+        output.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
