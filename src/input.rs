@@ -10,10 +10,22 @@ use crate::lint::MANIFEST;
 /// A path given on the command line that cannot be used as an extension.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InputError {
-    #[error("{} does not exist", path.display())]
+    #[error("{} does not exist", shown(path))]
     Missing { path: PathBuf },
-    #[error("{} has no {MANIFEST}", path.display())]
+    #[error("{} has no {MANIFEST}", shown(path))]
     NoManifest { path: PathBuf },
+}
+
+/// A path as the user typed it; `.` reads "the current folder (/abs/path)".
+pub fn shown(path: &Path) -> String {
+    if path == Path::new(".") || path.as_os_str().is_empty() {
+        match std::env::current_dir() {
+            Ok(cwd) => format!("the current folder ({})", cwd.display()),
+            Err(_) => "the current folder".to_owned(),
+        }
+    } else {
+        path.display().to_string()
+    }
 }
 
 impl InputError {

@@ -297,7 +297,7 @@ fn entry_in_source_folder(
     if Path::new(&program) == native && !native.exists() {
         if !folder.join("Cargo.toml").is_file() {
             return Err(format!(
-                "{} does not exist\n  = help: put the extension's executable there, or pass its release archive (`ecp check dist/<platform>.{name}.tar.gz`)",
+                "{} does not exist\n  = help: put the extension's executable there, or pass its release archive (dist/<platform>.{name}.tar.gz)",
                 native.display()
             ));
         }
@@ -305,7 +305,7 @@ fn entry_in_source_folder(
             .map_err(|e| format!("{e}\n  = help: pass the release archive instead"))?;
         if !built.is_file() {
             return Err(format!(
-                "dist/main is not in {} and the crate has not been built\n  = help: run `ecp package` (or `cargo build --release`) there first, or pass a release archive: `ecp check dist/<platform>.{name}.tar.gz`",
+                "dist/main is not in {} and the crate has not been built\n  = help: run `ecp package` (or `cargo build --release`) there first, or pass its release archive (dist/<platform>.{name}.tar.gz)",
                 folder.display()
             ));
         }

@@ -162,10 +162,12 @@ where
     W: AsyncWrite + Send + Unpin + 'static,
 {
     let server = ContextSearchServer::new(Arc::new(provider), config);
-    let running = server
-        .serve((reader, writer))
-        .await
-        .map_err(|error| RuntimeError(format!("MCP handshake failed: {error}")))?;
+    let running = match server.serve((reader, writer)).await {
+        Ok(running) => running,
+        // Input ended before a client said anything: nothing to serve.
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+        Err(error) => return Err(RuntimeError(format!("MCP handshake failed: {error}"))),
+    };
     running
         .waiting()
         .await
