@@ -624,8 +624,103 @@ fn main() {
     );
 
     lint_scaling(&settings, &mut report);
+    first_hour(&settings, &mut report, rounds);
 
     write_results(&settings, &report);
+}
+
+/// Median wall time (ms) of `rounds` runs of `ecp ARGS` in `dir`, which
+/// must exit with `expect`.
+fn ecp_ms(ecp: &Path, dir: &Path, args: &[&str], expect: i32, rounds: usize) -> f64 {
+    let mut samples: Vec<f64> = (0..rounds)
+        .map(|_| {
+            let started = Instant::now();
+            let output = Command::new(ecp)
+                .args(args)
+                .current_dir(dir)
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            let ms = started.elapsed().as_secs_f64() * 1000.0;
+            assert_eq!(
+                output.status.code(),
+                Some(expect),
+                "ecp {args:?}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            ms
+        })
+        .collect();
+    stats(&mut samples).0
+}
+
+/// What a newcomer waits for: `ecp lint` of one manifest and `ecp check` of
+/// a conforming extension, beside the process start of `ecp --version`
+/// measured in the same run. Targets: lint at most 1 ms beyond the start,
+/// check within the provider budget (5000 ms) plus 2 s.
+fn first_hour(settings: &Settings, report: &mut Report, rounds: usize) {
+    let temp = tempfile::tempdir().unwrap();
+    let folder = temp.path().join("acme-context");
+    let folder_str = folder.to_str().unwrap();
+    let created = Command::new(&settings.ecp)
+        .args(["new", "acme-context", "--yes", "--dir", folder_str])
+        .output()
+        .unwrap();
+    assert!(created.status.success());
+    let runs = rounds.max(5) * 4;
+    let start = ecp_ms(&settings.ecp, temp.path(), &["--version"], 0, runs);
+    let manifest = ecp_ms(
+        &settings.ecp,
+        &folder,
+        &["lint", "qwen-extension.json"],
+        0,
+        runs,
+    );
+    let whole = ecp_ms(&settings.ecp, &folder, &["lint", "."], 0, runs);
+    report.row(
+        "process start, ecp --version (baseline)",
+        format!("{start:.2} ms"),
+    );
+    report.row(
+        "ecp lint qwen-extension.json (generated)",
+        format!("{manifest:.2} ms, {:.2} ms beyond the start", manifest - start),
+    );
+    report.row(
+        "ecp lint . (generated folder, with Cargo.toml)",
+        format!("{whole:.2} ms, {:.2} ms beyond the start", whole - start),
+    );
+    report.target(
+        "lint of a manifest within 1 ms of process start",
+        manifest - start <= 1.0,
+        format!("{:.2} ms beyond {start:.2} ms", manifest - start),
+    );
+    let main = settings.main.display().to_string();
+    let check = ecp_ms(
+        &settings.ecp,
+        temp.path(),
+        &[
+            "check",
+            "--format",
+            "json",
+            "--base-url-env",
+            "ACME_CONTEXT_BASE_URL",
+            "--token-env",
+            "ACME_CONTEXT_TOKEN",
+            "--",
+            &main,
+        ],
+        0,
+        3,
+    );
+    report.row(
+        "ecp check of dist/main (conforming, every fault)",
+        format!("{check:.0} ms"),
+    );
+    report.target(
+        "check within the budget plus 2 s",
+        check - start <= 7000.0,
+        format!("{check:.0} ms for a 5000 ms budget"),
+    );
 }
 
 /// Wall time (ms) and peak RSS (KiB) of `ecp lint PATH` (exit 0 or 1).
