@@ -1,11 +1,12 @@
 //! ecp: build, lint, package, serve and check External Context Provider
 //! extensions for Qwen Code.
 //!
-//! - [`profile`]: the v1 contract as pure functions (copied into extensions).
-//! - [`runtime`]: the MCP stdio server around a [`runtime::Provider`] (copied).
-//! - [`providers`]: the Generic HTTP Search V1 binding (copied) and the
-//!   fixture corpus behind `ecp serve --fixture`.
-//! - [`contracts`]: the canonical schemas of `contracts/v1`.
+//! - [`profile`], [`runtime`]: the `ecp-runtime` crate (`crates/ecp-runtime`),
+//!   which generated extensions depend on: the v1 contract, the MCP server
+//!   around a [`runtime::Provider`], the remote adapter, the entry point.
+//! - [`providers`]: the Generic HTTP Search V1 binding (the runtime's) and
+//!   the fixture corpus behind `ecp serve --fixture`.
+//! - [`contracts`]: the canonical `contracts/v1` and Qwen's published files.
 //! - [`lint`]: the pre-publish checks of manifests, folders and archives.
 //! - [`scaffold`]: `ecp new`, the templates and the verbatim copies.
 //! - [`package`]: `ecp package`, reproducible release archives.
@@ -20,7 +21,7 @@ pub mod input;
 pub mod lint;
 pub mod name;
 pub mod package;
-pub mod profile;
+pub use ecp_runtime::profile;
 pub mod providers;
-pub mod runtime;
+pub use ecp_runtime as runtime;
 pub mod scaffold;

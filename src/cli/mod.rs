@@ -12,10 +12,7 @@ use std::{io::IsTerminal, path::PathBuf, process::ExitCode};
 
 use clap::{ArgGroup, Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
-use crate::{
-    providers::http::{DEFAULT_BASE_URL_ENV, DEFAULT_TOKEN_ENV},
-    runtime::remote::{DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONCURRENT, env_names},
-};
+use crate::providers::http::{DEFAULT_BASE_URL_ENV, DEFAULT_TOKEN_ENV};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -317,35 +314,57 @@ pub struct ServeArgs {
     pub listen: Option<String>,
 
     /// The public URL of the MCP endpoint (token audience); defaults to
-    /// http://IP:PORT/mcp on loopback
-    #[arg(long, value_name = "URL", env = env_names::RESOURCE_URL, help_heading = "Remote adapter")]
+    /// http://IP:PORT/mcp on loopback [env: ECP_RESOURCE_URL]
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "listen",
+        help_heading = "Remote adapter"
+    )]
     pub resource_url: Option<String>,
 
     /// Issuer URL of an OAuth authorization server whose tokens to accept
-    /// (repeatable; the variable takes a comma-separated list)
-    #[arg(long, value_name = "URL", env = env_names::AUTHORIZATION_SERVERS, help_heading = "Remote adapter")]
+    /// (repeatable) [env: ECP_AUTHORIZATION_SERVERS, a comma-separated list]
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "listen",
+        help_heading = "Remote adapter"
+    )]
     pub authorization_server: Vec<String>,
 
-    /// The authorization server's JWKS: a URL (https) or a file
-    #[arg(long, value_name = "FILE|URL", env = env_names::JWKS, help_heading = "Remote adapter")]
+    /// The authorization server's JWKS: a URL (https) or a file [env: ECP_JWKS]
+    #[arg(
+        long,
+        value_name = "FILE|URL",
+        requires = "listen",
+        help_heading = "Remote adapter"
+    )]
     pub jwks: Option<String>,
 
-    /// Serve without OAuth; only allowed on a loopback address (the variable
-    /// takes 1/0, true/false, yes/no, on/off)
-    #[arg(long, env = env_names::NO_AUTH, help_heading = "Remote adapter",
-          value_parser = clap::builder::BoolishValueParser::new(),
-          action = clap::ArgAction::SetTrue)]
+    /// Serve without OAuth; only allowed on a loopback address [env:
+    /// ECP_NO_AUTH: 1/0, true/false, yes/no, on/off]
+    #[arg(long, requires = "listen", help_heading = "Remote adapter")]
     pub no_auth: bool,
 
     /// At most this many MCP requests at once; more get 503 and Retry-After
-    #[arg(long, value_name = "N", env = env_names::MAX_CONCURRENT,
-          default_value_t = DEFAULT_MAX_CONCURRENT, help_heading = "Remote adapter")]
-    pub max_concurrent: usize,
+    /// [default: 256] [env: ECP_MAX_CONCURRENT]
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "listen",
+        help_heading = "Remote adapter"
+    )]
+    pub max_concurrent: Option<usize>,
 
-    /// Larger request bodies get 413
-    #[arg(long, value_name = "BYTES", env = env_names::MAX_BODY_BYTES,
-          default_value_t = DEFAULT_MAX_BODY_BYTES, help_heading = "Remote adapter")]
-    pub max_body_bytes: usize,
+    /// Larger request bodies get 413 [default: 65536] [env: ECP_MAX_BODY_BYTES]
+    #[arg(
+        long,
+        value_name = "BYTES",
+        requires = "listen",
+        help_heading = "Remote adapter"
+    )]
+    pub max_body_bytes: Option<usize>,
 }
 
 /// Parses the command line and runs the command.

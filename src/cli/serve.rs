@@ -1,5 +1,7 @@
 //! `ecp serve`: the embedded runtime with a fixture or HTTP backend, on
-//! stdio or (with `--listen`) as the remote Streamable HTTP adapter.
+//! stdio or (with `--listen`) as the remote Streamable HTTP adapter. The
+//! runtime's [`Adapter`] reads the `--listen` flags and their `ECP_*`
+//! variables, exactly as it does for every generated `dist/main`.
 
 use std::{io::IsTerminal, process::ExitCode};
 
@@ -9,64 +11,10 @@ use crate::{
         fixture::FixtureCorpus,
         http::{HttpSearchConfig, HttpSearchProvider},
     },
-    runtime::{
-        self, Provider, ProviderBudget, RuntimeConfig,
-        remote::{self, RemoteConfig, RemoteSettings},
-    },
+    runtime::{Adapter, ProviderBudget},
 };
 
 const NAME: &str = "ecp serve";
-
-fn fail(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("{NAME}: {message}");
-    ExitCode::FAILURE
-}
-
-pub fn run(args: ServeArgs) -> ExitCode {
-    let Some(budget) = ProviderBudget::from_millis(args.budget_ms) else {
-        return fail("--budget-ms must be between 1 and 600000");
-    };
-    let runtime_config = RuntimeConfig {
-        name: NAME.to_owned(),
-        version: env!("CARGO_PKG_VERSION").to_owned(),
-        budget,
-    };
-    let remote = match remote_config(&args) {
-        Ok(remote) => remote,
-        Err(error) => return fail(error),
-    };
-    if remote.is_none() && std::io::stdin().is_terminal() {
-        eprintln!("{}", terminal_hint(&args));
-    }
-    let tokio = if remote.is_some() {
-        tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-    } else {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-    };
-    let tokio = match tokio {
-        Ok(tokio) => tokio,
-        Err(error) => return fail(format_args!("cannot start the async runtime: {error}")),
-    };
-    let code = match &args.fixture {
-        Some(path) => match FixtureCorpus::open(path) {
-            Ok(corpus) => tokio.block_on(serve(corpus, runtime_config, remote)),
-            Err(error) => fail(error),
-        },
-        None => match HttpSearchConfig::from_env(&args.base_url_env, &args.token_env) {
-            Ok(http) => {
-                tokio.block_on(serve(HttpSearchProvider::new(http), runtime_config, remote))
-            }
-            Err(error) => fail(format_args!("configuration error: {error}")),
-        },
-    };
-    // A blocking stdin read may still be parked; do not wait for it.
-    tokio.shutdown_background();
-    code
-}
 
 /// Said on stderr when a person, not an MCP client, is on stdin.
 fn terminal_hint(args: &ServeArgs) -> String {
@@ -80,41 +28,53 @@ fn terminal_hint(args: &ServeArgs) -> String {
     )
 }
 
-/// The remote adapter's configuration when `--listen` is given.
-fn remote_config(args: &ServeArgs) -> Result<Option<RemoteConfig>, String> {
+/// The `--listen` flags as the adapter reads them; their variables are the
+/// adapter's to read.
+fn remote_args(args: &ServeArgs) -> Vec<String> {
     let Some(listen) = &args.listen else {
-        return Ok(None);
+        return Vec::new();
     };
-    let settings = RemoteSettings {
-        resource_url: args.resource_url.clone(),
-        authorization_servers: args
-            .authorization_server
-            .iter()
-            .flat_map(|list| remote::split_list(list))
-            .collect(),
-        jwks: args.jwks.clone(),
-        no_auth: args.no_auth,
-        max_concurrent: args.max_concurrent,
-        max_body_bytes: args.max_body_bytes,
-        ..RemoteSettings::new(listen)
+    let mut out = vec!["--listen".to_owned(), listen.clone()];
+    let mut push = |flag: &str, value: Option<String>| {
+        if let Some(value) = value {
+            out.push(flag.to_owned());
+            out.push(value);
+        }
     };
-    settings
-        .validate()
-        .map(Some)
-        .map_err(|error| format!("configuration error: {error}"))
+    push("--resource-url", args.resource_url.clone());
+    for server in &args.authorization_server {
+        push("--authorization-server", Some(server.clone()));
+    }
+    push("--jwks", args.jwks.clone());
+    push(
+        "--max-concurrent",
+        args.max_concurrent.map(|n| n.to_string()),
+    );
+    push(
+        "--max-body-bytes",
+        args.max_body_bytes.map(|n| n.to_string()),
+    );
+    if args.no_auth {
+        out.push("--no-auth".to_owned());
+    }
+    out
 }
 
-async fn serve<P: Provider>(
-    provider: P,
-    config: RuntimeConfig,
-    remote: Option<RemoteConfig>,
-) -> ExitCode {
-    let served = match remote {
-        None => runtime::serve_stdio(provider, config).await,
-        Some(remote) => remote::serve_http_until_signal(provider, config, remote).await,
+pub fn run(args: ServeArgs) -> ExitCode {
+    let Some(budget) = ProviderBudget::from_millis(args.budget_ms) else {
+        eprintln!("{NAME}: --budget-ms must be between 1 and 600000");
+        return ExitCode::FAILURE;
     };
-    match served {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => fail(error),
+    if args.listen.is_none() && std::io::stdin().is_terminal() {
+        eprintln!("{}", terminal_hint(&args));
+    }
+    let adapter = Adapter::new(NAME, env!("CARGO_PKG_VERSION")).budget(budget);
+    let remote = remote_args(&args);
+    match &args.fixture {
+        Some(path) => adapter.run(remote, || FixtureCorpus::open(path)),
+        None => adapter.run(remote, || {
+            HttpSearchConfig::from_env(&args.base_url_env, &args.token_env)
+                .map(HttpSearchProvider::new)
+        }),
     }
 }

@@ -1,6 +1,6 @@
-//! Search backends for the runtime: the Generic HTTP Search V1 binding
-//! (copied into generated extensions) and the fixture corpus of
-//! `ecp serve --fixture`.
+//! Search backends of `ecp serve`: the Generic HTTP Search V1 binding (the
+//! runtime crate's, which `ecp new` also copies into extensions as their
+//! `src/provider.rs`) and the fixture corpus of `--fixture`.
 
 pub mod fixture;
-pub mod http;
+pub use ecp_runtime::binding as http;

@@ -1,19 +1,18 @@
 //! `ecp new`: render a provider extension from the Tera templates embedded
-//! from `templates/`, plus verbatim copies of ecp's own profile core,
-//! runtime and HTTP binding, then write it all at once.
+//! from `templates/`, plus the runtime crate vendored verbatim ([`vendor`])
+//! and the provider's own `src/provider.rs` (the runtime's HTTP binding as a
+//! start), then write it all at once.
 //!
 //! Rendering happens entirely in memory first ([`plan`]); [`write`] then
 //! puts the tree into place through a temporary sibling folder and one
 //! rename, so a failure never leaves a half-written extension behind.
 
-mod sources;
+pub mod vendor;
 
 use std::path::{Path, PathBuf};
 
 use include_dir::{Dir, include_dir};
 use serde::Serialize;
-
-pub use sources::{COPIED_SOURCES, DEPENDENCY_VERSIONS};
 
 use crate::name::{NameError, env_prefix, validate_name};
 
@@ -209,7 +208,9 @@ struct TemplateContext<'a> {
     /// Where ecp's source lives (the crate's `repository`): pipelines
     /// install ecp from there, pinned to this version's tag.
     ecp_repository: &'static str,
-    versions: std::collections::BTreeMap<String, &'static str>,
+    /// The vendored runtime's version and tree checksum.
+    runtime_version: &'static str,
+    runtime_sha256: String,
 }
 
 /// Where a template file lands in the generated tree.
@@ -264,10 +265,8 @@ pub fn plan(settings: &NewSettings) -> Result<Vec<GeneratedFile>, ScaffoldError>
         adapter_env_prefix: env_prefix(&format!("{}-adapter", settings.name)),
         ecp_version: env!("CARGO_PKG_VERSION"),
         ecp_repository: env!("CARGO_PKG_REPOSITORY"),
-        versions: DEPENDENCY_VERSIONS
-            .iter()
-            .map(|(name, version)| (name.replace('-', "_"), *version))
-            .collect(),
+        runtime_version: vendor::RUNTIME_VERSION,
+        runtime_sha256: vendor::runtime_sha256(),
     };
     let context = tera::Context::from_serialize(&context).map_err(|e| ScaffoldError::Template {
         path: "(context)".into(),
@@ -313,14 +312,19 @@ pub fn plan(settings: &NewSettings) -> Result<Vec<GeneratedFile>, ScaffoldError>
         }
     }
     if settings.template == Template::Local {
-        for (path, contents) in COPIED_SOURCES {
-            let contents = match (*path, &provider_header) {
-                ("src/provider.rs", Some(header)) => format!("{header}{contents}"),
-                _ => (*contents).to_owned(),
-            };
+        files.push(GeneratedFile {
+            path: "src/provider.rs".to_owned(),
+            contents: format!(
+                "{}{}",
+                provider_header.unwrap_or_default(),
+                vendor::PROVIDER_SOURCE
+            )
+            .into_bytes(),
+        });
+        for (path, contents) in vendor::runtime_files() {
             files.push(GeneratedFile {
-                path: (*path).to_owned(),
-                contents: contents.into_bytes(),
+                path: format!("{}/{path}", vendor::VENDOR_DIR),
+                contents: contents.to_vec(),
             });
         }
     }

@@ -683,7 +683,10 @@ fn first_hour(settings: &Settings, report: &mut Report, rounds: usize) {
     );
     report.row(
         "ecp lint qwen-extension.json (generated)",
-        format!("{manifest:.2} ms, {:.2} ms beyond the start", manifest - start),
+        format!(
+            "{manifest:.2} ms, {:.2} ms beyond the start",
+            manifest - start
+        ),
     );
     report.row(
         "ecp lint . (generated folder, with Cargo.toml)",

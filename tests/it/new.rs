@@ -11,7 +11,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use ecp::scaffold::{COPIED_SOURCES, DEPENDENCY_VERSIONS};
+use ecp::scaffold::vendor;
 use rmcp::{ServiceExt, transport::TokioChildProcess};
 use serde_json::{Value, json};
 
@@ -163,58 +163,60 @@ fn local_file_list_and_manifest_snapshots() {
 }
 
 #[test]
-fn copies_are_verbatim_and_versions_are_ecps_own() {
+fn the_runtime_is_vendored_verbatim_with_its_version_and_checksum() {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("acme-context");
     assert!(generate(&dir, &[]).status.success());
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for (path, _) in COPIED_SOURCES {
-        let generated = std::fs::read_to_string(dir.join(path)).unwrap();
-        let original = match *path {
-            "src/provider.rs" => root.join("src/providers/http.rs"),
-            _ => root.join(path),
-        };
-        let original = std::fs::read_to_string(&original).unwrap();
-        if *path == "src/provider.rs" {
-            assert!(
-                generated.ends_with(&original),
-                "src/provider.rs is not the HTTP binding plus a header"
-            );
-            assert!(generated.starts_with("// This file is yours"));
-        } else {
-            assert_eq!(generated, original, "{path} differs from ecp's own");
-        }
+    // vendor/ecp-runtime is crates/ecp-runtime, file for file.
+    let carried = root.join("crates/ecp-runtime");
+    let vendored = dir.join(vendor::VENDOR_DIR);
+    let ours: Vec<String> = files_under(&carried)
+        .iter()
+        .map(|f| relative(&carried, f))
+        .collect();
+    let theirs: Vec<String> = files_under(&vendored)
+        .iter()
+        .map(|f| relative(&vendored, f))
+        .collect();
+    assert_eq!(ours, theirs);
+    for file in &ours {
+        assert_eq!(
+            std::fs::read(carried.join(file)).unwrap(),
+            std::fs::read(vendored.join(file)).unwrap(),
+            "vendor/ecp-runtime/{file} differs from crates/ecp-runtime/{file}"
+        );
     }
-    // Versions: exactly what ecp's Cargo.lock resolved.
-    let lock: toml::Table = std::fs::read_to_string(root.join("Cargo.lock"))
+    // The provider's own file starts as the runtime's binding.
+    let provider = std::fs::read_to_string(dir.join("src/provider.rs")).unwrap();
+    let binding = std::fs::read_to_string(carried.join("src/binding.rs")).unwrap();
+    assert!(provider.starts_with("// This file is yours"));
+    assert!(provider.ends_with(&binding));
+    // Cargo.toml records the version and the checksum of what is on disk.
+    let cargo_toml: toml::Table = std::fs::read_to_string(dir.join("Cargo.toml"))
         .unwrap()
         .parse()
         .unwrap();
-    let packages = lock["package"].as_array().unwrap();
-    for (name, version) in DEPENDENCY_VERSIONS {
-        let locked: Vec<&str> = packages
-            .iter()
-            .filter(|p| p["name"].as_str() == Some(name))
-            .filter_map(|p| p["version"].as_str())
-            .collect();
-        assert!(
-            locked.contains(version),
-            "{name} {version} is not in Cargo.lock ({locked:?})"
-        );
-    }
-    // And the generated Cargo.toml names them.
-    let cargo_toml = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
-    for (name, version) in DEPENDENCY_VERSIONS {
-        assert!(
-            cargo_toml.contains(&format!("{name} = "))
-                || cargo_toml.contains(&format!("{name} = {{")),
-            "{name}"
-        );
-        assert!(
-            cargo_toml.contains(&format!("\"{version}\"")),
-            "{name} {version}"
-        );
-    }
+    let recorded = &cargo_toml["package"]["metadata"]["ecp"]["runtime"];
+    assert_eq!(recorded["version"].as_str(), Some(vendor::RUNTIME_VERSION));
+    let on_disk: Vec<(String, Vec<u8>)> = theirs
+        .iter()
+        .map(|f| (f.clone(), std::fs::read(vendored.join(f)).unwrap()))
+        .collect();
+    let sum = vendor::tree_sha256(on_disk.iter().map(|(p, c)| (p.as_str(), c.as_slice())));
+    assert_eq!(recorded["sha256"].as_str(), Some(sum.as_str()));
+    assert_eq!(sum, vendor::runtime_sha256());
+    // One dependency, on the vendored crate; no version table to keep.
+    let dependencies = cargo_toml["dependencies"].as_table().unwrap();
+    assert_eq!(dependencies.keys().collect::<Vec<_>>(), ["ecp-runtime"]);
+    assert_eq!(
+        dependencies["ecp-runtime"]["path"].as_str(),
+        Some("vendor/ecp-runtime")
+    );
+    // main.rs is the adapter's entry point and little else.
+    let main = std::fs::read_to_string(dir.join("src/main.rs")).unwrap();
+    assert!(main.lines().count() <= 20, "{main}");
+    assert!(main.contains("ecp_runtime::Adapter::new(\"acme-context\""));
 }
 
 #[test]

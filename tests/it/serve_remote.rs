@@ -604,14 +604,16 @@ async fn keys_come_from_a_jwks_url_rotate_and_an_unreachable_one_stops_the_start
             "--jwks",
             "http://127.0.0.1:9/jwks.json",
         ],
+        1,
         "cannot fetch the key set http://127.0.0.1:9/jwks.json",
     );
 }
 
-/// `ecp serve ARGS` exits 1 at once, saying `message`.
-fn assert_refused(args: &[&str], message: &str) {
+/// `ecp serve ARGS` exits at once with `code` (2: settings refused before
+/// anything starts; 1: a failure while starting), saying `message`.
+fn assert_refused(args: &[&str], code: i32, message: &str) {
     let output = crate::cli::ecp(&[&["serve"], args].concat());
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(code));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains(message), "{stderr}");
 }
@@ -628,6 +630,7 @@ fn unsafe_remote_settings_are_refused_before_listening() {
             "--resource-url",
             "https://ctx.example/mcp",
         ],
+        2,
         "--no-auth serves without OAuth and is only allowed on a loopback address",
     );
 }

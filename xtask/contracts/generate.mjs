@@ -1,4 +1,4 @@
-// Generates contracts/v1/test-vectors.json and contracts/v1/render-vectors.json.
+// Generates crates/ecp-runtime/contracts/v1/test-vectors.json and render-vectors.json.
 //
 // The expected texts come from an ECMAScript rendition of profile-v1's
 // rendering algorithm written from the specification (not from the Rust
@@ -12,7 +12,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const out = join(root, "contracts", "v1");
+const out = join(root, "crates", "ecp-runtime", "contracts", "v1");
 
 import { NOTICE, MAX_TEXT, serialize, compact, render, renderThroughBinding } from "./render.mjs";
 

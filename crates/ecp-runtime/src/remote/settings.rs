@@ -1,8 +1,8 @@
 //! The remote adapter's settings: raw flags and environment variables in,
-//! a validated [`RemoteConfig`] out. `ecp serve --listen` fills
-//! [`RemoteSettings`] from clap; a generated `dist/main --listen` uses
-//! [`RemoteSettings::from_args`]. Both validate here, so the rules and the
-//! messages are the same.
+//! a validated [`RemoteConfig`] out. Every adapter reads them through
+//! [`RemoteSettings::from_args`] ([`crate::Adapter`]): a generated
+//! `dist/main --listen` and `ecp serve --listen` alike, so the flags, the
+//! variables, the rules and the messages are the same.
 
 use std::net::SocketAddr;
 

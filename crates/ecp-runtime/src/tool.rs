@@ -9,10 +9,10 @@ use crate::profile::TOOL_NAME;
 
 /// `contracts/v1/context_search.input.schema.json`, byte for byte.
 pub const INPUT_SCHEMA_JSON: &str =
-    include_str!("../../contracts/v1/context_search.input.schema.json");
+    include_str!("../contracts/v1/context_search.input.schema.json");
 /// `contracts/v1/context_search.output.schema.json`, byte for byte.
 pub const OUTPUT_SCHEMA_JSON: &str =
-    include_str!("../../contracts/v1/context_search.output.schema.json");
+    include_str!("../contracts/v1/context_search.output.schema.json");
 
 const TITLE: &str = "Search external context";
 const DESCRIPTION: &str =

@@ -31,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 use url::Url;
 
 use super::{REQUIRED_SCOPE, RemoteConfig, auth::Authenticator, auth::Refusal};
-use crate::runtime::{
+use crate::{
     ContextSearchServer, Provider, RuntimeConfig,
     log::{self, Level, LogFormat},
 };

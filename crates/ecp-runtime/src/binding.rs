@@ -5,7 +5,7 @@
 //! reference (profile-v1, "Traps"):
 //! - proxies from the environment are honoured as the reference honours
 //!   them (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`; see
-//!   [`crate::runtime::proxy`]); a proxy that refuses or fails is the
+//!   [`ecp_runtime::proxy`]); a proxy that refuses or fails is the
 //!   stable transport error, and its credentials are never shown;
 //! - redirects are never followed and reqwest's retry policy is `never`;
 //! - a number literal that overflows a double (`1e400`) is `Infinity` to the
@@ -16,19 +16,22 @@
 //! - documents nested deeper than 128 levels are malformed here (serde_json's
 //!   limit); the reference accepts them.
 //!
-//! Self-contained like [`crate::runtime`]: `ecp new` copies it verbatim.
+//! It uses the runtime only through `ecp_runtime::...` paths: `ecp new`
+//! copies it verbatim into an extension as `src/provider.rs`, the
+//! provider's own file to edit.
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use reqwest::{
-    Url,
-    header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue},
-};
-use serde_json::Value;
-
-use crate::{
+use ecp_runtime::{
+    Provider, ProviderError,
     profile::{ProviderItem, ecmascript::javascript_compatible},
-    runtime::{Provider, ProviderError, proxy::ProxyEnv},
+    proxy::ProxyEnv,
+    reqwest::{
+        self, Url,
+        header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue},
+    },
+    serde_json::{self, Value},
+    url,
 };
 
 /// Default name of the base URL variable.
@@ -187,9 +190,7 @@ pub struct HttpSearchProvider {
 }
 
 fn build_client() -> Option<reqwest::Client> {
-    // reqwest is built without a default TLS crypto provider; ring is ours.
-    // An error only means a provider is already installed.
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    ecp_runtime::install_tls_provider();
     let builder = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .retry(reqwest::retry::never())
@@ -224,12 +225,7 @@ impl HttpSearchProvider {
     }
 
     async fn fetch(&self, query: &str, limit: usize) -> Result<Vec<u8>, ProviderError> {
-        #[derive(serde::Serialize)]
-        struct SearchRequest<'a> {
-            query: &'a str,
-            limit: usize,
-        }
-        let body = serde_json::to_vec(&SearchRequest { query, limit })
+        let body = serde_json::to_vec(&serde_json::json!({ "query": query, "limit": limit }))
             .map_err(|_| ProviderError::Internal)?;
         let mut response = self
             .client()?

@@ -1,32 +1,56 @@
-//! The profile runtime: an MCP server that offers exactly `context_search`
-//! around a [`Provider`], and keeps every promise of profile-v1 (canonical
-//! schemas, bounded input errors, one stable redacted failure, a provider
-//! budget inside the client timeout, cancellation, no retry).
+//! ecp-runtime: the External Context MCP Profile v1 for Qwen Code
+//! extensions, as a library.
 //!
-//! On stdio ([`serve_stdio`]) or, in [`remote`], over MCP Streamable HTTP as
-//! an OAuth resource server. Only MCP goes to stdout; the runtime's own
-//! lines go to stderr ([`log`]) and never hold a query, an endpoint, a
-//! credential, a token or an upstream body.
+//! - [`profile`]: the contract as pure functions (query rules, item bounds,
+//!   the byte-exact envelope renderer);
+//! - the MCP server around a [`Provider`] that keeps every promise of
+//!   profile-v1 (canonical schemas, bounded input errors, one stable
+//!   redacted failure, a provider budget inside the client timeout,
+//!   cancellation, no retry), on stdio ([`serve_stdio`]) or, in [`remote`],
+//!   over MCP Streamable HTTP as an OAuth resource server;
+//! - [`Adapter`]: the one entry point of a `dist/main` (and of `ecp serve`),
+//!   flags and environment parsed in one place;
+//! - [`binding`]: the Generic HTTP Search V1 binding, which `ecp new` also
+//!   copies into an extension as its own `src/provider.rs`;
+//! - [`contracts`]: the canonical schemas and vectors of `contracts/v1`;
+//! - [`releases`]: this crate's releases and security fixes (`ecp upgrade`,
+//!   `ecp lint`).
 //!
-//! Self-contained like [`crate::profile`] (it uses only that module and
-//! crates.io packages): `ecp new` copies it verbatim into extensions.
+//! Only MCP goes to stdout; the runtime's own lines go to stderr ([`log`])
+//! and never hold a query, an endpoint, a credential, a token or an
+//! upstream body. Extensions depend on this crate (vendored under
+//! `vendor/ecp-runtime` until it is published); it depends on crates.io
+//! packages only and on nothing of ecp's.
 
 #![deny(clippy::print_stdout)]
 
+// `ecp_runtime::...` paths work inside the crate too, so that `binding`
+// reads the same here and as an extension's `src/provider.rs`.
+extern crate self as ecp_runtime;
+
+pub mod adapter;
+pub mod binding;
+pub mod contracts;
 mod framing;
 pub mod log;
+pub mod profile;
 pub mod proxy;
+pub mod releases;
 pub mod remote;
 pub use framing::{MAX_LINE_BYTES, serve_lines};
 mod server;
 mod tool;
 
+pub use adapter::Adapter;
+pub use profile::ProviderItem;
+/// The HTTP, JSON and URL crates a provider builds on, at the versions the
+/// runtime uses (so an extension needs no dependency of its own for them).
+pub use {reqwest, serde_json, url};
+
 use std::{future::Future, sync::Arc, time::Duration};
 
 use rmcp::ServiceExt;
 use tokio::io::{AsyncRead, AsyncWrite};
-
-use crate::profile::ProviderItem;
 
 pub use server::ContextSearchServer;
 pub use tool::{INPUT_SCHEMA_JSON, OUTPUT_SCHEMA_JSON, context_search_tool};
@@ -173,6 +197,14 @@ where
         .await
         .map_err(|_| RuntimeError("MCP service task failed".to_owned()))?;
     Ok(())
+}
+
+/// Makes ring the TLS crypto provider of the process (reqwest is built
+/// without a default one). Call it before building an HTTP client; calling
+/// it again is harmless.
+pub fn install_tls_provider() {
+    // An error only means a provider is already installed.
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 /// Serves `context_search` on stdin/stdout until stdin reaches EOF.

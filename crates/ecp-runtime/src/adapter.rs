@@ -1,0 +1,190 @@
+//! The one entry point of every adapter. A generated extension's `dist/main`
+//! and `ecp serve` both parse their flags and environment here (one
+//! definition, so `ECP_NO_AUTH=1` or a budget variable means the same to
+//! both) and run the server on stdio or, with `--listen`, as the remote
+//! Streamable HTTP adapter.
+//!
+//! ```no_run
+//! # struct MyProvider;
+//! # impl ecp_runtime::Provider for MyProvider {
+//! #     async fn search(&self, _: &str, _: usize)
+//! #         -> Result<Vec<ecp_runtime::ProviderItem>, ecp_runtime::ProviderError> { Ok(vec![]) }
+//! # }
+//! fn main() -> std::process::ExitCode {
+//!     ecp_runtime::Adapter::new("acme-context", env!("CARGO_PKG_VERSION"))
+//!         .budget_env("ACME_CONTEXT_BUDGET_MS")
+//!         .main(|| Ok::<_, String>(MyProvider))
+//! }
+//! ```
+
+use std::{fmt::Display, process::ExitCode};
+
+use crate::{
+    Provider, ProviderBudget, RuntimeConfig,
+    remote::{self, FLAGS_USAGE, RemoteConfig, RemoteSettings},
+    serve_stdio,
+};
+
+/// How an adapter presents itself and where its budget comes from.
+#[derive(Debug, Clone)]
+pub struct Adapter {
+    name: String,
+    version: String,
+    budget_env: Option<String>,
+    budget: Option<ProviderBudget>,
+}
+
+/// Exit status of a command line the adapter cannot use.
+const USAGE: u8 = 2;
+
+impl Adapter {
+    /// `name` is `serverInfo.name` and the prefix of every stderr line.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Adapter {
+        Adapter {
+            name: name.into(),
+            version: version.into(),
+            budget_env: None,
+            budget: None,
+        }
+    }
+
+    /// The variable that may set the provider budget, in milliseconds
+    /// (a generated extension's `{PREFIX}_BUDGET_MS`).
+    pub fn budget_env(mut self, name: impl Into<String>) -> Adapter {
+        self.budget_env = Some(name.into());
+        self
+    }
+
+    /// A budget the caller has already decided (`ecp serve --budget-ms`);
+    /// it wins over the variable.
+    pub fn budget(mut self, budget: ProviderBudget) -> Adapter {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// Reads the process's own arguments and runs; see [`Adapter::run`].
+    pub fn main<P, E>(self, provider: impl FnOnce() -> Result<P, E>) -> ExitCode
+    where
+        P: Provider,
+        E: Display,
+    {
+        self.run(std::env::args().skip(1).collect(), provider)
+    }
+
+    /// Runs with `args`: none serves MCP on stdio; `--version` and `--help`
+    /// answer and exit; anything else is the remote adapter's flags
+    /// ([`FLAGS_USAGE`], with their `ECP_*` variables). `provider` is built
+    /// once the settings are known to be good. Exit status: 0 after a clean
+    /// end, 1 when the configuration or the server fails, 2 for a command
+    /// line it cannot use.
+    pub fn run<P, E>(self, args: Vec<String>, provider: impl FnOnce() -> Result<P, E>) -> ExitCode
+    where
+        P: Provider,
+        E: Display,
+    {
+        let name = self.name.clone();
+        let fail = |message: &dyn Display| {
+            eprintln!("{name}: {message}");
+            ExitCode::FAILURE
+        };
+        let remote = match args.first().map(String::as_str) {
+            None => None,
+            Some("--version" | "-V") if args.len() == 1 => {
+                println!("{} {}", self.name, self.version);
+                return ExitCode::SUCCESS;
+            }
+            Some("--help" | "-h") => {
+                println!("{}", self.usage());
+                return ExitCode::SUCCESS;
+            }
+            Some(_) => match remote_config(args) {
+                Ok(remote) => Some(remote),
+                Err(error) => {
+                    eprintln!("{name}: {error}\n(run {name} --help for usage)");
+                    return ExitCode::from(USAGE);
+                }
+            },
+        };
+        let budget = match self.resolve_budget() {
+            Ok(budget) => budget,
+            Err(message) => return fail(&message),
+        };
+        let tokio = if remote.is_some() {
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+        } else {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+        };
+        let tokio = match tokio {
+            Ok(tokio) => tokio,
+            Err(error) => {
+                return fail(&format_args!("cannot start the async runtime: {error}"));
+            }
+        };
+        let provider = match provider() {
+            Ok(provider) => provider,
+            Err(error) => return fail(&format_args!("configuration error: {error}")),
+        };
+        let config = RuntimeConfig {
+            name: self.name.clone(),
+            version: self.version.clone(),
+            budget,
+        };
+        let served = match remote {
+            None => tokio.block_on(serve_stdio(provider, config)),
+            Some(remote) => {
+                tokio.block_on(remote::serve_http_until_signal(provider, config, remote))
+            }
+        };
+        // A blocking stdin read may still be parked; do not wait for it.
+        tokio.shutdown_background();
+        match served {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => fail(&error),
+        }
+    }
+
+    /// What `--help` prints.
+    pub fn usage(&self) -> String {
+        let name = &self.name;
+        let budget = self
+            .budget_env
+            .as_deref()
+            .map(|var| format!("\n{var} sets the provider budget in milliseconds (default 5000)."))
+            .unwrap_or_default();
+        format!(
+            "usage: {name}   (an MCP server on stdio)\n       {name} {FLAGS_USAGE}\n       {name} --version\n\n\
+             Each --listen flag has a variable: ECP_RESOURCE_URL, ECP_AUTHORIZATION_SERVERS,\n\
+             ECP_JWKS, ECP_NO_AUTH (1/0, true/false, yes/no, on/off), ECP_MAX_CONCURRENT,\n\
+             ECP_MAX_BODY_BYTES.{budget}\nSee README.md for the provider's own variables."
+        )
+    }
+
+    fn resolve_budget(&self) -> Result<ProviderBudget, String> {
+        if let Some(budget) = self.budget {
+            return Ok(budget);
+        }
+        let Some(var) = &self.budget_env else {
+            return Ok(ProviderBudget::DEFAULT);
+        };
+        match std::env::var(var) {
+            Err(_) => Ok(ProviderBudget::DEFAULT),
+            Ok(value) => value
+                .trim()
+                .parse()
+                .ok()
+                .and_then(ProviderBudget::from_millis)
+                .ok_or_else(|| format!("{var} must be a number of milliseconds from 1 to 600000")),
+        }
+    }
+}
+
+/// The remote adapter's configuration from its flags and the process
+/// environment.
+pub fn remote_config(args: Vec<String>) -> Result<RemoteConfig, remote::SettingsError> {
+    RemoteSettings::from_args(args, |name| std::env::var(name).ok())
+        .and_then(RemoteSettings::validate)
+}

@@ -1,0 +1,86 @@
+//! This crate's releases, newest first: what `ecp upgrade` shows an
+//! extension's owner, and what `ecp lint` holds a vendored copy against (a
+//! copy older than a release with a security fix is an error). Kept in step
+//! with `CHANGELOG.md` by a test.
+
+/// This crate's version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// One release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Release {
+    pub version: &'static str,
+    /// What changed, one line each.
+    pub notes: &'static [&'static str],
+    /// What security problem it fixes, when it fixes one: every older copy
+    /// has it.
+    pub security_fix: Option<&'static str>,
+}
+
+/// Newest first; the first is [`VERSION`].
+pub const RELEASES: &[Release] = &[
+    Release {
+        version: "0.2.0",
+        notes: &[
+            "the runtime is a crate that extensions depend on, vendored under vendor/ecp-runtime; `ecp upgrade` replaces it",
+            "one entry point, `Adapter`, parses the adapter's flags and environment for dist/main and ecp serve alike",
+            "input that ends before `initialize` ends the server cleanly (exit 0)",
+        ],
+        security_fix: None,
+    },
+    Release {
+        version: "0.1.0",
+        notes: &["the runtime as ecp 0.1.0 copied it into src/profile/ and src/runtime/"],
+        security_fix: None,
+    },
+];
+
+/// `(major, minor, patch)` of a plain `X.Y.Z` version.
+pub fn parse_version(version: &str) -> Option<(u64, u64, u64)> {
+    let mut parts = version.trim().split('.').map(|p| p.parse::<u64>().ok());
+    let parsed = (parts.next()??, parts.next()??, parts.next()??);
+    parts.next().is_none().then_some(parsed)
+}
+
+/// The releases after `version`, newest first (all of them when it is not
+/// a version).
+pub fn newer_than(version: &str) -> Vec<&'static Release> {
+    let old = parse_version(version);
+    RELEASES
+        .iter()
+        .filter(|r| match (parse_version(r.version), old) {
+            (Some(new), Some(old)) => new > old,
+            _ => true,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_newest_release_is_this_crate_and_the_changelog_agrees() {
+        assert_eq!(RELEASES[0].version, VERSION);
+        let changelog = include_str!("../CHANGELOG.md");
+        let headings: Vec<&str> = changelog
+            .lines()
+            .filter_map(|l| l.strip_prefix("## "))
+            .collect();
+        let versions: Vec<&str> = RELEASES.iter().map(|r| r.version).collect();
+        assert_eq!(headings, versions);
+        for pair in RELEASES.windows(2) {
+            assert!(parse_version(pair[0].version) > parse_version(pair[1].version));
+        }
+    }
+
+    #[test]
+    fn newer_than_lists_what_an_upgrade_brings() {
+        assert!(newer_than(VERSION).is_empty());
+        assert_eq!(newer_than("0.1.0")[0].version, VERSION);
+        assert_eq!(newer_than("not a version").len(), RELEASES.len());
+        assert_eq!(parse_version("1.2.3"), Some((1, 2, 3)));
+        assert_eq!(parse_version("1.2"), None);
+        assert_eq!(parse_version("1.2.3.4"), None);
+    }
+}
