@@ -9,6 +9,7 @@
 //! - [`contracts`]: the canonical `contracts/v1` and Qwen's published files.
 //! - [`lint`]: the pre-publish checks of manifests, folders and archives.
 //! - [`scaffold`]: `ecp new`, the templates and the verbatim copies.
+//! - [`upgrade`]: `ecp upgrade`, an extension's runtime brought to ecp's.
 //! - [`package`]: `ecp package`, reproducible release archives.
 //! - [`input`]: one wording for a missing path or manifest, in every command.
 //! - [`name`]: the extension name rules shared by `ecp new` and `ecp lint`.
@@ -25,3 +26,4 @@ pub use ecp_runtime::profile;
 pub mod providers;
 pub use ecp_runtime as runtime;
 pub mod scaffold;
+pub mod upgrade;

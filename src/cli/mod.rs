@@ -7,6 +7,7 @@ mod lint;
 mod new;
 mod package;
 mod serve;
+mod upgrade;
 
 use std::{io::IsTerminal, path::PathBuf, process::ExitCode};
 
@@ -87,6 +88,11 @@ enum Command {
         after_help = "Examples:\n  ecp call . \"deployment policy\" --fixture example   # no service needed\n  ecp call . \"deployment policy\"                     # the endpoint in *_BASE_URL, *_TOKEN\n  ecp call --url https://context.acme.example/mcp --token-env TOKEN \"deployment policy\""
     )]
     Call(CallArgs),
+    /// Bring an extension's vendored runtime up to the one this ecp carries
+    #[command(
+        after_help = "Examples:\n  ecp upgrade              # the extension in this folder\n  ecp upgrade ./acme-context --force   # replace a runtime that was edited locally\n\nsrc/provider.rs, the tests and the manifest are never touched. Exit status: 0 upgraded or current, 1 refused (local edits), 2 could not run."
+    )]
+    Upgrade(UpgradeArgs),
     /// Print shell completions to stdout, for your shell to load
     #[command(
         after_help = "Where to put them:\n  bash:       ecp completions bash > ~/.local/share/bash-completion/completions/ecp\n  zsh:        ecp completions zsh > ~/.zfunc/_ecp   (with fpath+=~/.zfunc before compinit in ~/.zshrc)\n  fish:       ecp completions fish > ~/.config/fish/completions/ecp.fish\n  elvish:     ecp completions elvish >> ~/.config/elvish/rc.elv\n  powershell: ecp completions powershell >> $PROFILE\nThen open a new shell."
@@ -264,6 +270,22 @@ pub struct CallArgs {
     pub target: TargetArgs,
 }
 
+/// `ecp upgrade`.
+#[derive(Debug, Args)]
+pub struct UpgradeArgs {
+    /// The extension folder
+    #[arg(default_value = ".")]
+    pub path: PathBuf,
+
+    /// Replace the runtime even when its files were edited locally
+    #[arg(long)]
+    pub force: bool,
+
+    /// Print one JSON document instead of the summary
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// `ecp explain`.
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
@@ -376,6 +398,7 @@ pub fn main() -> ExitCode {
         Command::Package(args) => package::run(args, cli.color),
         Command::Explain(args) => explain::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Upgrade(args) => upgrade::run(args),
         Command::Check(args) => check::run_check(args, cli.color),
         Command::Call(args) => check::run_call(args),
         Command::Completions(args) => {

@@ -382,8 +382,21 @@ fn folder_rules(folder: &Path, file: &str, facts: &manifest::ManifestFacts, repo
         }
     }
     let cargo = folder.join("Cargo.toml");
-    if let (Some(version), Ok(cargo_text)) = (&facts.version, read(&cargo, Some(folder)))
-        && let Some(crate_version) = crate_version(&cargo_text)
+    let cargo_table = read(&cargo, Some(folder))
+        .ok()
+        .and_then(|text| text.parse::<toml::Table>().ok());
+    if let Some(table) = &cargo_table
+        && let Some(installed) = crate::scaffold::vendor::installed(folder, table)
+        && let Some(finding) = runtime_finding(
+            &installed,
+            ecp_runtime::releases::RELEASES,
+            &display(&cargo),
+        )
+    {
+        report.add(finding);
+    }
+    if let (Some(version), Some(table)) = (&facts.version, &cargo_table)
+        && let Some(crate_version) = crate_version(table)
         && crate_version != *version
     {
         let span = facts.version_span.unwrap_or_default();
@@ -450,11 +463,131 @@ pub(crate) fn bundle_rules(
     }
 }
 
-fn crate_version(cargo_toml: &str) -> Option<String> {
-    let document: toml::Table = cargo_toml.parse().ok()?;
+/// What to say about the runtime an extension holds, judged against
+/// `releases` (newest first, the first being the one this ecp carries): an
+/// error when a newer release fixes a security problem, a warning when it
+/// is merely older.
+pub(crate) fn runtime_finding(
+    installed: &crate::scaffold::vendor::Installed,
+    releases: &[ecp_runtime::releases::Release],
+    file: &str,
+) -> Option<Finding> {
+    use ecp_runtime::releases::parse_version;
+    let version = installed.version();
+    let carried = releases.first()?.version;
+    let newer: Vec<_> = releases
+        .iter()
+        .filter(
+            |r| match (parse_version(r.version), parse_version(version)) {
+                (Some(new), Some(old)) => new > old,
+                _ => true,
+            },
+        )
+        .collect();
+    let layout = match installed {
+        crate::scaffold::vendor::Installed::Copied => " (copied into src/ by ecp 0.1.0)",
+        crate::scaffold::vendor::Installed::Vendored { .. } => "",
+    };
+    let help = "run `ecp upgrade`: it shows what changes, replaces the runtime and leaves src/provider.rs alone";
+    if let Some(fix) = newer
+        .iter()
+        .find_map(|r| r.security_fix.map(|f| (r.version, f)))
+    {
+        return Some(Finding::about(
+            Rule::RuntimeSecurityFix,
+            file,
+            format!(
+                "the extension's runtime is ecp-runtime {version}{layout}; {} fixes a security problem in it: {}",
+                fix.0, fix.1
+            ),
+            help,
+        ));
+    }
+    (!newer.is_empty()).then(|| {
+        Finding::about(
+            Rule::RuntimeOutdated,
+            file,
+            format!(
+                "the extension's runtime is ecp-runtime {version}{layout}; this ecp carries {carried}"
+            ),
+            help,
+        )
+    })
+}
+
+fn crate_version(document: &toml::Table) -> Option<String> {
     document
         .get("package")?
         .get("version")?
         .as_str()
         .map(str::to_owned)
+}
+
+#[cfg(test)]
+mod runtime_tests {
+    use ecp_runtime::releases::Release;
+
+    use super::*;
+    use crate::scaffold::vendor::Installed;
+
+    fn vendored(version: &str) -> Installed {
+        Installed::Vendored {
+            version: version.to_owned(),
+            recorded_sha256: None,
+        }
+    }
+
+    const RELEASES: &[Release] = &[
+        Release {
+            version: "0.4.0",
+            notes: &["newest"],
+            security_fix: None,
+        },
+        Release {
+            version: "0.3.0",
+            notes: &["fixes a token check"],
+            security_fix: Some("a token for another audience was accepted"),
+        },
+        Release {
+            version: "0.2.0",
+            notes: &["older"],
+            security_fix: None,
+        },
+    ];
+
+    #[test]
+    fn an_older_runtime_warns_and_one_with_a_later_security_fix_fails() {
+        let rule = |installed: &Installed| {
+            runtime_finding(installed, RELEASES, "Cargo.toml").map(|f| (f.rule, f.message))
+        };
+        assert_eq!(rule(&vendored("0.4.0")), None);
+        let (outdated, message) = rule(&vendored("0.3.0")).unwrap();
+        assert_eq!(outdated, Rule::RuntimeOutdated);
+        assert!(
+            message.contains("ecp-runtime 0.3.0; this ecp carries 0.4.0"),
+            "{message}"
+        );
+        let (fix, message) = rule(&vendored("0.2.0")).unwrap();
+        assert_eq!(fix, Rule::RuntimeSecurityFix);
+        assert!(
+            message.contains("0.3.0 fixes a security problem"),
+            "{message}"
+        );
+        assert_eq!(
+            rule(&Installed::Copied).unwrap().0,
+            Rule::RuntimeSecurityFix
+        );
+        // The list this ecp ships: its own version is current.
+        let carried = vendored(ecp_runtime::releases::VERSION);
+        assert!(runtime_finding(&carried, ecp_runtime::releases::RELEASES, "Cargo.toml").is_none());
+        assert_eq!(
+            runtime_finding(
+                &Installed::Copied,
+                ecp_runtime::releases::RELEASES,
+                "Cargo.toml"
+            )
+            .map(|f| f.rule),
+            Some(Rule::RuntimeOutdated)
+        );
+    }
 }

@@ -207,6 +207,17 @@ apart. Set a semantic version such as `\"0.1.0\"`.";
     VersionSemver = "version-semver", Error,
         "`version` must be a semantic version",
         "Use MAJOR.MINOR.PATCH with optional pre-release and build parts, e.g. `1.4.0` or `1.4.0-rc.1`.";
+    RuntimeOutdated = "runtime-outdated", Warning,
+        "the extension's runtime is older than the one ecp carries",
+        "`ecp new` vendors the runtime crate (`vendor/ecp-runtime`) and records its version in Cargo.toml \
+under `[package.metadata.ecp.runtime]`; ecp 0.1.0 copied it into `src/profile/` and `src/runtime/`. Fixes to \
+the runtime reach an extension only when its copy is replaced: run `ecp upgrade`, which shows the changes, \
+refuses to overwrite local edits (unless `--force`) and never touches `src/provider.rs`.";
+    RuntimeSecurityFix = "runtime-security-fix", Error,
+        "a newer runtime fixes a security problem in the extension's",
+        "A release of the runtime after the one this extension vendors fixes a security problem (the list is \
+kept in the runtime crate, `src/releases.rs`, and shown by `ecp upgrade`). Publishing the extension as it \
+is would ship the problem: run `ecp upgrade`, then `cargo test`, `ecp package` and `ecp check`.";
     VersionDrift = "version-drift", Error,
         "the manifest version differs from the crate version",
         "For a Rust extension the manifest `version` and `Cargo.toml`'s `package.version` describe the same \

@@ -61,3 +61,107 @@ pub fn runtime_sha256() -> String {
             .map(|(path, contents)| (path.as_str(), *contents)),
     )
 }
+
+/// The runtime an extension folder holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Installed {
+    /// `vendor/ecp-runtime`, with the version and checksum `Cargo.toml`
+    /// recorded when ecp wrote it.
+    Vendored {
+        version: String,
+        recorded_sha256: Option<String>,
+    },
+    /// ecp 0.1.0's layout: the runtime copied into `src/runtime/` and
+    /// `src/profile/`, the contract into `contracts/v1/`.
+    Copied,
+}
+
+/// The runtime version ecp 0.1.0's copied layout holds.
+pub const COPIED_VERSION: &str = "0.1.0";
+
+impl Installed {
+    /// Its runtime version.
+    pub fn version(&self) -> &str {
+        match self {
+            Installed::Vendored { version, .. } => version,
+            Installed::Copied => COPIED_VERSION,
+        }
+    }
+}
+
+/// `[package.metadata.ecp.runtime]` of a parsed `Cargo.toml`: (version,
+/// sha256).
+fn recorded(cargo_toml: &toml::Table) -> Option<(String, Option<String>)> {
+    let runtime = cargo_toml
+        .get("package")?
+        .get("metadata")?
+        .get("ecp")?
+        .get("runtime")?;
+    Some((
+        runtime.get("version")?.as_str()?.to_owned(),
+        runtime
+            .get("sha256")
+            .and_then(|s| s.as_str())
+            .map(str::to_owned),
+    ))
+}
+
+/// Which runtime the extension at `folder` (whose `Cargo.toml` is
+/// `cargo_toml`) holds, if it is one that ecp generated.
+pub fn installed(folder: &std::path::Path, cargo_toml: &toml::Table) -> Option<Installed> {
+    if let Some((version, recorded_sha256)) = recorded(cargo_toml) {
+        return Some(Installed::Vendored {
+            version,
+            recorded_sha256,
+        });
+    }
+    let copied =
+        folder.join("src/runtime/mod.rs").is_file() && folder.join("src/profile/mod.rs").is_file();
+    copied.then_some(Installed::Copied)
+}
+
+/// The releases newer than `version` that fix a security problem.
+pub fn security_fixes_since(version: &str) -> Vec<&'static ecp_runtime::releases::Release> {
+    ecp_runtime::releases::newer_than(version)
+        .into_iter()
+        .filter(|r| r.security_fix.is_some())
+        .collect()
+}
+
+/// Whether `version` is older than the runtime this ecp carries.
+pub fn is_older(version: &str) -> bool {
+    !ecp_runtime::releases::newer_than(version).is_empty()
+}
+
+/// Every file under `root` as (relative `/` path, contents), sorted; a link
+/// is read as its target text behind a marker, so that it never matches a
+/// file (and is never followed).
+pub fn read_tree(root: &std::path::Path) -> std::io::Result<Vec<(String, Vec<u8>)>> {
+    let mut files = Vec::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir)? {
+            let entry = entry?;
+            let path = entry.path();
+            let kind = entry.file_type()?;
+            let relative = path
+                .strip_prefix(root)
+                .unwrap_or(&path)
+                .to_string_lossy()
+                .replace('\\', "/");
+            if kind.is_dir() {
+                stack.push(path);
+            } else if kind.is_symlink() {
+                let target = std::fs::read_link(&path)?;
+                files.push((
+                    relative,
+                    format!("\0link\0{}", target.display()).into_bytes(),
+                ));
+            } else {
+                files.push((relative, std::fs::read(&path)?));
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}

@@ -74,6 +74,8 @@ fn each_broken_manifest_breaks_exactly_its_rule() {
                     | "version-drift"
                     | "entry-point-missing"
                     | "bundle-not-self-contained"
+                    | "runtime-outdated"
+                    | "runtime-security-fix"
             );
         if !elsewhere {
             assert!(covered.contains(id), "no corpus case for {id}");

@@ -21,3 +21,4 @@ mod runtime;
 mod serve_http;
 mod serve_remote;
 mod serve_stdio;
+mod upgrade;

@@ -77,6 +77,8 @@ impl Adapter {
     /// once the settings are known to be good. Exit status: 0 after a clean
     /// end, 1 when the configuration or the server fails, 2 for a command
     /// line it cannot use.
+    // `--version` and `--help` answer on stdout; no MCP runs then.
+    #[allow(clippy::print_stdout)]
     pub fn run<P, E>(self, args: Vec<String>, provider: impl FnOnce() -> Result<P, E>) -> ExitCode
     where
         P: Provider,

@@ -1,0 +1,79 @@
+//! `ecp upgrade`: the runtime an extension vendors, brought to the one this
+//! ecp carries; what changed, what was written, what to run next.
+
+use std::process::ExitCode;
+
+use super::UpgradeArgs;
+use crate::{input::print_error, upgrade};
+
+pub fn run(args: UpgradeArgs) -> ExitCode {
+    let outcome = match upgrade::upgrade(&args.path, args.force) {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            print_error(&error, error.help().as_deref());
+            return ExitCode::from(match error {
+                upgrade::UpgradeError::Edited { .. } => 1,
+                _ => 2,
+            });
+        }
+    };
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&outcome).unwrap_or_default()
+        );
+        return ExitCode::SUCCESS;
+    }
+    let layout = match outcome.from_layout {
+        "copied" => " (copied into src/ by ecp 0.1.0)",
+        _ => "",
+    };
+    if !outcome.changed {
+        println!(
+            "{}: ecp-runtime {} is current; nothing to do",
+            outcome.name, outcome.from
+        );
+        return ExitCode::SUCCESS;
+    }
+    println!(
+        "{}: ecp-runtime {}{layout} -> {}",
+        outcome.name, outcome.from, outcome.to
+    );
+    for release in &outcome.notes {
+        let security = release
+            .security_fix
+            .map(|fix| format!(" (security fix: {fix})"))
+            .unwrap_or_default();
+        println!("  {}{security}", release.version);
+        for note in release.notes {
+            println!("    - {note}");
+        }
+    }
+    if !outcome.forced.is_empty() {
+        println!(
+            "  replaced local edits (--force): {}",
+            outcome.forced.join(", ")
+        );
+    }
+    println!("  wrote: {}", outcome.written.join(", "));
+    if !outcome.removed.is_empty() {
+        println!("  removed: {}", outcome.removed.join(", "));
+    }
+    if !outcome.dropped.is_empty() {
+        println!(
+            "  Cargo.toml: dropped {} (only the old copies used them)",
+            outcome.dropped.join(", ")
+        );
+    }
+    if !outcome.aligned.is_empty() {
+        println!(
+            "  Cargo.toml: aligned with the runtime: {}",
+            outcome.aligned.join(", ")
+        );
+    }
+    println!();
+    println!(
+        "Next: cargo test && ecp package && ecp check .   (src/provider.rs and tests/ are untouched)"
+    );
+    ExitCode::SUCCESS
+}

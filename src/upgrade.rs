@@ -1,0 +1,636 @@
+//! `ecp upgrade`: brings a generated extension's runtime to the one this ecp
+//! carries ([`crate::scaffold::vendor`]).
+//!
+//! - **Vendored** (`vendor/ecp-runtime`, ecp 0.2 and later): the copy is
+//!   compared with the checksum `Cargo.toml` recorded; an edited copy is
+//!   refused unless `force`. The new tree is written beside the old one and
+//!   swapped in by two renames; `Cargo.toml` gets the new version and
+//!   checksum, and the dependency versions it shares with the runtime.
+//! - **Copied** (ecp 0.1.0: `src/profile/`, `src/runtime/`, `contracts/v1/`
+//!   and a 97-line `src/main.rs`): every copied file is compared with what
+//!   ecp 0.1.0 wrote (`tests/fixtures/copied-layout-0.1.0`, embedded), then
+//!   replaced by the vendored crate, a new `src/main.rs` and `src/lib.rs`;
+//!   `src/provider.rs` and the tests stay as they are (`crate::runtime` and
+//!   `crate::profile` still resolve, through `src/lib.rs`), and dependencies
+//!   that only the old copies used are dropped.
+//!
+//! Nothing the provider wrote is touched: not `src/provider.rs`, not the
+//! tests, not the manifest.
+
+use std::path::{Path, PathBuf};
+
+use include_dir::{Dir, include_dir};
+
+use crate::scaffold::{
+    self, NewSettings, Template,
+    vendor::{self, Installed},
+};
+
+/// What ecp 0.1.0 wrote for `acme-context`, the reference for "unedited".
+static COPIED_LAYOUT: Dir<'static> =
+    include_dir!("$CARGO_MANIFEST_DIR/tests/fixtures/copied-layout-0.1.0");
+
+/// The folders ecp 0.1.0 copied the runtime and the contract into.
+const COPIED_FOLDERS: &[&str] = &["src/profile", "src/runtime", "contracts/v1"];
+
+/// Copied folders an upgrade removes; `contracts/v1` stays (the extension's
+/// own tests may read it) and is refreshed from the runtime's contract.
+const REMOVED_FOLDERS: &[&str] = &["src/profile", "src/runtime"];
+
+/// An extension's copy of the contract files, refreshed by every upgrade.
+const CONTRACTS: &str = "contracts/v1";
+
+/// Why an upgrade does not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum UpgradeError {
+    #[error(transparent)]
+    Input(#[from] crate::input::InputError),
+    #[error("{} has no Cargo.toml: `ecp upgrade` works on a local (Rust) extension that `ecp new` generated", shown(.0))]
+    NoCrate(PathBuf),
+    #[error("{} holds no runtime that ecp generated (neither vendor/ecp-runtime with [package.metadata.ecp.runtime] in Cargo.toml, nor ecp 0.1.0's src/runtime/)", shown(.0))]
+    NotGenerated(PathBuf),
+    #[error("the runtime here was edited since ecp wrote it: {}", .files.join(", "))]
+    Edited { files: Vec<String> },
+    #[error(
+        "the vendored runtime {vendored} is newer than the one this ecp carries ({carried}); upgrade ecp instead"
+    )]
+    Newer { vendored: String, carried: String },
+    #[error("{}: {message}", .path.display())]
+    Toml { path: PathBuf, message: String },
+    #[error("{}: {source}", .path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot render the new files: {0}")]
+    Render(String),
+}
+
+fn shown(path: &Path) -> String {
+    crate::input::shown(path)
+}
+
+impl UpgradeError {
+    /// What to do about it.
+    pub fn help(&self) -> Option<String> {
+        match self {
+            UpgradeError::Input(input) => Some(input.help()),
+            UpgradeError::Edited { .. } => Some(
+                "the upgrade would replace those changes: move them into src/provider.rs (the runtime is not yours to edit), or pass --force to replace them anyway".into(),
+            ),
+            UpgradeError::NotGenerated(_) | UpgradeError::NoCrate(_) => {
+                Some("run it in the folder `ecp new` created (the one with Cargo.toml and qwen-extension.json)".into())
+            }
+            _ => None,
+        }
+    }
+}
+
+/// What an upgrade did (or, when `changed` is false, found to be current).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Upgraded {
+    pub name: String,
+    pub from: String,
+    /// `vendored` or `copied` (ecp 0.1.0's layout).
+    pub from_layout: &'static str,
+    pub to: &'static str,
+    pub changed: bool,
+    /// The release notes between the two, newest first.
+    pub notes: Vec<ReleaseNotes>,
+    pub written: Vec<String>,
+    pub removed: Vec<String>,
+    /// Dependencies dropped from `Cargo.toml` (only the old copies used them).
+    pub dropped: Vec<String>,
+    /// Dependencies whose version was set to the runtime's.
+    pub aligned: Vec<String>,
+    /// Files that had been edited and were replaced because of `force`.
+    pub forced: Vec<String>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ReleaseNotes {
+    pub version: &'static str,
+    pub notes: &'static [&'static str],
+    pub security_fix: Option<&'static str>,
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> UpgradeError + '_ {
+    move |source| UpgradeError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// Upgrades the extension at `folder`.
+pub fn upgrade(folder: &Path, force: bool) -> Result<Upgraded, UpgradeError> {
+    crate::input::InputError::check_exists(folder)?;
+    let cargo_path = folder.join("Cargo.toml");
+    if !cargo_path.is_file() {
+        return Err(UpgradeError::NoCrate(folder.to_owned()));
+    }
+    let cargo_text = std::fs::read_to_string(&cargo_path).map_err(io(&cargo_path))?;
+    let toml_error = |message: String| UpgradeError::Toml {
+        path: cargo_path.clone(),
+        message,
+    };
+    let cargo_table: toml::Table = cargo_text
+        .parse()
+        .map_err(|e: toml::de::Error| toml_error(e.message().to_owned()))?;
+    let installed = vendor::installed(folder, &cargo_table)
+        .ok_or_else(|| UpgradeError::NotGenerated(folder.to_owned()))?;
+    let name = cargo_table
+        .get("package")
+        .and_then(|p| p.get("name"))
+        .and_then(|n| n.as_str())
+        .unwrap_or_default()
+        .to_owned();
+    let from = installed.version().to_owned();
+    let carried = vendor::RUNTIME_VERSION;
+    if ecp_runtime::releases::parse_version(&from) > ecp_runtime::releases::parse_version(carried) {
+        return Err(UpgradeError::Newer {
+            vendored: from,
+            carried: carried.to_owned(),
+        });
+    }
+    let edited = match &installed {
+        Installed::Vendored {
+            recorded_sha256, ..
+        } => {
+            let mut edited = edited_vendored(folder, recorded_sha256.as_deref())?;
+            edited.extend(edited_contracts(folder)?);
+            edited
+        }
+        Installed::Copied => edited_copied(folder, &name)?,
+    };
+    let current = matches!(installed, Installed::Vendored { .. }) && from == carried;
+    let mut outcome = Upgraded {
+        name: name.clone(),
+        from: from.clone(),
+        from_layout: match installed {
+            Installed::Vendored { .. } => "vendored",
+            Installed::Copied => "copied",
+        },
+        to: carried,
+        changed: false,
+        notes: ecp_runtime::releases::newer_than(&from)
+            .into_iter()
+            .map(|r| ReleaseNotes {
+                version: r.version,
+                notes: r.notes,
+                security_fix: r.security_fix,
+            })
+            .collect(),
+        written: Vec::new(),
+        removed: Vec::new(),
+        dropped: Vec::new(),
+        aligned: Vec::new(),
+        forced: Vec::new(),
+    };
+    if current && edited.is_empty() {
+        return Ok(outcome);
+    }
+    if !edited.is_empty() && !force {
+        return Err(UpgradeError::Edited { files: edited });
+    }
+    outcome.forced = edited;
+    outcome.changed = true;
+
+    // Everything new is rendered before anything is touched.
+    let env_prefix = match installed {
+        Installed::Copied => {
+            copied_env_prefix(folder).unwrap_or_else(|| crate::name::env_prefix(&name))
+        }
+        Installed::Vendored { .. } => String::new(),
+    };
+    let rewrites = match installed {
+        Installed::Copied => glue_files(&name, &env_prefix)?,
+        Installed::Vendored { .. } => Vec::new(),
+    };
+    let mut document: toml_edit::DocumentMut = cargo_text
+        .parse()
+        .map_err(|e: toml_edit::TomlError| toml_error(e.to_string()))?;
+    record_runtime(&mut document);
+
+    // 1. The vendored crate, swapped in whole.
+    replace_vendor(folder)?;
+    outcome.written.push(format!(
+        "{}/ ({} files)",
+        vendor::VENDOR_DIR,
+        vendor::runtime_files().len()
+    ));
+    // 2. The glue of the copied layout, and its copies removed.
+    for (path, contents) in &rewrites {
+        write_atomically(&folder.join(path), contents.as_bytes())?;
+        outcome.written.push(path.clone());
+    }
+    if folder.join(CONTRACTS).is_dir() {
+        for (path, contents) in vendor::runtime_files() {
+            if let Some(name) = path.strip_prefix(&format!("{CONTRACTS}/")) {
+                write_atomically(&folder.join(CONTRACTS).join(name), contents)?;
+            }
+        }
+        outcome.written.push(format!("{CONTRACTS}/"));
+    }
+    if matches!(installed, Installed::Copied) {
+        for copied in REMOVED_FOLDERS {
+            let path = folder.join(copied);
+            if path.exists() {
+                std::fs::remove_dir_all(&path).map_err(io(&path))?;
+                outcome.removed.push(format!("{copied}/"));
+            }
+        }
+        outcome.dropped = drop_unused_dependencies(folder, &mut document);
+    }
+    // 3. Cargo.toml: the new version, checksum and shared versions.
+    outcome.aligned = align_dependencies(&mut document);
+    write_atomically(&cargo_path, document.to_string().as_bytes())?;
+    outcome.written.push("Cargo.toml".into());
+    Ok(outcome)
+}
+
+/// The vendored copy's files that differ from what was recorded: none when
+/// the checksum matches; else the files that differ from this ecp's copy
+/// (or the folder itself when that says nothing).
+fn edited_vendored(folder: &Path, recorded: Option<&str>) -> Result<Vec<String>, UpgradeError> {
+    let root = folder.join(vendor::VENDOR_DIR);
+    let on_disk = vendor::read_tree(&root).map_err(io(&root))?;
+    let sum = vendor::tree_sha256(on_disk.iter().map(|(p, c)| (p.as_str(), c.as_slice())));
+    if recorded == Some(sum.as_str()) {
+        return Ok(Vec::new());
+    }
+    let carried = vendor::runtime_files();
+    let mut differing: Vec<String> = on_disk
+        .iter()
+        .filter(|(path, contents)| {
+            !carried
+                .iter()
+                .any(|(p, c)| p == path && *c == contents.as_slice())
+        })
+        .map(|(path, _)| format!("{}/{path}", vendor::VENDOR_DIR))
+        .collect();
+    for (path, _) in &carried {
+        if !on_disk.iter().any(|(p, _)| p == path) {
+            differing.push(format!("{}/{path} (missing)", vendor::VENDOR_DIR));
+        }
+    }
+    if differing.is_empty() || recorded.is_none() {
+        differing = vec![format!(
+            "{} (its files do not match the checksum in Cargo.toml)",
+            vendor::VENDOR_DIR
+        )];
+    }
+    differing.truncate(20);
+    Ok(differing)
+}
+
+/// The extension's own `contracts/v1` files (kept by an upgrade from the
+/// copied layout) that differ from the vendored runtime's, which an earlier
+/// upgrade wrote them from.
+fn edited_contracts(folder: &Path) -> Result<Vec<String>, UpgradeError> {
+    let root = folder.join(CONTRACTS);
+    if !root.is_dir() {
+        return Ok(Vec::new());
+    }
+    let vendored = folder.join(vendor::VENDOR_DIR).join(CONTRACTS);
+    let mut edited = Vec::new();
+    for (path, contents) in vendor::read_tree(&root).map_err(io(&root))? {
+        if std::fs::read(vendored.join(&path)).ok().as_deref() != Some(contents.as_slice()) {
+            edited.push(format!("{CONTRACTS}/{path}"));
+        }
+    }
+    Ok(edited)
+}
+
+/// The extension's environment prefix, from the copied layout's
+/// `src/lib.rs` (`pub const BASE_URL_ENV: &str = "ACME_CONTEXT_BASE_URL";`).
+fn copied_env_prefix(folder: &Path) -> Option<String> {
+    let lib = std::fs::read_to_string(folder.join("src/lib.rs")).ok()?;
+    let line = lib
+        .lines()
+        .find(|l| l.starts_with("pub const BASE_URL_ENV: &str = \""))?;
+    let value = line.split('"').nth(1)?;
+    value.strip_suffix("_BASE_URL").map(str::to_owned)
+}
+
+/// What ecp 0.1.0 wrote at `path` for an extension `name` (with its
+/// environment prefix), from the embedded reference for `acme-context`.
+fn copied_original(path: &str, name: &str, env_prefix: &str) -> Option<String> {
+    let text = COPIED_LAYOUT.get_file(path)?.contents_utf8()?;
+    if path == "src/main.rs" || path == "src/lib.rs" {
+        Some(
+            text.replace("ACME_CONTEXT", env_prefix)
+                .replace("acme_context", &name.replace('-', "_"))
+                .replace("acme-context", name),
+        )
+    } else {
+        Some(text.to_owned())
+    }
+}
+
+/// Every file ecp 0.1.0 copied (and the glue it generated), in path order.
+fn copied_paths() -> Vec<String> {
+    let mut paths = Vec::new();
+    let mut stack = vec![&COPIED_LAYOUT];
+    while let Some(dir) = stack.pop() {
+        stack.extend(dir.dirs());
+        for file in dir.files() {
+            let path = file.path().to_string_lossy().replace('\\', "/");
+            if COPIED_FOLDERS
+                .iter()
+                .any(|f| path.starts_with(&format!("{f}/")))
+                || path == "src/main.rs"
+                || path == "src/lib.rs"
+            {
+                paths.push(path);
+            }
+        }
+    }
+    paths.sort();
+    paths
+}
+
+/// The files of the copied layout that differ from what ecp 0.1.0 wrote, or
+/// that are missing, plus any file added inside the copied folders.
+fn edited_copied(folder: &Path, name: &str) -> Result<Vec<String>, UpgradeError> {
+    let env_prefix = copied_env_prefix(folder).unwrap_or_default();
+    let known = copied_paths();
+    let mut edited = Vec::new();
+    for path in &known {
+        let expected = copied_original(path, name, &env_prefix).unwrap_or_default();
+        match std::fs::read_to_string(folder.join(path)) {
+            Ok(actual) if actual == expected => {}
+            Ok(_) => edited.push(path.clone()),
+            Err(_) => edited.push(format!("{path} (missing)")),
+        }
+    }
+    for copied in COPIED_FOLDERS {
+        let root = folder.join(copied);
+        if !root.exists() {
+            continue;
+        }
+        for (path, _) in vendor::read_tree(&root).map_err(io(&root))? {
+            let full = format!("{copied}/{path}");
+            if !known.contains(&full) {
+                edited.push(format!("{full} (added)"));
+            }
+        }
+    }
+    Ok(edited)
+}
+
+/// `src/main.rs` and `src/lib.rs` as this ecp generates them.
+fn glue_files(name: &str, env_prefix: &str) -> Result<Vec<(String, String)>, UpgradeError> {
+    let mut settings = NewSettings::with_defaults(name, Template::Local);
+    settings.env_prefix = env_prefix.to_owned();
+    let files = scaffold::plan(&settings).map_err(|e| UpgradeError::Render(e.to_string()))?;
+    Ok(files
+        .into_iter()
+        .filter(|f| f.path == "src/main.rs" || f.path == "src/lib.rs")
+        .map(|f| (f.path, String::from_utf8_lossy(&f.contents).into_owned()))
+        .collect())
+}
+
+/// Writes the carried runtime to a sibling of `vendor/ecp-runtime` and
+/// swaps it in: the old copy is renamed away, the new one renamed in, the
+/// old one removed. A failure on the way puts the old copy back.
+fn replace_vendor(folder: &Path) -> Result<(), UpgradeError> {
+    let target = folder.join(vendor::VENDOR_DIR);
+    let parent = target.parent().unwrap_or(folder).to_owned();
+    std::fs::create_dir_all(&parent).map_err(io(&parent))?;
+    let staging = tempfile::Builder::new()
+        .prefix(".ecp-runtime-new-")
+        .tempdir_in(&parent)
+        .map_err(io(&parent))?;
+    for (path, contents) in vendor::runtime_files() {
+        let file = staging.path().join(&path);
+        if let Some(dir) = file.parent() {
+            std::fs::create_dir_all(dir).map_err(io(dir))?;
+        }
+        std::fs::write(&file, contents).map_err(io(&file))?;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // tempdir creates 0700; a source folder is 0755.
+        std::fs::set_permissions(staging.path(), std::fs::Permissions::from_mode(0o755))
+            .map_err(io(staging.path()))?;
+    }
+    let old = if std::fs::symlink_metadata(&target).is_ok() {
+        let old = tempfile::Builder::new()
+            .prefix(".ecp-runtime-old-")
+            .tempdir_in(&parent)
+            .map_err(io(&parent))?
+            .keep();
+        // rename(2) replaces the empty placeholder folder.
+        std::fs::rename(&target, &old).map_err(io(&target))?;
+        Some(old)
+    } else {
+        None
+    };
+    let staged = staging.keep();
+    if let Err(source) = std::fs::rename(&staged, &target) {
+        if let Some(old) = &old {
+            let _ = std::fs::rename(old, &target);
+        }
+        let _ = std::fs::remove_dir_all(&staged);
+        return Err(UpgradeError::Io {
+            path: target,
+            source,
+        });
+    }
+    if let Some(old) = old {
+        let _ = std::fs::remove_dir_all(old);
+    }
+    Ok(())
+}
+
+fn write_atomically(path: &Path, contents: &[u8]) -> Result<(), UpgradeError> {
+    let parent = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(io(parent))?;
+    let mut temporary = tempfile::NamedTempFile::new_in(parent).map_err(io(parent))?;
+    std::io::Write::write_all(&mut temporary, contents).map_err(io(path))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        temporary
+            .as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))
+            .map_err(io(path))?;
+    }
+    temporary.persist(path).map_err(|e| UpgradeError::Io {
+        path: path.to_owned(),
+        source: e.error,
+    })?;
+    Ok(())
+}
+
+/// `[package.metadata.ecp.runtime]` and the `ecp-runtime` dependency, set
+/// to the carried runtime (the dependency keeps its path, or gets the
+/// vendored one).
+fn record_runtime(document: &mut toml_edit::DocumentMut) {
+    use toml_edit::{Item, Table, value};
+    let package = document["package"].or_insert(Item::Table(Table::new()));
+    let metadata = package["metadata"].or_insert(implicit_table());
+    let ecp = metadata["ecp"].or_insert(implicit_table());
+    let runtime = ecp["runtime"].or_insert(Item::Table(Table::new()));
+    runtime["version"] = value(vendor::RUNTIME_VERSION);
+    runtime["sha256"] = value(vendor::runtime_sha256());
+    let Some(dependencies) = document["dependencies"]
+        .or_insert(Item::Table(Table::new()))
+        .as_table_like_mut()
+    else {
+        return;
+    };
+    // `TableLike::get_mut` finds; `Item::get_mut` would insert.
+    match dependencies.get_mut("ecp-runtime") {
+        Some(existing) if existing.is_str() => {
+            // A crates.io requirement: the owner switched; keep it, newer.
+            *existing = value(vendor::RUNTIME_VERSION);
+        }
+        Some(existing) => {
+            if let Some(table) = existing.as_table_like_mut() {
+                table.insert("version", value(vendor::RUNTIME_VERSION));
+            }
+        }
+        None => {
+            let mut entry = toml_edit::InlineTable::new();
+            entry.insert("path", vendor::VENDOR_DIR.into());
+            entry.insert("version", vendor::RUNTIME_VERSION.into());
+            dependencies.insert("ecp-runtime", value(entry));
+        }
+    }
+}
+
+fn implicit_table() -> toml_edit::Item {
+    let mut table = toml_edit::Table::new();
+    table.set_implicit(true);
+    toml_edit::Item::Table(table)
+}
+
+/// The dependencies of the carried runtime: name and version requirement.
+fn runtime_requirements() -> Vec<(String, String)> {
+    let manifest = vendor::runtime_files()
+        .into_iter()
+        .find(|(path, _)| path == "Cargo.toml")
+        .map(|(_, contents)| String::from_utf8_lossy(contents).into_owned())
+        .unwrap_or_default();
+    let Ok(table) = manifest.parse::<toml::Table>() else {
+        return Vec::new();
+    };
+    table
+        .get("dependencies")
+        .and_then(|d| d.as_table())
+        .map(|deps| {
+            deps.iter()
+                .filter_map(|(name, spec)| {
+                    let version = spec
+                        .as_str()
+                        .or_else(|| spec.get("version").and_then(|v| v.as_str()))?;
+                    Some((name.clone(), version.to_owned()))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Sets every dependency the extension shares with the runtime to the
+/// runtime's requirement, so that both resolve to one version.
+fn align_dependencies(document: &mut toml_edit::DocumentMut) -> Vec<String> {
+    let mut aligned = Vec::new();
+    let requirements = runtime_requirements();
+    for section in ["dependencies", "dev-dependencies"] {
+        let Some(table) = document
+            .get_mut(section)
+            .and_then(|t| t.as_table_like_mut())
+        else {
+            continue;
+        };
+        for (name, requirement) in &requirements {
+            let Some(item) = table.get_mut(name) else {
+                continue;
+            };
+            let current = item.as_str().map(str::to_owned).or_else(|| {
+                item.as_table_like()
+                    .and_then(|t| t.get("version"))
+                    .and_then(|v| v.as_str())
+                    .map(str::to_owned)
+            });
+            if current.as_deref() == Some(requirement.as_str()) || current.is_none() {
+                continue;
+            }
+            if item.is_str() {
+                *item = toml_edit::value(requirement.as_str());
+            } else if let Some(inline) = item.as_table_like_mut() {
+                inline.insert("version", toml_edit::value(requirement.as_str()));
+            }
+            aligned.push(format!("{name} {requirement}"));
+        }
+    }
+    aligned
+}
+
+/// Drops the `[dependencies]` that none of the extension's own sources
+/// (`src/`, `tests/`, after the upgrade) name any more: the old copies'.
+fn drop_unused_dependencies(folder: &Path, document: &mut toml_edit::DocumentMut) -> Vec<String> {
+    let mut sources = String::new();
+    for dir in ["src", "tests"] {
+        let root = folder.join(dir);
+        for (path, contents) in vendor::read_tree(&root).unwrap_or_default() {
+            if path.ends_with(".rs") {
+                sources.push_str(&String::from_utf8_lossy(&contents));
+                sources.push('\n');
+            }
+        }
+    }
+    // A path that starts with the crate's name: `ident::`, `ident!` or
+    // `use ident`, not preceded by another identifier character
+    // (`rustls::crypto::ring::` does not use `ring`).
+    let used = |name: &str| {
+        let ident = name.replace('-', "_");
+        sources.match_indices(&ident).any(|(at, _)| {
+            let before = sources[..at].chars().next_back();
+            let after = &sources[at + ident.len()..];
+            let starts_path = !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':');
+            starts_path
+                && (after.starts_with("::")
+                    || after.starts_with('!')
+                    || sources[..at].ends_with("use "))
+        })
+    };
+    let Some(table) = document
+        .get_mut("dependencies")
+        .and_then(|t| t.as_table_like_mut())
+    else {
+        return Vec::new();
+    };
+    let unused: Vec<String> = table
+        .iter()
+        .map(|(name, _)| name.to_owned())
+        .filter(|name| name != "ecp-runtime" && !used(name))
+        .collect();
+    for name in &unused {
+        table.remove(name);
+    }
+    unused
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_runtime_dependency_is_added_once() {
+        let mut document: toml_edit::DocumentMut =
+            "[package]\nname = \"a\"\n\n[dependencies]\nserde = \"1\"\n"
+                .parse()
+                .unwrap();
+        record_runtime(&mut document);
+        let text = document.to_string();
+        assert!(
+            text.contains("ecp-runtime = { path = \"vendor/ecp-runtime\""),
+            "{text}"
+        );
+        record_runtime(&mut document);
+        assert_eq!(document.to_string().matches("ecp-runtime =").count(), 1);
+    }
+}
