@@ -4,10 +4,14 @@
 //! profile-v1, faults included.
 //!
 //! - [`target`]: resolving and starting the target, the MCP session;
-//! - [`suite`]: the checks, with stable IDs;
+//! - [`catalogue`]: the checks' stable IDs, titles, groups, skip reasons;
+//! - [`embedded`]: the contract data, refused whole when any part is missing;
+//! - [`suite`]: the checks themselves;
 //! - [`schema`]: judging a declared schema by what it accepts;
 //! - [`upstream`]: the scripted Generic HTTP Search V1 upstream on loopback.
 
+pub mod catalogue;
+pub mod embedded;
 pub mod schema;
 pub mod suite;
 pub mod target;
@@ -67,7 +71,8 @@ pub async fn run(
     settings: &CheckSettings,
     progress: suite::Progress<'_>,
 ) -> Result<CheckReport, String> {
-    let upstream = suite::start_upstream().await?;
+    let embedded = embedded::Embedded::get()?;
+    let upstream = suite::start_upstream(embedded).await?;
     let (session, include_tools, with_upstream) = match &settings.target {
         Target::Extension(path) => {
             let server = target::from_extension(path, Some((&upstream.base_url, TOKEN_CANARY)))?;
@@ -135,6 +140,7 @@ pub async fn run(
         ),
     };
     let suite = Suite::new(
+        embedded,
         &session,
         with_upstream.then_some(&upstream),
         include_tools,

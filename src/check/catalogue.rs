@@ -1,0 +1,147 @@
+//! The catalogue of checks: stable IDs (CI configurations and reports refer
+//! to them), titles, the group each belongs to and the reasons a group is
+//! skipped, in one place. The order is the order of a run and of a report.
+
+use std::fmt;
+
+/// What a check is about; a group is skipped together when the target
+/// cannot be asked (no tool, no V1 binding).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    /// `tools/list`: the one tool, its schemas and annotations.
+    Discovery,
+    /// The input vectors and the refusals.
+    Inputs,
+    /// Against the scripted Generic HTTP Search V1 upstream: the request,
+    /// the render vectors, every fault, no retry, cancellation.
+    Binding,
+    /// Concurrency, and the promises kept by every result seen.
+    Output,
+}
+
+macro_rules! checks {
+    ($($variant:ident = $id:literal, $group:ident, $title:literal;)*) => {
+        /// One check of `ecp check`.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Check { $($variant,)* }
+
+        impl Check {
+            /// Every check, in the order of a run.
+            pub const ALL: &'static [Check] = &[$(Check::$variant,)*];
+
+            pub fn id(self) -> &'static str {
+                match self { $(Check::$variant => $id,)* }
+            }
+
+            /// One line: what passing means.
+            pub fn title(self) -> &'static str {
+                match self { $(Check::$variant => $title,)* }
+            }
+
+            pub fn group(self) -> Group {
+                match self { $(Check::$variant => Group::$group,)* }
+            }
+        }
+    };
+}
+
+checks! {
+    ToolOffered = "tool-offered", Discovery, "exactly context_search is offered";
+    InputSchema = "input-schema", Discovery, "the input schema accepts exactly the profile's arguments";
+    OutputSchema = "output-schema", Discovery, "the output schema accepts exactly the profile's results";
+    Annotations = "annotations", Discovery, "annotations say destructiveHint: false";
+    ValidInputs = "valid-inputs", Inputs, "every valid input vector succeeds";
+    InvalidInputs = "invalid-inputs", Inputs, "every invalid input vector is refused with isError";
+    UnknownArgument = "unknown-argument", Inputs, "an unknown argument is refused";
+    InputErrorsRedacted = "input-errors-redacted", Inputs, "input errors never echo the query";
+    UpstreamRequest = "upstream-request", Binding, "the upstream request follows the binding";
+    RenderVectors = "render-vectors", Binding, "every render vector is reproduced byte for byte";
+    FaultTimeout = "fault-timeout", Binding, "an upstream past the budget gives the stable error in time";
+    FaultRedirect = "fault-redirect", Binding, "a redirect gives the stable error";
+    FaultRateLimit = "fault-rate-limit", Binding, "a 429 gives the stable error";
+    FaultServerError = "fault-server-error", Binding, "a 500 gives the stable error";
+    FaultMalformed = "fault-malformed", Binding, "malformed JSON gives the stable error";
+    FaultOversized = "fault-oversized", Binding, "a body over 1 MiB gives the stable error";
+    FaultInvalidUtf8 = "fault-invalid-utf8", Binding, "invalid UTF-8 gives the stable error";
+    FaultSlowBody = "fault-slow-body", Binding, "a slow body gives the stable error in time";
+    NoRetry = "no-retry", Binding, "one call makes at most one upstream request";
+    Cancellation = "cancellation", Binding, "a cancelled call closes the upstream connection";
+    Concurrency = "concurrency", Output, "concurrent calls are all answered";
+    StructuredContent = "structured-content", Output, "structuredContent validates against the output schema";
+    TextSerialization = "text-serialization", Output, "the text is the exact profile serialization";
+    TextEscaping = "text-escaping", Output, "the text escapes < and >";
+    TextBound = "text-bound", Output, "the text is at most 4000 UTF-16 units";
+    Redaction = "redaction", Output, "no query, token, endpoint or upstream body in any result or stderr";
+}
+
+impl Check {
+    /// The checks of `group`, in order.
+    pub fn in_group(group: Group) -> impl Iterator<Item = Check> {
+        Check::ALL
+            .iter()
+            .copied()
+            .filter(move |c| c.group() == group)
+    }
+
+    /// A check by its ID.
+    pub fn from_id(id: &str) -> Option<Check> {
+        Check::ALL.iter().copied().find(|c| c.id() == id)
+    }
+}
+
+impl fmt::Display for Check {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+/// The faults of the scripted upstream, by check: the first word of the
+/// query selects the fault, and what it is.
+pub const FAULTS: &[(Check, &str)] = &[
+    (
+        Check::FaultTimeout,
+        "an upstream that answers after the budget",
+    ),
+    (Check::FaultRedirect, "a 302 redirect"),
+    (Check::FaultRateLimit, "a 429 with a body"),
+    (Check::FaultServerError, "a 500 with a body"),
+    (Check::FaultMalformed, "malformed JSON"),
+    (Check::FaultOversized, "a body over 1 MiB"),
+    (Check::FaultInvalidUtf8, "a body that is not UTF-8"),
+    (Check::FaultSlowBody, "a body that trickles past the budget"),
+];
+
+/// Why a group is skipped.
+pub mod skip {
+    /// The target offers no `context_search`: nothing to call.
+    pub const NO_TOOL: &str = "no context_search tool to call";
+    /// The target does not take the V1 binding's variables (a URL, a
+    /// remote manifest, a custom provider).
+    pub const NO_BINDING: &str =
+        "the target does not take the V1 binding's endpoint and credential variables";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_kebab_case_and_every_fault_is_a_binding_check() {
+        let mut seen = std::collections::HashSet::new();
+        for check in Check::ALL {
+            assert!(seen.insert(check.id()), "{check} twice");
+            assert!(
+                check
+                    .id()
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+                "{check}"
+            );
+            assert_eq!(Check::from_id(check.id()), Some(*check));
+        }
+        let faults: Vec<Check> = Check::in_group(Group::Binding)
+            .filter(|c| c.id().starts_with("fault-"))
+            .collect();
+        assert_eq!(faults, FAULTS.iter().map(|(c, _)| *c).collect::<Vec<_>>());
+    }
+}

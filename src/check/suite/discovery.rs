@@ -1,0 +1,116 @@
+//! Discovery: `tools/list` offers exactly `context_search` (through the
+//! manifest's `includeTools`), its schemas accept exactly the profile's
+//! arguments and results, and its annotations are honest.
+
+use super::*;
+
+impl Suite<'_> {
+    pub(super) async fn discovery(&mut self) -> Option<Tool> {
+        let tools = match self.session.client.list_all_tools().await {
+            Ok(tools) => tools,
+            Err(error) => {
+                self.record(
+                    Check::ToolOffered,
+                    Err(format!("tools/list failed: {error}")),
+                );
+                return None;
+            }
+        };
+        let offered: Vec<&Tool> = tools
+            .iter()
+            .filter(|t| {
+                self.include_tools
+                    .as_ref()
+                    .is_none_or(|include| include.iter().any(|i| i == t.name.as_ref()))
+            })
+            .collect();
+        let names: Vec<&str> = offered.iter().map(|t| t.name.as_ref()).collect();
+        let via = if self.include_tools.is_some() {
+            " through includeTools"
+        } else {
+            ""
+        };
+        self.tool_offered(&names, via);
+        let tool = tools.iter().find(|t| t.name == "context_search")?.clone();
+        let input = Value::Object((*tool.input_schema).clone());
+        self.record(
+            Check::InputSchema,
+            schema::judge(&input, schema::Which::Input),
+        );
+        let output = tool
+            .output_schema
+            .as_ref()
+            .map(|s| Value::Object((**s).clone()));
+        self.record(
+            Check::OutputSchema,
+            match output {
+                Some(output) => schema::judge(&output, schema::Which::Output),
+                None => Err("no outputSchema is declared".into()),
+            },
+        );
+        self.annotations(&tool);
+        Some(tool)
+    }
+
+    /// Exactly `context_search` after `includeTools`; a bare command may
+    /// offer more (a warning), as long as a manifest includes only it.
+    pub(super) fn tool_offered(&mut self, names: &[&str], via: &str) {
+        const ID: Check = Check::ToolOffered;
+        if !names.contains(&"context_search") {
+            self.record(
+                ID,
+                Err(format!("no context_search{via}; offered: {names:?}")),
+            );
+        } else if names == ["context_search"] {
+            self.record(ID, Ok(format!("context_search, alone{via}")));
+        } else if self.include_tools.is_some() {
+            self.record(ID, Err(format!("offered{via}: {names:?}")));
+        } else {
+            let others: Vec<&&str> = names.iter().filter(|n| **n != "context_search").collect();
+            self.warn(
+                ID,
+                format!(
+                    "the server also offers {others:?}; its manifest must include only context_search (\"includeTools\": [\"context_search\"])"
+                ),
+            );
+        }
+    }
+
+    /// `destructiveHint: false` is required; other hints are the provider's
+    /// to add when they are accurate.
+    pub(super) fn annotations(&mut self, tool: &Tool) {
+        const ID: Check = Check::Annotations;
+        let annotations = serde_json::to_value(&tool.annotations).unwrap_or(Value::Null);
+        match annotations.get("destructiveHint") {
+            Some(Value::Bool(false)) => {}
+            Some(other) => {
+                return self.record(ID, Err(format!("destructiveHint is {other}, not false")));
+            }
+            None => return self.record(ID, Err("destructiveHint: false is missing".into())),
+        }
+        let extra: Vec<&str> = annotations
+            .as_object()
+            .map(|a| {
+                a.keys()
+                    .map(String::as_str)
+                    .filter(|k| *k != "destructiveHint" && *k != "title")
+                    .collect()
+            })
+            .unwrap_or_default();
+        if extra.is_empty() {
+            self.record(ID, Ok("destructiveHint: false".into()));
+        } else {
+            let shown: Vec<String> = extra
+                .iter()
+                .map(|k| format!("{k}: {}", annotations[*k]))
+                .collect();
+            self.warn(
+                ID,
+                format!(
+                    "also declares {}; make sure it is accurate for this deployment (search may bill, log or change ranking state)",
+                    shown.join(", ")
+                ),
+            );
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! The checks: discovery, inputs, rendering, and, when the target speaks
+//! the Generic HTTP Search V1 binding, every fault of a scripted upstream.
+//! Each check has a stable ID ([`super::catalogue`]) and ends pass, warn,
+//! fail or skip with a reason. By concern: [`discovery`], [`inputs`],
+//! [`binding`] (and the faults), [`output`].
+
+mod binding;
+mod discovery;
+mod inputs;
+mod output;
+
+pub use binding::start_upstream;
+pub use output::same_as_json_parse;
+use output::success_problems;
+
+use std::{sync::Arc, time::Duration};
+
+use rmcp::model::{CallToolResult, Tool};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::{
+    catalogue::{Check, FAULTS, Group, skip},
+    embedded::Embedded,
+    schema,
+    target::Session,
+    upstream::{Reply, SeenRequest, Upstream},
+};
+use crate::profile::{self, ContextItem, ecmascript::utf16_len};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Pass,
+    /// Conforms, with something the provider should look at; does not
+    /// change the exit status.
+    Warn,
+    Fail,
+    Skip,
+}
+
+/// The outcome of one check.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckResult {
+    #[serde(skip)]
+    pub check: Check,
+    /// [`Check::id`], in reports.
+    pub id: &'static str,
+    pub title: &'static str,
+    pub status: Status,
+    pub reason: String,
+}
+
+impl CheckResult {
+    pub fn new(check: Check, status: Status, reason: String) -> CheckResult {
+        CheckResult {
+            check,
+            id: check.id(),
+            title: check.title(),
+            status,
+            reason,
+        }
+    }
+}
+
+/// The canaries: none may appear in any result or on stderr.
+pub const QUERY_CANARY: &str = "ecpQueryCanary7f3a";
+pub const TOKEN_CANARY: &str = "ecp-token-canary-51c9e2";
+pub const BODY_CANARY: &str = "ecpBodyCanary0d4b";
+
+const MIB: usize = 1024 * 1024;
+
+/// Sees each result as soon as it is decided (progress on a terminal).
+pub type Progress<'a> = Option<Box<dyn Fn(&CheckResult) + 'a>>;
+
+/// The run's state: the session, the upstream, and the results so far.
+pub struct Suite<'a> {
+    embedded: &'static Embedded,
+    session: &'a Session,
+    upstream: Option<&'a Upstream>,
+    include_tools: Option<Vec<String>>,
+    results: Vec<CheckResult>,
+    /// Every text any call returned, for the redaction check.
+    texts: Vec<String>,
+    /// Broken output promises of any success, by check ID.
+    output_problems: Vec<(Check, String)>,
+    /// How many successes were inspected.
+    successes: usize,
+    progress: Progress<'a>,
+}
+
+impl<'a> Suite<'a> {
+    pub fn new(
+        embedded: &'static Embedded,
+        session: &'a Session,
+        upstream: Option<&'a Upstream>,
+        include_tools: Option<Vec<String>>,
+        progress: Progress<'a>,
+    ) -> Suite<'a> {
+        Suite {
+            embedded,
+            session,
+            upstream,
+            include_tools,
+            results: Vec::new(),
+            texts: Vec::new(),
+            output_problems: Vec::new(),
+            successes: 0,
+            progress,
+        }
+    }
+
+    fn record(&mut self, check: Check, outcome: Result<String, String>) {
+        let (status, reason) = match outcome {
+            Ok(reason) => (Status::Pass, reason),
+            Err(reason) => (Status::Fail, reason),
+        };
+        self.push(CheckResult::new(check, status, reason));
+    }
+
+    fn warn(&mut self, check: Check, reason: String) {
+        self.push(CheckResult::new(check, Status::Warn, reason));
+    }
+
+    fn skip(&mut self, check: Check, reason: &str) {
+        self.push(CheckResult::new(check, Status::Skip, reason.to_owned()));
+    }
+
+    fn push(&mut self, result: CheckResult) {
+        if let Some(progress) = &self.progress {
+            progress(&result);
+        }
+        self.results.push(result);
+    }
+
+    async fn call(&mut self, arguments: Value) -> Result<CallToolResult, String> {
+        let result = self.session.call(arguments.clone()).await;
+        self.observe(&arguments, result)
+    }
+
+    /// Records what a call returned: its texts for the redaction check, and
+    /// the output promises of a success.
+    fn observe(
+        &mut self,
+        arguments: &Value,
+        result: Result<CallToolResult, String>,
+    ) -> Result<CallToolResult, String> {
+        let arguments_label = match arguments.get("query").and_then(Value::as_str) {
+            Some(query) if query.chars().count() <= 40 => format!("query {query:?}"),
+            Some(query) => format!("a query of {} code points", query.chars().count()),
+            None => "a call".to_owned(),
+        };
+        let result = result?;
+        for block in &result.content {
+            if let Some(text) = block.as_text() {
+                self.texts.push(text.text.clone());
+            }
+        }
+        if let Some(structured) = &result.structured_content {
+            self.texts.push(structured.to_string());
+        }
+        if result.is_error != Some(true) {
+            self.successes += 1;
+            let problems = success_problems(&self.embedded.output_validator, &result);
+            let context = arguments_label;
+            self.output_problems.extend(
+                problems
+                    .into_iter()
+                    .filter(|(id, _)| *id != Check::ValidInputs)
+                    .map(|(id, p)| (id, format!("{context}: {p}"))),
+            );
+        }
+        Ok(result)
+    }
+
+    /// Runs every check and returns the results in order.
+    pub async fn run(mut self) -> Vec<CheckResult> {
+        let tool = self.discovery().await;
+        if tool.is_none() {
+            // Every later check needs the tool: each is in the report, skipped.
+            for check in Check::ALL {
+                if check.group() != Group::Discovery {
+                    self.skip(*check, skip::NO_TOOL);
+                }
+            }
+            return self.results;
+        }
+        self.inputs().await;
+        let binding = self.binding().await;
+        match binding {
+            Ok(()) => self.upstream_checks().await,
+            Err(reason) => {
+                for check in Check::in_group(Group::Binding) {
+                    self.skip(check, &reason);
+                }
+            }
+        }
+        self.concurrency().await;
+        self.output_checks();
+        self.redaction();
+        self.results
+    }
+}

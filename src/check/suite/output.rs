@@ -1,0 +1,201 @@
+//! The promises every result keeps (validated structured content, the exact
+//! text, escaping, the bound), concurrency, and redaction over everything
+//! seen.
+
+use super::*;
+
+pub(super) fn text_of(result: &CallToolResult) -> Option<&str> {
+    match result.content.as_slice() {
+        [block] => block.as_text().map(|t| t.text.as_str()),
+        _ => None,
+    }
+}
+
+/// Rebuilds the items of a structured envelope, to serialize them again.
+pub(super) fn items_of(structured: &Value) -> Option<Vec<ContextItem>> {
+    let items = structured
+        .pointer("/untrusted_external_context/items")?
+        .as_array()?;
+    items
+        .iter()
+        .map(|item| {
+            let string = |key: &str| item.get(key).and_then(Value::as_str).map(str::to_owned);
+            Some(ContextItem {
+                id: string("id")?,
+                content: string("content")?,
+                title: string("title"),
+                uri: string("uri"),
+                score: item.get("score").and_then(Value::as_f64),
+                updated_at: string("updatedAt"),
+            })
+        })
+        .collect()
+}
+
+/// Whether two JSON values are the same to `JSON.parse`: every number an
+/// IEEE double (`1`, `1.0` and `1e0` are one value, and `-0` equals `0`),
+/// objects compared by their members, arrays by position.
+pub fn same_as_json_parse(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_as_json_parse(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(key, x)| y.get(key).is_some_and(|y| same_as_json_parse(x, y)))
+        }
+        (x, y) => x == y,
+    }
+}
+
+/// Everything wrong with one success result, per check ID.
+pub(super) fn success_problems(
+    output: &jsonschema::Validator,
+    result: &CallToolResult,
+) -> Vec<(Check, String)> {
+    let mut problems = Vec::new();
+    if result.is_error == Some(true) {
+        problems.push((Check::ValidInputs, "isError is true".to_owned()));
+        return problems;
+    }
+    let Some(structured) = &result.structured_content else {
+        problems.push((Check::ValidInputs, "no structuredContent".to_owned()));
+        return problems;
+    };
+    if let Some(error) = output.iter_errors(structured).next() {
+        problems.push((
+            Check::StructuredContent,
+            format!("does not validate: {error} at {}", error.instance_path()),
+        ));
+    }
+    let Some(text) = text_of(result) else {
+        problems.push((
+            Check::TextSerialization,
+            "not exactly one text block".to_owned(),
+        ));
+        return problems;
+    };
+    if text.contains('<') || text.contains('>') {
+        problems.push((
+            Check::TextEscaping,
+            "the text holds a raw < or >".to_owned(),
+        ));
+    }
+    let units = utf16_len(text);
+    if units > profile::MAX_TEXT_UTF16 {
+        problems.push((
+            Check::TextBound,
+            format!("the text is {units} UTF-16 units (at most 4000)"),
+        ));
+    }
+    match serde_json::from_str::<Value>(text) {
+        Err(_) => problems.push((Check::TextSerialization, "the text is not JSON".to_owned())),
+        Ok(parsed) if !same_as_json_parse(&parsed, structured) => problems.push((
+            Check::TextSerialization,
+            "the text does not parse to structuredContent".to_owned(),
+        )),
+        Ok(_) => {
+            if items_of(structured).is_some_and(|items| profile::serialize(&items) != text) {
+                problems.push((Check::TextSerialization,
+                    "the text is not the profile serialization of structuredContent (key order, escaping or number format)".to_owned(),
+                ));
+            }
+        }
+    }
+    problems
+}
+
+pub(super) fn describe(secret: &str) -> &'static str {
+    match secret {
+        QUERY_CANARY => "the query",
+        TOKEN_CANARY => "the token",
+        BODY_CANARY => "the upstream body",
+        _ => "the endpoint",
+    }
+}
+
+impl Suite<'_> {
+    /// Records the output promises over every success seen.
+    pub(super) fn output_checks(&mut self) {
+        for check in [
+            Check::StructuredContent,
+            Check::TextSerialization,
+            Check::TextEscaping,
+            Check::TextBound,
+        ] {
+            let first = self
+                .output_problems
+                .iter()
+                .find(|(problem, _)| *problem == check)
+                .map(|(_, p)| p.clone());
+            let successes = self.successes;
+            self.record(
+                check,
+                first.map_or_else(|| Ok(format!("{successes} results")), Err),
+            );
+        }
+    }
+
+    pub(super) async fn concurrency(&mut self) {
+        const CALLS: usize = 20;
+        let calls: Vec<_> = (0..CALLS)
+            .map(|n| {
+                let peer = self.session.client.peer().clone();
+                let timeout = self.session.call_timeout;
+                tokio::spawn(async move {
+                    let mut params = rmcp::model::CallToolRequestParams::new("context_search");
+                    params.arguments = json!({"query": format!("concurrent {n}")})
+                        .as_object()
+                        .cloned();
+                    tokio::time::timeout(timeout, peer.call_tool(params)).await
+                })
+            })
+            .collect();
+        let mut answered = 0;
+        for call in calls {
+            if let Ok(Ok(Ok(_))) = call.await {
+                answered += 1;
+            }
+        }
+        self.record(
+            Check::Concurrency,
+            if answered == CALLS {
+                Ok(format!("{CALLS} of {CALLS}"))
+            } else {
+                Err(format!("{answered} of {CALLS} answered"))
+            },
+        );
+    }
+
+    pub(super) fn redaction(&mut self) {
+        let stderr = self.session.stderr();
+        let mut secrets = vec![
+            QUERY_CANARY.to_owned(),
+            TOKEN_CANARY.to_owned(),
+            BODY_CANARY.to_owned(),
+        ];
+        if let Some(upstream) = self.upstream {
+            secrets.push(upstream.base_url.trim_start_matches("http://").to_owned());
+        }
+        let leak = secrets.iter().find_map(|secret| {
+            if self.texts.iter().any(|t| t.contains(secret.as_str())) {
+                Some(format!("a result holds {}", describe(secret)))
+            } else if stderr.contains(secret.as_str()) {
+                Some(format!("stderr holds {}", describe(secret)))
+            } else {
+                None
+            }
+        });
+        let checked = if self.session.stderr().is_empty() && self.upstream.is_none() {
+            "results"
+        } else {
+            "results and stderr"
+        };
+        self.record(
+            Check::Redaction,
+            leak.map_or_else(|| Ok(format!("{} clean", checked)), Err),
+        );
+    }
+}
