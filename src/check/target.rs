@@ -23,7 +23,7 @@ use tokio::io::AsyncReadExt;
 
 use crate::{
     input::InputError,
-    lint::{MANIFEST, json},
+    lint::{self, MANIFEST},
 };
 
 /// Qwen's default MCP call timeout is 10 minutes; a profile manifest sets
@@ -129,33 +129,19 @@ fn extract(archive: &Path) -> Result<tempfile::TempDir, String> {
     Ok(dir)
 }
 
-/// The folder holding the manifest: `root`, or its single subfolder.
+/// The folder holding the manifest in an extracted archive, by the same
+/// rule `ecp lint` applies to the archive's entries
+/// ([`lint::archive::manifest_root_of`]).
 fn manifest_folder(root: &Path) -> PathBuf {
-    if root.join(MANIFEST).is_file() {
-        return root.to_owned();
-    }
-    let subfolders: Vec<PathBuf> = std::fs::read_dir(root)
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| p.is_dir())
-                .collect()
-        })
-        .unwrap_or_default();
-    match subfolders.as_slice() {
-        [only] if only.join(MANIFEST).is_file() => only.clone(),
+    let files: Vec<String> = crate::scaffold::vendor::read_tree(root)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect();
+    match lint::archive::manifest_root_of(files.iter().map(String::as_str)) {
+        Some(prefix) if !prefix.is_empty() => root.join(prefix.trim_end_matches('/')),
         _ => root.to_owned(),
     }
-}
-
-fn strings(node: Option<&json::Node>) -> Option<Vec<String>> {
-    node.and_then(json::Node::as_array).map(|items| {
-        items
-            .iter()
-            .filter_map(|n| n.as_str().map(str::to_owned))
-            .collect()
-    })
 }
 
 /// Reads an extension's manifest and resolves its one server as Qwen
@@ -183,33 +169,28 @@ pub fn from_extension(
     }
     let text = std::fs::read_to_string(folder.join(MANIFEST))
         .map_err(|e| format!("cannot read {}: {e}", folder.join(MANIFEST).display()))?;
-    let manifest = json::parse(&text).map_err(|e| format!("{MANIFEST} is not JSON: {e}"))?;
-    let servers = manifest
-        .get("mcpServers")
-        .and_then(json::Node::as_object)
-        .unwrap_or_default();
-    let [server] = servers else {
+    // The manifest as `ecp lint` reads it: one parser, one model.
+    let facts = lint::manifest::check(MANIFEST, &text)
+        .map_err(|e| format!("{MANIFEST} is not JSON: {}; run `ecp lint`", e.message))?
+        .facts;
+    let Some(server) = facts.server else {
         return Err(format!(
             "{MANIFEST} must declare exactly one MCP server; run `ecp lint`"
         ));
     };
-    let server = &server.node;
-    let call_timeout = match server.get("timeout").map(|n| &n.value) {
-        Some(json::Value::Number(ms)) => ms
-            .parse()
-            .map(Duration::from_millis)
-            .unwrap_or(DEFAULT_CALL_TIMEOUT),
-        _ => Duration::from_secs(600),
-    };
-    let include_tools = strings(server.get("includeTools"));
-    if let Some(url) = server.get("httpUrl").and_then(json::Node::as_str) {
+    // Without a `timeout`, Qwen's default MCP call timeout: 10 minutes.
+    let call_timeout = server
+        .timeout_ms
+        .map_or(Duration::from_secs(600), Duration::from_millis);
+    let include_tools = server.include_tools.clone();
+    if let Some(url) = &server.http_url {
         return Ok(ManifestServer::Remote {
-            url: url.to_owned(),
+            url: url.clone(),
             call_timeout,
             include_tools,
         });
     }
-    let Some(command) = server.get("command").and_then(json::Node::as_str) else {
+    let Some(command) = &server.command else {
         return Err("the server has neither `command` nor `httpUrl`; run `ecp lint`".into());
     };
     let mut process_env: BTreeMap<String, String> = std::env::vars().collect();
@@ -217,50 +198,40 @@ pub fn from_extension(
     // The manifest's env, with the upstream in the endpoint/credential slots.
     let mut env = BTreeMap::new();
     let mut binding = (None, None);
-    for member in server
-        .get("env")
-        .and_then(json::Node::as_object)
-        .unwrap_or_default()
-    {
-        let Some(value) = member.node.as_str() else {
-            continue;
-        };
-        let upper = member.key.to_ascii_uppercase();
+    for (key, value) in &server.env {
+        let upper = key.to_ascii_uppercase();
         if upper.ends_with("BASE_URL") {
-            binding.0 = Some(member.key.clone());
+            binding.0 = Some(key.clone());
             if let Some((base_url, _)) = upstream {
-                process_env.insert(member.key.clone(), base_url.to_owned());
-                env.insert(member.key.clone(), base_url.to_owned());
+                process_env.insert(key.clone(), base_url.to_owned());
+                env.insert(key.clone(), base_url.to_owned());
                 continue;
             }
         } else if upper.ends_with("TOKEN") {
-            binding.1 = Some(member.key.clone());
+            binding.1 = Some(key.clone());
             if let Some((_, token)) = upstream {
-                env.insert(member.key.clone(), token.to_owned());
+                env.insert(key.clone(), token.to_owned());
                 continue;
             }
         }
         env.insert(
-            member.key.clone(),
+            key.clone(),
             substitute(value, &extension_path, &process_env),
         );
     }
-    let args: Vec<String> = strings(server.get("args"))
-        .unwrap_or_default()
+    let args: Vec<String> = server
+        .args
         .iter()
         .map(|a| substitute(a, &extension_path, &process_env))
         .collect();
     let cwd = server
-        .get("cwd")
-        .and_then(json::Node::as_str)
+        .cwd
+        .as_deref()
         .map(|c| PathBuf::from(substitute(c, &extension_path, &process_env)));
     let mut program = substitute(command, &extension_path, &process_env);
     let mut note = None;
     if extracted.is_none() {
-        let name = manifest
-            .get("name")
-            .and_then(json::Node::as_str)
-            .unwrap_or("");
+        let name = facts.name.as_deref().unwrap_or("");
         (program, note) = entry_in_source_folder(&folder, program, &args, name)?;
     }
     Ok(ManifestServer::Local(Launch {

@@ -326,21 +326,38 @@ pub fn is_secret_file(path: &str) -> bool {
 /// follows Qwen's layout.
 fn manifest_root(entries: &[Entry]) -> Option<String> {
     let files: Vec<std::borrow::Cow<str>> = entries.iter().map(|e| normalized(&e.path)).collect();
-    if files.iter().any(|f| f == MANIFEST) {
-        return Some(String::new());
+    manifest_root_of(files.iter().map(|f| f.as_ref()))
+}
+
+/// Where an extension's manifest is among `paths` (relative, `/`-separated,
+/// normalized), as Qwen's installer finds it: `""` when it is at the root,
+/// `"{top}/"` when every path is inside one top-level folder that holds it,
+/// `None` otherwise. The one layout rule: `ecp lint` applies it to an
+/// archive's entries and `ecp check` to what it extracted.
+pub fn manifest_root_of<'a>(paths: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    let mut tops: HashSet<&str> = HashSet::new();
+    let mut nested = None;
+    for path in paths {
+        if path == MANIFEST {
+            return Some(String::new());
+        }
+        if path.is_empty() {
+            continue;
+        }
+        let top = path.split('/').next().unwrap_or(path);
+        tops.insert(top);
+        if path
+            .strip_prefix(top)
+            .and_then(|rest| rest.strip_prefix('/'))
+            == Some(MANIFEST)
+        {
+            nested = Some(top);
+        }
     }
-    let tops: HashSet<&str> = files
-        .iter()
-        .filter(|p| !p.is_empty())
-        .map(|p| p.split('/').next().unwrap_or(p))
-        .collect();
-    let [top] = tops.into_iter().collect::<Vec<_>>()[..] else {
-        return None;
-    };
-    files
-        .iter()
-        .any(|f| *f == format!("{top}/{MANIFEST}"))
-        .then(|| format!("{top}/"))
+    match (tops.len(), nested) {
+        (1, Some(top)) => Some(format!("{top}/")),
+        _ => None,
+    }
 }
 
 /// Lints an archive: its entries, then the manifest inside.
@@ -555,4 +572,30 @@ fn archive_rules(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::manifest_root_of;
+
+    #[test]
+    fn the_manifest_is_at_the_root_or_in_the_one_top_level_folder() {
+        let root = |paths: &[&str]| manifest_root_of(paths.iter().copied());
+        assert_eq!(
+            root(&["qwen-extension.json", "dist/main"]),
+            Some(String::new())
+        );
+        assert_eq!(
+            root(&["ext/qwen-extension.json", "ext/dist/main"]),
+            Some("ext/".into())
+        );
+        // Anything beside the folder makes it not the one top-level folder.
+        assert_eq!(root(&["README.md", "ext/qwen-extension.json"]), None);
+        assert_eq!(
+            root(&["a/qwen-extension.json", "b/qwen-extension.json"]),
+            None
+        );
+        assert_eq!(root(&["ext/sub/qwen-extension.json"]), None);
+        assert_eq!(root(&[]), None);
+    }
 }

@@ -85,6 +85,60 @@ pub struct ManifestFacts {
     pub entry_point: Option<EntryPoint>,
     /// The span of `version`, for findings about it.
     pub version_span: Option<Span>,
+    /// The one MCP server, as written, when the manifest declares exactly
+    /// one: what `ecp check` starts and `ecp package` ships.
+    pub server: Option<ServerFacts>,
+}
+
+/// The one MCP server as the manifest declares it, before Qwen's
+/// substitutions (`${extensionPath}`, `${/}`, `${VAR}`); values of the
+/// wrong type are left out (lint reports them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerFacts {
+    pub key: String,
+    pub command: Option<String>,
+    /// The string items of `args`.
+    pub args: Vec<String>,
+    /// The string members of `env`, in order.
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<String>,
+    /// `timeout` when it is a whole number of milliseconds.
+    pub timeout_ms: Option<u64>,
+    pub include_tools: Option<Vec<String>>,
+    pub http_url: Option<String>,
+}
+
+impl ServerFacts {
+    fn read(key: &str, node: &Node) -> ServerFacts {
+        let string = |name: &str| node.get(name).and_then(Node::as_str).map(str::to_owned);
+        let strings = |name: &str| {
+            node.get(name).and_then(Node::as_array).map(|items| {
+                items
+                    .iter()
+                    .filter_map(|n| n.as_str().map(str::to_owned))
+                    .collect::<Vec<_>>()
+            })
+        };
+        ServerFacts {
+            key: key.to_owned(),
+            command: string("command"),
+            args: strings("args").unwrap_or_default(),
+            env: node
+                .get("env")
+                .and_then(Node::as_object)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|m| m.node.as_str().map(|v| (m.key.clone(), v.to_owned())))
+                .collect(),
+            cwd: string("cwd"),
+            timeout_ms: match node.get("timeout").map(|n| &n.value) {
+                Some(Value::Number(ms)) => ms.parse().ok(),
+                _ => None,
+            },
+            include_tools: strings("includeTools"),
+            http_url: string("httpUrl"),
+        }
+    }
 }
 
 /// Findings for one manifest text, the byte ranges to mask when it is shown,
@@ -317,6 +371,9 @@ impl Checker<'_> {
                 ),
                 "keep the one server that offers context_search; publish others separately",
             );
+        }
+        if let [only] = servers {
+            self.out.facts.server = Some(ServerFacts::read(&only.key, &only.node));
         }
         for server in servers {
             let pointer = pointer_push("/mcpServers", &server.key);

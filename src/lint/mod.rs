@@ -315,7 +315,17 @@ fn display(path: &Path) -> String {
 
 /// Lints a folder, a manifest file or an archive.
 pub fn lint_path(path: &Path) -> Result<Report, LintError> {
+    lint_path_with_facts(path).map(|(report, _)| report)
+}
+
+/// [`lint_path`], with what the manifest of a folder or a manifest file
+/// says (`None` for an archive): one parse for the findings and the facts
+/// `ecp package` builds on.
+pub fn lint_path_with_facts(
+    path: &Path,
+) -> Result<(Report, Option<manifest::ManifestFacts>), LintError> {
     let mut report = Report::default();
+    let mut facts = None;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
     crate::input::InputError::check_exists(path)?;
     let metadata = std::fs::metadata(path).map_err(|source| LintError::Read {
@@ -325,18 +335,19 @@ pub fn lint_path(path: &Path) -> Result<Report, LintError> {
     if name.ends_with(".tar.gz") || name.ends_with(".tgz") || name.ends_with(".zip") {
         archive::lint_archive(path, &mut report)?;
     } else if metadata.is_dir() {
-        lint_folder(path, &mut report)?;
+        facts = Some(lint_folder(path, &mut report)?);
     } else {
         let text = read(path, None)?;
-        let facts = lint_manifest_text(&display(path), &text, &mut report)?;
+        let found = lint_manifest_text(&display(path), &text, &mut report)?;
         let folder = path.parent().unwrap_or(Path::new("."));
-        folder_rules(folder, &display(path), &facts, &mut report);
+        folder_rules(folder, &display(path), &found, &mut report);
+        facts = Some(found);
     }
     report.sort();
-    Ok(report)
+    Ok((report, facts))
 }
 
-fn lint_folder(folder: &Path, report: &mut Report) -> Result<(), LintError> {
+fn lint_folder(folder: &Path, report: &mut Report) -> Result<manifest::ManifestFacts, LintError> {
     let manifest_path = folder.join(MANIFEST);
     if std::fs::symlink_metadata(&manifest_path).is_err() {
         return Err(crate::input::InputError::NoManifest {
@@ -348,7 +359,7 @@ fn lint_folder(folder: &Path, report: &mut Report) -> Result<(), LintError> {
     let shown = display(&manifest_path);
     let facts = lint_manifest_text(&shown, &text, report)?;
     folder_rules(folder, &shown, &facts, report);
-    Ok(())
+    Ok(facts)
 }
 
 /// Rules that need the folder around the manifest: context files and the

@@ -221,19 +221,17 @@ fn run(
     would_replace: &mut Vec<String>,
 ) -> Result<Packaged, PackageError> {
     let folder = &settings.folder;
-    // What this run writes, known before anything can fail.
-    let manifest_text = std::fs::read_to_string(folder.join(MANIFEST)).ok();
-    let facts = manifest_text
-        .as_deref()
-        .and_then(|text| lint::manifest::check(MANIFEST, text).ok())
-        .map(|check| check.facts)
-        .unwrap_or_default();
+    // 1. Lint, which also reads the manifest's facts (one parse).
+    let (report, facts) = lint::lint_path_with_facts(folder).map_err(PackageError::Lint)?;
+    let facts = facts.unwrap_or_default();
     let name = facts.name.clone().unwrap_or_default();
     let triple = settings.target.clone().unwrap_or_else(host_triple);
     let native = facts
         .entry_point
         .as_ref()
         .is_some_and(|e| e.kind == lint::manifest::EntryKind::Native);
+    // What this run would write, so that a failure from here on removes
+    // what an earlier run left under the same names.
     if !name.is_empty() {
         let stem = match platform_of(&triple) {
             Ok((os, arch)) if native => format!("{os}.{arch}.{name}"),
@@ -245,9 +243,6 @@ fn run(
                 .map(|f| format!("{stem}.{}", f.extension())),
         );
     }
-
-    // 1. Lint; any error stops here.
-    let report = lint::lint_path(folder).map_err(PackageError::Lint)?;
     let errors = report.count(Severity::Error);
     if errors > 0 {
         return Err(PackageError::LintFindings {
