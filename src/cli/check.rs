@@ -1,11 +1,11 @@
 //! `ecp check` and `ecp call`: the target from flags, the run on a Tokio
 //! runtime, progress on a terminal, and the report.
 
-use std::{io::IsTerminal, path::PathBuf, process::ExitCode};
+use std::{io::IsTerminal, path::PathBuf};
 
 use anstyle::AnsiColor;
 
-use super::{CallArgs, CheckArgs, CheckFormat, ColorChoice, TargetArgs};
+use super::{CallArgs, CheckArgs, CheckFormat, ColorChoice, Exit, Failure, Outcome, TargetArgs};
 use crate::{
     check::{self, CheckResult, CheckSettings, Status, target::Target},
     providers::fixture::FixtureCorpus,
@@ -46,9 +46,8 @@ fn prepare(
     Ok((settings, tokio))
 }
 
-fn could_not_run(message: &str) -> ExitCode {
-    eprintln!("error: {message}");
-    ExitCode::from(2)
+fn could_not_run(message: &str) -> Failure {
+    Failure::new(Exit::CouldNotRun, message)
 }
 
 fn status_label(status: Status, color: bool) -> String {
@@ -75,13 +74,13 @@ fn line(result: &CheckResult, color: bool) -> String {
     )
 }
 
-pub fn run_check(args: CheckArgs, color: ColorChoice) -> ExitCode {
+pub fn run_check(args: CheckArgs, color: ColorChoice) -> Outcome {
     let (settings, tokio) = match prepare(args.path, &args.target) {
         Ok(prepared) => prepared,
-        Err(message) => return could_not_run(&message),
+        Err(message) => return Err(could_not_run(&message)),
     };
     let human = args.format == CheckFormat::Human;
-    let progress_color = color.for_stdout() && std::io::stderr().is_terminal();
+    let progress_color = color.for_stderr();
     let show_progress = human && std::io::stderr().is_terminal();
     let progress: check::suite::Progress = show_progress.then(|| {
         Box::new(move |result: &CheckResult| eprintln!("{}", line(result, progress_color)))
@@ -92,7 +91,7 @@ pub fn run_check(args: CheckArgs, color: ColorChoice) -> ExitCode {
     }
     let report = match tokio.block_on(check::run(&settings, progress)) {
         Ok(report) => report,
-        Err(message) => return could_not_run(&message),
+        Err(message) => return Err(could_not_run(&message)),
     };
     tokio.shutdown_background();
     if human {
@@ -117,9 +116,9 @@ pub fn run_check(args: CheckArgs, color: ColorChoice) -> ExitCode {
         );
     }
     if report.ok() {
-        ExitCode::SUCCESS
+        Ok(Exit::Success)
     } else {
-        ExitCode::FAILURE
+        Ok(Exit::No)
     }
 }
 
@@ -150,21 +149,21 @@ fn call_positionals(args: &CallArgs) -> Result<(Option<PathBuf>, String), String
     }
 }
 
-pub fn run_call(args: CallArgs) -> ExitCode {
+pub fn run_call(args: CallArgs) -> Outcome {
     let (path, query) = match call_positionals(&args) {
         Ok(positionals) => positionals,
-        Err(message) => return could_not_run(&message),
+        Err(message) => return Err(could_not_run(&message)),
     };
     let fixture = match &args.fixture {
         None => None,
         Some(spec) => match FixtureCorpus::open(spec) {
             Ok(corpus) => Some(corpus),
-            Err(error) => return could_not_run(&error.to_string()),
+            Err(error) => return Err(could_not_run(&error.to_string())),
         },
     };
     let (settings, tokio) = match prepare(path, &args.target) {
         Ok(prepared) => prepared,
-        Err(message) => return could_not_run(&message),
+        Err(message) => return Err(could_not_run(&message)),
     };
     let outcome = tokio.block_on(async {
         let upstream = match fixture {
@@ -176,7 +175,7 @@ pub fn run_call(args: CallArgs) -> ExitCode {
     tokio.shutdown_background();
     let outcome = match outcome {
         Ok(outcome) => outcome,
-        Err(message) => return could_not_run(&message),
+        Err(message) => return Err(could_not_run(&message)),
     };
     let result = &outcome.result;
     let failed = result.is_error == Some(true);
@@ -207,8 +206,8 @@ pub fn run_call(args: CallArgs) -> ExitCode {
                 eprintln!("    {line}");
             }
         }
-        ExitCode::FAILURE
+        Ok(Exit::No)
     } else {
-        ExitCode::SUCCESS
+        Ok(Exit::Success)
     }
 }

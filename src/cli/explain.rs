@@ -1,11 +1,9 @@
 //! `ecp explain <RULE>`: the long form of a lint rule.
 
-use std::process::ExitCode;
-
-use super::ExplainArgs;
+use super::{Exit, ExplainArgs, Failure, Outcome};
 use crate::lint::Rule;
 
-pub fn run(args: ExplainArgs) -> ExitCode {
+pub fn run(args: ExplainArgs) -> Outcome {
     let Some(id) = args.rule else {
         for rule in Rule::ALL {
             println!(
@@ -15,7 +13,7 @@ pub fn run(args: ExplainArgs) -> ExitCode {
                 rule.summary()
             );
         }
-        return ExitCode::SUCCESS;
+        return Ok(Exit::Success);
     };
     match Rule::from_id(id.trim()) {
         Some(rule) => {
@@ -26,11 +24,11 @@ pub fn run(args: ExplainArgs) -> ExitCode {
                 rule.summary(),
                 rule.explanation()
             );
-            ExitCode::SUCCESS
+            Ok(Exit::Success)
         }
-        None => {
-            eprintln!("ecp explain: no rule `{id}`; `ecp explain` lists them all");
-            ExitCode::from(2)
-        }
+        None => Err(
+            Failure::new(Exit::CouldNotRun, format!("no lint rule `{id}`"))
+                .help(Some("`ecp explain` lists them all")),
+        ),
     }
 }

@@ -1,9 +1,7 @@
 //! `ecp lint`: run the linter and print its report; exit 0 clean, 1 on
 //! findings, 2 when it could not run.
 
-use std::process::ExitCode;
-
-use super::{ColorChoice, LintArgs, LintFormat};
+use super::{ColorChoice, Exit, Failure, LintArgs, LintFormat, Outcome};
 use crate::lint::{self, LintError, Severity, report};
 
 /// A could-not-run diagnostic, with a snippet for a JSON syntax error.
@@ -48,13 +46,10 @@ fn diagnostic(error: &LintError) -> String {
     }
 }
 
-pub fn run(args: LintArgs, color: ColorChoice) -> ExitCode {
+pub fn run(args: LintArgs, color: ColorChoice) -> Outcome {
     let report = match lint::lint_path(&args.path) {
         Ok(report) => report,
-        Err(error) => {
-            eprint!("{}", diagnostic(&error));
-            return ExitCode::from(2);
-        }
+        Err(error) => return Err(Failure::framed(Exit::CouldNotRun, diagnostic(&error))),
     };
     let output = match args.format {
         LintFormat::Human => report::human(&report, color.for_stdout()),
@@ -65,8 +60,8 @@ pub fn run(args: LintArgs, color: ColorChoice) -> ExitCode {
     let errors = report.count(Severity::Error);
     let warnings = report.count(Severity::Warning);
     if errors > 0 || (args.deny_warnings && warnings > 0) {
-        ExitCode::FAILURE
+        Ok(Exit::No)
     } else {
-        ExitCode::SUCCESS
+        Ok(Exit::Success)
     }
 }

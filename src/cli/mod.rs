@@ -40,12 +40,21 @@ pub enum ColorChoice {
 impl ColorChoice {
     /// Whether to colour what goes to stdout.
     pub fn for_stdout(self) -> bool {
+        self.decide(std::io::stdout().is_terminal())
+    }
+
+    /// Whether to colour what goes to stderr: decided by stderr itself, so
+    /// `ecp ... > report.txt` still colours the progress on the terminal.
+    pub fn for_stderr(self) -> bool {
+        self.decide(std::io::stderr().is_terminal())
+    }
+
+    fn decide(self, terminal: bool) -> bool {
         match self {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
             ColorChoice::Auto => {
-                std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-                    && std::io::stdout().is_terminal()
+                std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && terminal
             }
         }
     }
@@ -389,15 +398,97 @@ pub struct ServeArgs {
     pub max_body_bytes: Option<usize>,
 }
 
+/// The one exit mapping of every command (clap's usage errors are 2 too,
+/// and so are the adapter's, `ecp serve`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// It did what was asked: lint clean (warnings allowed), the target
+    /// conforms, the archives are written.
+    Success,
+    /// It ran, and the answer is no: findings at error level, a failed check,
+    /// a call that returned `isError`, a refusal (lint errors that stop
+    /// packaging, a non-empty folder, a name that breaks the rules, an edited
+    /// runtime), a build that failed.
+    No,
+    /// It could not run: a path that is not there, input it cannot read, a
+    /// target that cannot be started, arguments it cannot use.
+    CouldNotRun,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(exit: Exit) -> ExitCode {
+        match exit {
+            Exit::Success => ExitCode::SUCCESS,
+            Exit::No => ExitCode::FAILURE,
+            Exit::CouldNotRun => ExitCode::from(2),
+        }
+    }
+}
+
+/// Why a command stops: the message, what to do about it, and the status.
+/// [`main`] prints every one the same way: `error: ...`, then `= help: ...`.
+#[derive(Debug)]
+pub struct Failure {
+    message: String,
+    help: Option<String>,
+    exit: Exit,
+    /// Printed as it is (a diagnostic that already has its own frame).
+    framed: bool,
+}
+
+impl Failure {
+    pub fn new(exit: Exit, message: impl std::fmt::Display) -> Failure {
+        Failure {
+            message: message.to_string(),
+            help: None,
+            exit,
+            framed: false,
+        }
+    }
+
+    /// A finished diagnostic (`error: ...` and its frame), printed verbatim.
+    pub fn framed(exit: Exit, text: String) -> Failure {
+        Failure {
+            message: text,
+            help: None,
+            exit,
+            framed: true,
+        }
+    }
+
+    pub fn help(mut self, help: Option<impl Into<String>>) -> Failure {
+        self.help = help.map(Into::into);
+        self
+    }
+}
+
+/// What a command returns.
+pub type Outcome = Result<Exit, Failure>;
+
+fn finish(outcome: Outcome) -> ExitCode {
+    match outcome {
+        Ok(exit) => exit.into(),
+        Err(failure) => {
+            if failure.framed {
+                eprint!("{}", failure.message);
+            } else {
+                crate::input::print_error(&failure.message, failure.help.as_deref());
+            }
+            failure.exit.into()
+        }
+    }
+}
+
 /// Parses the command line and runs the command.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
+    let outcome = match cli.command {
         Command::New(args) => new::run(args),
         Command::Lint(args) => lint::run(args, cli.color),
         Command::Package(args) => package::run(args, cli.color),
         Command::Explain(args) => explain::run(args),
-        Command::Serve(args) => serve::run(args),
+        // The adapter maps its own exits, the same way.
+        Command::Serve(args) => return serve::run(args),
         Command::Upgrade(args) => upgrade::run(args),
         Command::Check(args) => check::run_check(args, cli.color),
         Command::Call(args) => check::run_call(args),
@@ -408,7 +499,8 @@ pub fn main() -> ExitCode {
                 "ecp",
                 &mut std::io::stdout(),
             );
-            ExitCode::SUCCESS
+            Ok(Exit::Success)
         }
-    }
+    };
+    finish(outcome)
 }

@@ -1,19 +1,16 @@
 //! `ecp new`: gather the settings (flags, prompts on a terminal, defaults
 //! with `--yes`), render, write, and say what to do next.
 
-use std::{io::IsTerminal, path::PathBuf, process::ExitCode};
+use std::{io::IsTerminal, path::PathBuf};
 
 use dialoguer::{Input, Select, theme::ColorfulTheme};
 
-use super::{NewArgs, TemplateChoice};
+use super::{Exit, Failure, NewArgs, Outcome, TemplateChoice};
 use crate::scaffold::{self, NewSettings, ScaffoldError, Template};
 
-fn fail(error: &ScaffoldError) -> ExitCode {
-    eprintln!("error: {error}");
-    if let Some(help) = error.help() {
-        eprintln!("  = help: {help}");
-    }
-    ExitCode::FAILURE
+/// A refusal: the name, a value or the target folder is not usable.
+fn fail(error: &ScaffoldError) -> Failure {
+    Failure::new(Exit::No, error).help(error.help())
 }
 
 /// Asks for a line, re-asking until `check` accepts it.
@@ -126,29 +123,26 @@ fn next_steps(settings: &NewSettings) -> Vec<(String, &'static str)> {
     }
 }
 
-pub fn run(args: NewArgs) -> ExitCode {
+pub fn run(args: NewArgs) -> Outcome {
     // The name is checked before anything is asked.
     if let Err(error) = scaffold::check_name(&args.name) {
-        return fail(&error);
+        return Err(fail(&error));
     }
     let interactive = !args.yes && std::io::stdin().is_terminal();
     let settings = match settings(&args, interactive) {
         Ok(settings) => settings,
-        Err(message) => {
-            eprintln!("error: {message}");
-            return ExitCode::FAILURE;
-        }
+        Err(message) => return Err(Failure::new(Exit::No, message)),
     };
     let files = match scaffold::plan(&settings) {
         Ok(files) => files,
-        Err(error) => return fail(&error),
+        Err(error) => return Err(fail(&error)),
     };
     let dir = args
         .dir
         .clone()
         .unwrap_or_else(|| PathBuf::from(&settings.name));
     if let Err(error) = scaffold::write(&dir, &files, args.force) {
-        return fail(&error);
+        return Err(fail(&error));
     }
     let kind = match settings.template {
         Template::Local => "local adapter",
@@ -175,5 +169,5 @@ pub fn run(args: NewArgs) -> ExitCode {
             settings.env_prefix
         );
     }
-    ExitCode::SUCCESS
+    Ok(Exit::Success)
 }

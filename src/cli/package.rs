@@ -1,9 +1,9 @@
 //! `ecp package`: settings from flags and the environment, a summary or one
 //! JSON document, the lint report when linting stops the run.
 
-use std::{io::IsTerminal, process::ExitCode};
+use std::io::IsTerminal;
 
-use super::{ArchiveFormat, ColorChoice, PackageArgs};
+use super::{ArchiveFormat, ColorChoice, Exit, Failure, Outcome, PackageArgs};
 use crate::{
     lint::report,
     package::{self, DEFAULT_EPOCH, Format, PackageError, PackageSettings},
@@ -19,13 +19,10 @@ fn epoch() -> Result<u64, String> {
     }
 }
 
-pub fn run(args: PackageArgs, color: ColorChoice) -> ExitCode {
+pub fn run(args: PackageArgs, color: ColorChoice) -> Outcome {
     let epoch = match epoch() {
         Ok(epoch) => epoch,
-        Err(message) => {
-            eprintln!("error: {message}");
-            return ExitCode::FAILURE;
-        }
+        Err(message) => return Err(Failure::new(Exit::CouldNotRun, message)),
     };
     let settings = PackageSettings {
         out_dir: args
@@ -56,11 +53,17 @@ pub fn run(args: PackageArgs, color: ColorChoice) -> ExitCode {
         Ok(packaged) => packaged,
         Err(error) => {
             if let PackageError::LintFindings { report, .. } = &error {
-                let colored = color.for_stdout() && std::io::stderr().is_terminal();
+                let colored = color.for_stderr();
                 eprint!("{}", report::human(report, colored));
             }
-            crate::input::print_error(&error, error.help().as_deref());
-            return ExitCode::FAILURE;
+            // Input that cannot be read is "could not run"; everything else
+            // (lint errors, a failed build, a refused file) is a "no".
+            let exit = match error {
+                PackageError::Lint(_) => Exit::CouldNotRun,
+                _ => Exit::No,
+            };
+            let help = error.help();
+            return Err(Failure::new(exit, error).help(help));
         }
     };
     if args.json {
@@ -68,7 +71,7 @@ pub fn run(args: PackageArgs, color: ColorChoice) -> ExitCode {
             "{}",
             serde_json::to_string_pretty(&packaged).unwrap_or_default()
         );
-        return ExitCode::SUCCESS;
+        return Ok(Exit::Success);
     }
     let version = packaged.version.as_deref().unwrap_or("(no version)");
     let platform = packaged
@@ -93,5 +96,5 @@ pub fn run(args: PackageArgs, color: ColorChoice) -> ExitCode {
         println!("  sha256 {}", archive.sha256);
     }
     println!("{}", packaged.sums.display());
-    ExitCode::SUCCESS
+    Ok(Exit::Success)
 }

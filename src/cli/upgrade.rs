@@ -1,20 +1,19 @@
 //! `ecp upgrade`: the runtime an extension vendors, brought to the one this
 //! ecp carries; what changed, what was written, what to run next.
 
-use std::process::ExitCode;
+use super::{Exit, Failure, Outcome, UpgradeArgs};
+use crate::upgrade;
 
-use super::UpgradeArgs;
-use crate::{input::print_error, upgrade};
-
-pub fn run(args: UpgradeArgs) -> ExitCode {
+pub fn run(args: UpgradeArgs) -> Outcome {
     let outcome = match upgrade::upgrade(&args.path, args.force) {
         Ok(outcome) => outcome,
         Err(error) => {
-            print_error(&error, error.help().as_deref());
-            return ExitCode::from(match error {
-                upgrade::UpgradeError::Edited { .. } => 1,
-                _ => 2,
-            });
+            let exit = match error {
+                upgrade::UpgradeError::Edited { .. } => Exit::No,
+                _ => Exit::CouldNotRun,
+            };
+            let help = error.help();
+            return Err(Failure::new(exit, error).help(help));
         }
     };
     if args.json {
@@ -22,7 +21,7 @@ pub fn run(args: UpgradeArgs) -> ExitCode {
             "{}",
             serde_json::to_string_pretty(&outcome).unwrap_or_default()
         );
-        return ExitCode::SUCCESS;
+        return Ok(Exit::Success);
     }
     let layout = match outcome.from_layout {
         "copied" => " (copied into src/ by ecp 0.1.0)",
@@ -33,7 +32,7 @@ pub fn run(args: UpgradeArgs) -> ExitCode {
             "{}: ecp-runtime {} is current; nothing to do",
             outcome.name, outcome.from
         );
-        return ExitCode::SUCCESS;
+        return Ok(Exit::Success);
     }
     println!(
         "{}: ecp-runtime {}{layout} -> {}",
@@ -75,5 +74,5 @@ pub fn run(args: UpgradeArgs) -> ExitCode {
     println!(
         "Next: cargo test && ecp package && ecp check .   (src/provider.rs and tests/ are untouched)"
     );
-    ExitCode::SUCCESS
+    Ok(Exit::Success)
 }

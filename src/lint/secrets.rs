@@ -348,23 +348,9 @@ const SECRET_QUERY_PARAMETERS: &[&str] = &[
 ];
 
 fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut at = 0;
-    while at < bytes.len() {
-        if bytes[at] == b'%'
-            && let Some(byte) = s
-                .get(at + 1..at + 3)
-                .and_then(|hex| u8::from_str_radix(hex, 16).ok())
-        {
-            out.push(byte);
-            at += 3;
-            continue;
-        }
-        out.push(bytes[at]);
-        at += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 fn url_detections(value: &str, found: &mut Vec<Detection>) {
@@ -486,23 +472,18 @@ fn looks_random(value: &str) -> bool {
 }
 
 fn decodes_to_user_password(encoded: &str) -> bool {
-    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut bits = 0u32;
-    let mut count = 0;
-    let mut out = Vec::new();
-    for byte in encoded.bytes().take_while(|b| *b != b'=') {
-        let Some(value) = ALPHABET.iter().position(|a| *a == byte) else {
-            return false;
-        };
-        bits = (bits << 6) | value as u32;
-        count += 6;
-        if count >= 8 {
-            count -= 8;
-            out.push((bits >> count) as u8);
-            bits &= (1 << count) - 1;
-        }
-    }
-    std::str::from_utf8(&out).is_ok_and(|s| s.contains(':') && !s.starts_with(':') && s.len() >= 3)
+    use base64::Engine as _;
+    // Padding is optional in what people paste; trailing bits are not checked.
+    const LENIENT: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        base64::engine::GeneralPurposeConfig::new()
+            .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent)
+            .with_decode_allow_trailing_bits(true),
+    );
+    LENIENT.decode(encoded).ok().is_some_and(|bytes| {
+        std::str::from_utf8(&bytes)
+            .is_ok_and(|s| s.contains(':') && !s.starts_with(':') && s.len() >= 3)
+    })
 }
 
 #[cfg(test)]

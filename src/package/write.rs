@@ -96,27 +96,28 @@ fn write_tar_gz<W: Write>(files: &[StagedFile], epoch: u64, out: W) -> io::Resul
 }
 
 /// The zip entry time for a Unix epoch second (UTC), clamped to the range
-/// a zip can hold.
+/// a zip can hold (1980-01-01T00:00:00 to 2107-12-31T23:59:58).
 fn zip_time(epoch: u64) -> zip::DateTime {
-    let days = (epoch / 86_400) as i64;
-    let seconds = epoch % 86_400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u8;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u8;
-    let year = (yoe + era * 400 + i64::from(month <= 2)) as u16;
+    const LAST: u64 = 4_354_819_198;
+    let epoch = epoch.clamp(DEFAULT_EPOCH, LAST);
+    // humantime writes UTC as `YYYY-MM-DDTHH:MM:SSZ`, fixed width for these
+    // years.
+    let text = humantime::format_rfc3339_seconds(
+        std::time::UNIX_EPOCH + std::time::Duration::from_secs(epoch),
+    )
+    .to_string();
+    let field = |at: usize, len: usize| -> u16 {
+        text.get(at..at + len)
+            .and_then(|f| f.parse().ok())
+            .unwrap_or(0)
+    };
     zip::DateTime::from_date_and_time(
-        year.clamp(1980, 2107),
-        month,
-        day,
-        (seconds / 3600) as u8,
-        (seconds % 3600 / 60) as u8,
-        (seconds % 60) as u8,
+        field(0, 4),
+        field(5, 2) as u8,
+        field(8, 2) as u8,
+        field(11, 2) as u8,
+        field(14, 2) as u8,
+        field(17, 2) as u8,
     )
     .unwrap_or_default()
 }
@@ -147,6 +148,11 @@ mod tests {
     fn zip_times_are_utc_civil_dates() {
         let t = zip_time(DEFAULT_EPOCH);
         assert_eq!((t.year(), t.month(), t.day(), t.hour()), (1980, 1, 1, 0));
+        assert_eq!(zip_time(0), zip_time(DEFAULT_EPOCH));
+        let t = zip_time(u64::MAX);
+        assert_eq!((t.year(), t.month(), t.day()), (2107, 12, 31));
+        let t = zip_time(951_782_400); // 2000-02-29T00:00:00Z
+        assert_eq!((t.year(), t.month(), t.day()), (2000, 2, 29));
         let t = zip_time(1_767_225_600 + 3_723); // 2026-01-01T01:02:03Z
         assert_eq!(
             (

@@ -4,8 +4,11 @@
 //! a baseline measured in the same run (machines here are shared and
 //! noisy). xtask builds what is measured and passes the paths.
 //!
-//! `bench --floor` is the floor of what stdio allows: a newline-JSON loop
-//! that answers every request with a canned result.
+//! `bench --floor` is the like-for-like floor of a call: a newline-JSON loop
+//! that makes the same loopback HTTP request the adapter makes (on one
+//! kept-alive connection) and wraps the answer, with no MCP machinery, no
+//! checks and no rendering. The adapter over the floor is the runtime's own
+//! cost.
 
 use std::{
     io::{BufRead, BufReader, Write},
@@ -26,6 +29,8 @@ struct Settings {
     quick: bool,
     ecp: PathBuf,
     main: PathBuf,
+    /// The generated extension's folder (for the fresh build).
+    extension: PathBuf,
     node_server: PathBuf,
     mcpb: PathBuf,
     out: PathBuf,
@@ -214,6 +219,7 @@ fn timed(command: &mut Command) -> (f64, u64) {
         .args(["-f", "ECP_BENCH %e %M"])
         .arg(command.get_program())
         .args(command.get_args())
+        .envs(command.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))))
         .current_dir(command.get_current_dir().unwrap_or(Path::new(".")))
         .stdout(Stdio::null())
         .output()
@@ -411,6 +417,46 @@ fn packaging(
 
 fn floor(args: &[String]) {
     let _ = args;
+    // The same loopback request the adapter makes for every call, on one
+    // kept-alive connection: POST {base}/v1/context/search with the bearer
+    // and the JSON body, the answer read by its Content-Length.
+    let base = std::env::var("PROVIDER_CONTEXT_BASE_URL").unwrap_or_default();
+    let address = base
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    let mut upstream: Option<BufReader<std::net::TcpStream>> = None;
+    let mut search = |query: &str| -> Option<String> {
+        if upstream.is_none() {
+            let stream = std::net::TcpStream::connect(&address).ok()?;
+            stream.set_nodelay(true).ok()?;
+            upstream = Some(BufReader::new(stream));
+        }
+        let connection = upstream.as_mut()?;
+        let body = json!({"query": query, "limit": 5}).to_string();
+        let request = format!(
+            "POST /v1/context/search HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer bench-token\r\nAccept: application/json\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        connection.get_mut().write_all(request.as_bytes()).ok()?;
+        let mut length = 0usize;
+        loop {
+            let mut line = String::new();
+            connection.read_line(&mut line).ok()?;
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().ok()?;
+            }
+        }
+        let mut answer = vec![0u8; length];
+        std::io::Read::read_exact(connection, &mut answer).ok()?;
+        String::from_utf8(answer).ok()
+    };
     let stdin = std::io::stdin();
     let mut stdout = std::io::stdout().lock();
     for line in stdin.lock().lines() {
@@ -427,8 +473,14 @@ fn floor(args: &[String]) {
                                          "serverInfo": {"name": "floor", "version": "0"}})
             }
             _ => {
-                json!({"content": [{"type": "text", "text": "{\"untrusted_external_context\":{}}"}],
-                        "structuredContent": {"untrusted_external_context": {}}, "isError": false})
+                let query = message["params"]["arguments"]["query"]
+                    .as_str()
+                    .unwrap_or("");
+                let answer = search(query).unwrap_or_default();
+                let items: Value = serde_json::from_str(&answer).unwrap_or_default();
+                let envelope = json!({"untrusted_external_context": {"items": items["items"]}});
+                json!({"content": [{"type": "text", "text": envelope.to_string()}],
+                        "structuredContent": envelope, "isError": false})
             }
         };
         let _ = writeln!(
@@ -449,6 +501,7 @@ fn main() {
         quick: args.iter().any(|a| a == "--quick"),
         ecp: arg(&args, "--ecp"),
         main: arg(&args, "--main"),
+        extension: arg(&args, "--extension"),
         node_server: arg(&args, "--node-server"),
         mcpb: arg(&args, "--mcpb"),
         out: arg(&args, "--out"),
@@ -498,7 +551,10 @@ fn main() {
     for (name, samples) in [
         ("dist/main", &main_calls),
         ("TypeScript SDK server", &node_calls),
-        ("newline-JSON floor (no upstream)", &floor_calls),
+        (
+            "newline-JSON floor (the same upstream request)",
+            &floor_calls,
+        ),
     ] {
         report.row(
             format!("per call p50 / p99, {name}"),
@@ -516,10 +572,10 @@ fn main() {
         format!("{:.1}x", percentile(&node_calls, 0.5) / main_p50),
     );
     report.target(
-        "per-call p50 within 3x of the floor",
-        main_p50 / percentile(&floor_calls, 0.5) <= 3.0,
+        "per-call p50 within 1.5x of the like-for-like floor",
+        main_p50 / percentile(&floor_calls, 0.5) <= 1.5,
         format!(
-            "{:.1}x the floor (the floor makes no upstream request)",
+            "{:.2}x the floor (which makes the same upstream request)",
             main_p50 / percentile(&floor_calls, 0.5)
         ),
     );
@@ -625,8 +681,55 @@ fn main() {
 
     lint_scaling(&settings, &mut report);
     first_hour(&settings, &mut report, rounds);
+    fresh_build(&settings, &mut report);
 
     write_results(&settings, &report);
+}
+
+/// What a provider team's CI pays on every run: a fresh `cargo build
+/// --release` of the generated crate (empty target folder, crates from the
+/// local registry cache), its peak memory, and the size of `dist/main`.
+/// Targets: under 90 s on this machine, under 4 MiB.
+fn fresh_build(settings: &Settings, report: &mut Report) {
+    if settings.quick {
+        report.row(
+            "fresh release build of the generated crate",
+            "skipped (--quick)",
+        );
+        return;
+    }
+    eprintln!("fresh release build of the generated crate");
+    let target = tempfile::tempdir().unwrap();
+    let (ms, kib) = timed(
+        Command::new(env!("CARGO"))
+            .args(["build", "--release", "--offline", "--quiet"])
+            .current_dir(&settings.extension)
+            .env("CARGO_TARGET_DIR", target.path()),
+    );
+    let binary = target.path().join("release/acme-context");
+    let bytes = std::fs::metadata(&binary).map(|m| m.len()).unwrap_or(0);
+    report.row(
+        "fresh release build of the generated crate",
+        format!(
+            "{:.0} s, peak {:.2} GB",
+            ms / 1000.0,
+            kib as f64 / 1_048_576.0
+        ),
+    );
+    report.row(
+        "dist/main of that build",
+        format!("{:.2} MiB", bytes as f64 / 1_048_576.0),
+    );
+    report.target(
+        "fresh release build under 90 s",
+        ms < 90_000.0,
+        format!("{:.0} s", ms / 1000.0),
+    );
+    report.target(
+        "dist/main under 4 MiB",
+        bytes < 4 * 1024 * 1024,
+        format!("{:.2} MiB", bytes as f64 / 1_048_576.0),
+    );
 }
 
 /// Median wall time (ms) of `rounds` runs of `ecp ARGS` in `dir`, which
@@ -667,16 +770,26 @@ fn first_hour(settings: &Settings, report: &mut Report, rounds: usize) {
         .output()
         .unwrap();
     assert!(created.status.success());
+    // Interleaved, one run of each per round, so that a busy moment of the
+    // machine falls on all three alike; medians.
     let runs = rounds.max(5) * 4;
-    let start = ecp_ms(&settings.ecp, temp.path(), &["--version"], 0, runs);
-    let manifest = ecp_ms(
-        &settings.ecp,
-        &folder,
-        &["lint", "qwen-extension.json"],
-        0,
-        runs,
+    let (mut start, mut manifest, mut whole) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..runs {
+        start.push(ecp_ms(&settings.ecp, temp.path(), &["--version"], 0, 1));
+        manifest.push(ecp_ms(
+            &settings.ecp,
+            &folder,
+            &["lint", "qwen-extension.json"],
+            0,
+            1,
+        ));
+        whole.push(ecp_ms(&settings.ecp, &folder, &["lint", "."], 0, 1));
+    }
+    let (start, manifest, whole) = (
+        stats(&mut start).0,
+        stats(&mut manifest).0,
+        stats(&mut whole).0,
     );
-    let whole = ecp_ms(&settings.ecp, &folder, &["lint", "."], 0, runs);
     report.row(
         "process start, ecp --version (baseline)",
         format!("{start:.2} ms"),

@@ -56,7 +56,9 @@ fn lint_ids(dir: &Path) -> Vec<String> {
 
 fn cargo_test(dir: &Path) {
     let status = Command::new(env!("CARGO"))
-        .args(["test", "--offline", "--quiet"])
+        // Not the doc tests: they compile after cargo releases the shared
+        // target folder, where another test may be rebuilding the same crate.
+        .args(["test", "--offline", "--quiet", "--lib", "--bins", "--tests"])
         .current_dir(dir)
         .env("CARGO_TARGET_DIR", generated_target())
         .status()

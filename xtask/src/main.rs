@@ -217,6 +217,8 @@ fn bench(quick: bool) -> Result<(), String> {
         ecp_str.to_owned(),
         "--main".to_owned(),
         main.display().to_string(),
+        "--extension".to_owned(),
+        extension.display().to_string(),
         "--node-server".to_owned(),
         npm.join("reference-server.mjs").display().to_string(),
         "--mcpb".to_owned(),

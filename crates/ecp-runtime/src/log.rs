@@ -63,47 +63,26 @@ pub fn event(
 
 /// The current UTC time as `2026-11-29T22:35:47.123Z`.
 fn rfc3339_now() -> String {
-    let since = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    rfc3339(since.as_secs(), since.subsec_millis())
+    rfc3339(std::time::SystemTime::now())
 }
 
-fn rfc3339(secs: u64, millis: u32) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
-}
-
-/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's
-/// `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+fn rfc3339(time: std::time::SystemTime) -> String {
+    humantime::format_rfc3339_millis(time).to_string()
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
     use super::rfc3339;
 
     #[test]
     fn timestamps_are_rfc3339_utc() {
-        assert_eq!(rfc3339(0, 0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(rfc3339(951_782_400, 5), "2000-02-29T00:00:00.005Z");
-        assert_eq!(rfc3339(1_795_991_747, 123), "2026-11-29T22:35:47.123Z");
+        let at = |secs: u64, millis: u64| {
+            rfc3339(UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_millis(millis))
+        };
+        assert_eq!(at(0, 0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(at(951_782_400, 5), "2000-02-29T00:00:00.005Z");
+        assert_eq!(at(1_795_991_747, 123), "2026-11-29T22:35:47.123Z");
     }
 }

@@ -12,8 +12,8 @@ use rmcp::{
     },
     service::RequestContext,
 };
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
 use super::{
     Provider, ProviderError, RuntimeConfig, context_search_tool,
@@ -41,17 +41,6 @@ impl<P> Clone for ContextSearchServer<P> {
     }
 }
 
-/// Aborts the provider task when the call stops waiting for it (budget,
-/// cancellation, or the call itself being dropped), which drops any in-flight
-/// upstream request and closes its connection.
-struct AbortOnDrop<T>(JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 /// How a call that reached the provider ended, for the result and the log.
 enum Outcome {
     Found(Vec<crate::profile::ProviderItem>),
@@ -76,13 +65,16 @@ impl<P: Provider> ContextSearchServer<P> {
 
     async fn search(&self, query: String, cancelled: CancellationToken) -> Outcome {
         let provider = self.provider.clone();
-        let mut task = AbortOnDrop(tokio::spawn(async move {
+        // Dropped when the call stops waiting for it (budget, cancellation,
+        // the call itself dropped), which aborts the provider task and with it
+        // any in-flight upstream request.
+        let mut task = AbortOnDropHandle::new(tokio::spawn(async move {
             provider.search(&query, PROVIDER_LIMIT).await
         }));
         tokio::select! {
             biased;
             () = cancelled.cancelled() => Outcome::Cancelled,
-            finished = tokio::time::timeout(self.config.budget.duration(), &mut task.0) => {
+            finished = tokio::time::timeout(self.config.budget.duration(), &mut task) => {
                 match finished {
                     Err(_elapsed) => Outcome::Failed(ProviderError::Timeout),
                     Ok(Err(_join_error)) => Outcome::Failed(ProviderError::Internal),
