@@ -1,8 +1,11 @@
 //! Running the built `ecp` binary from the tests.
 
 use std::{
+    io::{Read, Write},
     path::Path,
-    process::{Command, Output, Stdio},
+    process::{Child, Command, ExitStatus, Output, Stdio},
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
 };
 
 /// Where generated crates are built: one folder shared by every test.
@@ -68,4 +71,67 @@ pub fn relative(root: &Path, file: &Path) -> String {
         .unwrap()
         .to_string_lossy()
         .replace('\\', "/")
+}
+
+/// The first line a child writes to stderr (piped), read byte by byte so
+/// that nothing after it is waited for.
+pub fn first_stderr_line(child: &mut Child) -> String {
+    let mut line = String::new();
+    let mut stderr = child.stderr.take().unwrap();
+    let mut byte = [0u8; 1];
+    while stderr.read(&mut byte).unwrap_or(0) == 1 && byte[0] != b'\n' {
+        line.push(byte[0] as char);
+    }
+    line
+}
+
+/// Runs `command_line` on a pseudo-terminal (util-linux `script`): for each
+/// step, waits until `text` appears on the screen, then types `keys`.
+/// Returns the exit status and everything the screen showed.
+pub fn on_a_terminal(command_line: &str, steps: &[(&str, &str)]) -> (ExitStatus, String) {
+    let mut child = Command::new("script")
+        .args(["-qec", command_line, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("util-linux `script` provides the pseudo-terminal");
+    let screen = Arc::new(Mutex::new(String::new()));
+    let reader = {
+        let screen = screen.clone();
+        let mut stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 1024];
+            while let Ok(n) = stdout.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                screen
+                    .lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&chunk[..n]));
+            }
+        })
+    };
+    let mut stdin = child.stdin.take().unwrap();
+    let mut seen = 0;
+    for (text, keys) in steps {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let shown = screen.lock().unwrap().clone();
+            if let Some(at) = shown[seen..].find(text) {
+                seen += at + text.len();
+                break;
+            }
+            assert!(Instant::now() < deadline, "no {text:?} in:\n{shown}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        stdin.write_all(keys.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    }
+    let status = child.wait().unwrap();
+    drop(stdin);
+    reader.join().unwrap();
+    let shown = screen.lock().unwrap().clone();
+    (status, shown)
 }

@@ -4,11 +4,8 @@
 //! hint `ecp serve` gives on a terminal.
 
 use std::{
-    io::{Read, Write},
     path::Path,
     process::{Command, Stdio},
-    sync::{Arc, Mutex},
-    time::{Duration, Instant},
 };
 
 use ecp::check::upstream::{Reply, Upstream};
@@ -295,12 +292,7 @@ fn ecp_no_auth_takes_the_same_words_as_dist_main() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut first = String::new();
-        let mut stderr = child.stderr.take().unwrap();
-        let mut byte = [0u8; 1];
-        while stderr.read(&mut byte).unwrap_or(0) == 1 && byte[0] != b'\n' {
-            first.push(byte[0] as char);
-        }
+        let first = crate::cli::first_stderr_line(&mut child);
         let _ = child.kill();
         let _ = child.wait();
         if starts {
@@ -381,50 +373,10 @@ fn text_without_trust(manifest: &Path) -> String {
 /// hand) on stderr; Ctrl-D ends it.
 #[test]
 fn serve_on_a_terminal_says_what_it_waits_for() {
-    let mut child = Command::new("script")
-        .args([
-            "-qec",
-            &format!("{} serve --fixture example", ecp_bin()),
-            "/dev/null",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("util-linux `script` provides the pseudo-terminal");
-    let screen = Arc::new(Mutex::new(String::new()));
-    let reader = {
-        let screen = screen.clone();
-        let mut stdout = child.stdout.take().unwrap();
-        std::thread::spawn(move || {
-            let mut chunk = [0u8; 1024];
-            while let Ok(n) = stdout.read(&mut chunk) {
-                if n == 0 {
-                    break;
-                }
-                screen
-                    .lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&chunk[..n]));
-            }
-        })
-    };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !screen.lock().unwrap().contains("Ctrl-D ends") {
-        assert!(
-            Instant::now() < deadline,
-            "no hint in:\n{}",
-            screen.lock().unwrap()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(b"\x04").unwrap();
-    stdin.flush().unwrap();
-    let status = child.wait().unwrap();
-    drop(stdin);
-    reader.join().unwrap();
-    let text = screen.lock().unwrap().clone();
+    let (status, text) = crate::cli::on_a_terminal(
+        &format!("{} serve --fixture example", ecp_bin()),
+        &[("Ctrl-D ends", "\x04")],
+    );
     assert!(status.success(), "{text}");
     assert!(
         text.contains("waiting for an MCP client on stdin")

@@ -4,11 +4,8 @@
 //! behind; copies and versions never drift from ecp's own.
 
 use std::{
-    io::{Read, Write},
     path::Path,
     process::{Command, Output, Stdio},
-    sync::{Arc, Mutex},
-    time::{Duration, Instant},
 };
 
 use ecp::scaffold::vendor;
@@ -325,62 +322,13 @@ fn refusals_leave_nothing_behind() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
-/// Runs `ecp new` on a pseudo-terminal (util-linux `script`), answering each
-/// prompt once its text appears.
+/// Runs `ecp ARGS` on a pseudo-terminal, answering each prompt once its
+/// text appears; it must succeed.
 fn on_a_terminal(args: &str, answers: &[(&str, &str)]) -> String {
-    let mut child = Command::new("script")
-        .args([
-            "-qec",
-            &format!("{} {args}", env!("CARGO_BIN_EXE_ecp")),
-            "/dev/null",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("util-linux `script` provides the pseudo-terminal");
-    let screen = Arc::new(Mutex::new(String::new()));
-    let reader = {
-        let screen = screen.clone();
-        let mut stdout = child.stdout.take().unwrap();
-        std::thread::spawn(move || {
-            let mut chunk = [0u8; 1024];
-            while let Ok(n) = stdout.read(&mut chunk) {
-                if n == 0 {
-                    break;
-                }
-                screen
-                    .lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&chunk[..n]));
-            }
-        })
-    };
-    let mut stdin = child.stdin.take().unwrap();
-    let mut seen = 0;
-    for (prompt, keys) in answers {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let text = screen.lock().unwrap().clone();
-            if let Some(at) = text[seen..].find(prompt) {
-                seen += at + prompt.len();
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no prompt {prompt:?} in:\n{text}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        stdin.write_all(keys.as_bytes()).unwrap();
-        stdin.flush().unwrap();
-    }
-    let status = child.wait().unwrap();
-    drop(stdin);
-    reader.join().unwrap();
-    let text = screen.lock().unwrap().clone();
-    assert!(status.success(), "{text}");
-    text
+    let (status, screen) =
+        crate::cli::on_a_terminal(&format!("{} {args}", env!("CARGO_BIN_EXE_ecp")), answers);
+    assert!(status.success(), "{screen}");
+    screen
 }
 
 #[test]

@@ -6,7 +6,6 @@
 //! built `dist/main` reads `ECP_NO_AUTH` as `ecp serve` does.
 
 use std::{
-    io::Read,
     path::{Path, PathBuf},
     process::{Command, Stdio},
 };
@@ -319,12 +318,7 @@ fn no_auth_reads_like_ecp_serve(main: &Path) {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut first = String::new();
-        let mut stderr = child.stderr.take().unwrap();
-        let mut byte = [0u8; 1];
-        while stderr.read(&mut byte).unwrap_or(0) == 1 && byte[0] != b'\n' {
-            first.push(byte[0] as char);
-        }
+        let first = crate::cli::first_stderr_line(&mut child);
         let _ = child.kill();
         let _ = child.wait();
         if listens {
