@@ -164,7 +164,8 @@ pub async fn run(
 #[derive(Debug)]
 pub struct CallOutcome {
     pub result: rmcp::model::CallToolResult,
-    pub stderr: String,
+    /// `None` for a URL target (no process to read).
+    pub stderr: Option<String>,
 }
 
 /// The token a fixture upstream hands out; it is not a secret.
@@ -302,7 +303,7 @@ pub async fn call_once(
     if result.as_ref().is_ok_and(|r| r.is_error == Some(true)) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let stderr = session.stderr();
+    let stderr = session.is_process().then(|| session.stderr());
     session.close().await;
     result.map(|result| CallOutcome { result, stderr })
 }

@@ -133,11 +133,7 @@ fn extract(archive: &Path) -> Result<tempfile::TempDir, String> {
 /// rule `ecp lint` applies to the archive's entries
 /// ([`lint::archive::manifest_root_of`]).
 fn manifest_folder(root: &Path) -> PathBuf {
-    let files: Vec<String> = crate::scaffold::vendor::read_tree(root)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|(path, _)| path)
-        .collect();
+    let files = crate::scaffold::vendor::tree_paths(root).unwrap_or_default();
     match lint::archive::manifest_root_of(files.iter().map(String::as_str)) {
         Some(prefix) if !prefix.is_empty() => root.join(prefix.trim_end_matches('/')),
         _ => root.to_owned(),
@@ -643,6 +639,11 @@ impl Session {
         let child = self.child.as_ref()?;
         let mut child = child.lock().unwrap_or_else(PoisonError::into_inner);
         child.try_wait().ok().flatten().map(exit_words)
+    }
+
+    /// Whether the server is a process started here (with a stderr).
+    pub fn is_process(&self) -> bool {
+        self.child.is_some()
     }
 
     /// Everything the server wrote to stderr so far.

@@ -195,15 +195,16 @@ pub fn run_call(args: CallArgs) -> Outcome {
         }
     }
     if failed {
-        // The stable error says nothing on purpose; the server's own
+        // The stable error says nothing on purpose; a local server's own
         // redacted line says which failure it was.
-        let stderr = outcome.stderr.trim_end();
-        if stderr.is_empty() {
-            eprintln!("the call failed; the server wrote nothing to stderr");
-        } else {
-            eprintln!("the call failed; the server's stderr said:");
-            for line in stderr.lines() {
-                eprintln!("    {line}");
+        match outcome.stderr.as_deref().map(str::trim_end) {
+            None => {}
+            Some("") => eprintln!("the call failed; the server wrote nothing to stderr"),
+            Some(stderr) => {
+                eprintln!("the call failed; the server's stderr said:");
+                for line in stderr.lines() {
+                    eprintln!("    {line}");
+                }
             }
         }
         Ok(Exit::No)

@@ -138,30 +138,55 @@ pub fn is_older(version: &str) -> bool {
 /// file (and is never followed).
 pub fn read_tree(root: &std::path::Path) -> std::io::Result<Vec<(String, Vec<u8>)>> {
     let mut files = Vec::new();
+    walk(root, &mut |relative, path, kind| {
+        let contents = if kind.is_symlink() {
+            let target = std::fs::read_link(path)?;
+            format!("\0link\0{}", target.display()).into_bytes()
+        } else {
+            std::fs::read(path)?
+        };
+        files.push((relative, contents));
+        Ok(())
+    })?;
+    files.sort();
+    Ok(files)
+}
+
+/// The relative `/` paths of every file and link under `root`, sorted,
+/// without reading them.
+pub fn tree_paths(root: &std::path::Path) -> std::io::Result<Vec<String>> {
+    let mut paths = Vec::new();
+    walk(root, &mut |relative, _, _| {
+        paths.push(relative);
+        Ok(())
+    })?;
+    paths.sort();
+    Ok(paths)
+}
+
+/// Calls `visit(relative path, path, kind)` for every non-folder under
+/// `root`; links are reported, never followed.
+fn walk(
+    root: &std::path::Path,
+    visit: &mut dyn FnMut(String, &std::path::Path, std::fs::FileType) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let mut stack = vec![root.to_owned()];
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir)? {
             let entry = entry?;
             let path = entry.path();
             let kind = entry.file_type()?;
+            if kind.is_dir() {
+                stack.push(path);
+                continue;
+            }
             let relative = path
                 .strip_prefix(root)
                 .unwrap_or(&path)
                 .to_string_lossy()
                 .replace('\\', "/");
-            if kind.is_dir() {
-                stack.push(path);
-            } else if kind.is_symlink() {
-                let target = std::fs::read_link(&path)?;
-                files.push((
-                    relative,
-                    format!("\0link\0{}", target.display()).into_bytes(),
-                ));
-            } else {
-                files.push((relative, std::fs::read(&path)?));
-            }
+            visit(relative, &path, kind)?;
         }
     }
-    files.sort();
-    Ok(files)
+    Ok(())
 }
