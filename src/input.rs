@@ -5,7 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::lint::MANIFEST;
+/// The manifest's file name.
+pub const MANIFEST: &str = "qwen-extension.json";
 
 /// A path given on the command line that cannot be used as an extension.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -28,8 +28,7 @@ pub use rules::{Rule, Severity};
 
 use json::{Span, line_column};
 
-/// The manifest's file name.
-pub const MANIFEST: &str = "qwen-extension.json";
+pub use crate::input::MANIFEST;
 
 /// One problem, where it is and how to fix it.
 #[derive(Debug, Clone, PartialEq, Eq)]
