@@ -1044,8 +1044,8 @@ fn write_results(settings: &Settings, report: &Report) {
         command_output("node", &["--version"]),
     );
     text += "Medians over rounds, [min-max] where shown. Ratios compare figures taken in the same run. \
-The per-call figures include one loopback HTTP request to a scripted upstream for the two servers \
-(the floor makes none). Cold start does not depend on result size: `initialize` calls no upstream. \
+The per-call figures include one loopback HTTP request to a scripted upstream, for the floor too \
+(the same request on one kept-alive connection, with no MCP machinery: the adapter over it is the runtime's own cost). Cold start does not depend on result size: `initialize` calls no upstream. \
 The Streamable HTTP rows run the same dist/main with `--listen`; every call carries an ES256 JWT \
 (verified on first use, then remembered until it expires); the load generator, the upstream and \
 the server processes share the machine's cores, so on 2 cores a second process adds little.\n\n";
