@@ -526,9 +526,10 @@ impl Session {
             .spawn()
             .map_err(|e| spawn_error(&launch.program, &e))?;
         let buffer = Arc::new(Mutex::new(Vec::new()));
+        let mut reader = None;
         if let Some(mut stderr) = child.stderr.take() {
             let buffer = buffer.clone();
-            tokio::spawn(async move {
+            reader = Some(tokio::spawn(async move {
                 let mut chunk = [0u8; 4096];
                 while let Ok(n) = stderr.read(&mut chunk).await {
                     if n == 0 {
@@ -539,7 +540,7 @@ impl Session {
                         .unwrap_or_else(PoisonError::into_inner)
                         .extend_from_slice(&chunk[..n]);
                 }
-            });
+            }));
         }
         let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
             return Err(format!("cannot start {}: no stdio pipes", launch.program));
@@ -560,8 +561,14 @@ impl Session {
         };
         // Did it exit? Then that is the story, not the pipe it broke.
         let exited = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
-        // Its last words may still be in the pipe.
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        // Its last words may still be in the pipe: read it to the end when
+        // it has exited (so the message is the same every run), else briefly.
+        match (&exited, reader) {
+            (Ok(Ok(_)), Some(reader)) => {
+                let _ = tokio::time::timeout(Duration::from_secs(2), reader).await;
+            }
+            _ => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
         let stderr =
             String::from_utf8_lossy(&buffer.lock().unwrap_or_else(PoisonError::into_inner))
                 .into_owned();
