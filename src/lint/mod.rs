@@ -482,18 +482,9 @@ pub(crate) fn runtime_finding(
     releases: &[ecp_runtime::releases::Release],
     file: &str,
 ) -> Option<Finding> {
-    use ecp_runtime::releases::parse_version;
     let version = installed.version();
     let carried = releases.first()?.version;
-    let newer: Vec<_> = releases
-        .iter()
-        .filter(
-            |r| match (parse_version(r.version), parse_version(version)) {
-                (Some(new), Some(old)) => new > old,
-                _ => true,
-            },
-        )
-        .collect();
+    let newer = ecp_runtime::releases::newer_in(releases, version);
     let layout = match installed {
         crate::scaffold::vendor::Installed::Copied => " (copied into src/ by ecp 0.1.0)",
         crate::scaffold::vendor::Installed::Vendored { .. } => "",

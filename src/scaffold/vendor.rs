@@ -120,19 +120,6 @@ pub fn installed(folder: &std::path::Path, cargo_toml: &toml::Table) -> Option<I
     copied.then_some(Installed::Copied)
 }
 
-/// The releases newer than `version` that fix a security problem.
-pub fn security_fixes_since(version: &str) -> Vec<&'static ecp_runtime::releases::Release> {
-    ecp_runtime::releases::newer_than(version)
-        .into_iter()
-        .filter(|r| r.security_fix.is_some())
-        .collect()
-}
-
-/// Whether `version` is older than the runtime this ecp carries.
-pub fn is_older(version: &str) -> bool {
-    !ecp_runtime::releases::newer_than(version).is_empty()
-}
-
 /// Every file under `root` as (relative `/` path, contents), sorted; a link
 /// is read as its target text behind a marker, so that it never matches a
 /// file (and is never followed).

@@ -45,8 +45,13 @@ pub fn parse_version(version: &str) -> Option<(u64, u64, u64)> {
 /// The releases after `version`, newest first (all of them when it is not
 /// a version).
 pub fn newer_than(version: &str) -> Vec<&'static Release> {
+    newer_in(RELEASES, version)
+}
+
+/// The releases of `releases` (newest first) after `version`.
+pub fn newer_in<'a>(releases: &'a [Release], version: &str) -> Vec<&'a Release> {
     let old = parse_version(version);
-    RELEASES
+    releases
         .iter()
         .filter(|r| match (parse_version(r.version), old) {
             (Some(new), Some(old)) => new > old,
