@@ -135,3 +135,44 @@ pub fn on_a_terminal(command_line: &str, steps: &[(&str, &str)]) -> (ExitStatus,
     let shown = screen.lock().unwrap().clone();
     (status, shown)
 }
+
+/// `program ARGS` (an adapter asked to `--listen` on loopback) reads
+/// `ECP_NO_AUTH` with the words every adapter takes: 1, yes, ON serve
+/// without OAuth, 0 asks for an authorization server, anything else is
+/// refused before start (exit 2). `ecp serve` and a built `dist/main` are
+/// both held to it.
+pub fn assert_no_auth_words(program: &str, args: &[&str], env: &[(&str, &str)]) {
+    for (value, listens) in [("1", true), ("yes", true), ("ON", true), ("0", false)] {
+        let mut child = Command::new(program)
+            .args(args)
+            .envs(env.iter().copied())
+            .env("ECP_NO_AUTH", value)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let first = first_stderr_line(&mut child);
+        let _ = child.kill();
+        let _ = child.wait();
+        if listens {
+            assert!(
+                first.contains("\"event\":\"listening\"") && first.contains("\"auth\":\"none\""),
+                "ECP_NO_AUTH={value}: {first}"
+            );
+        } else {
+            assert!(
+                first.contains("--authorization-server"),
+                "ECP_NO_AUTH={value}: {first}"
+            );
+        }
+    }
+    let refused = Command::new(program)
+        .args(args)
+        .envs(env.iter().copied())
+        .env("ECP_NO_AUTH", "maybe")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+}
