@@ -172,6 +172,7 @@ async fn the_streamable_http_flow_works_through_rmcp_with_rs256_and_es256_tokens
         Some(format!("Bearer {UPSTREAM_TOKEN}").as_str()),
         "the upstream gets the provider's credential, not the client's token"
     );
+    server.settle().await;
     let log = server.stderr();
     assert!(
         !log.contains("where") && !log.contains(UPSTREAM_TOKEN),
@@ -302,6 +303,7 @@ async fn bad_tokens_are_refused_with_the_right_challenge_before_the_upstream_see
     assert_eq!(contents(&reply), ["answer: secret question"]);
     assert_eq!(upstream.requests().len(), 1);
 
+    server.settle().await;
     let log = server.stderr();
     for (_, token, _, _) in &cases {
         if let Some(token) = token {
@@ -423,15 +425,24 @@ async fn two_replicas_behind_round_robin_answer_200_concurrent_calls() {
         answered += 1;
     }
     assert_eq!(answered, 200);
-    let served: Vec<usize> = replicas
-        .iter()
-        .map(|r| {
-            r.events("request")
-                .iter()
-                .filter(|e| e["status"] == 200)
-                .count()
-        })
-        .collect();
+    // A replica logs a request after its answer is on the wire, and the
+    // log reaches this process through a pipe: wait for the last lines.
+    let count = || -> Vec<usize> {
+        replicas
+            .iter()
+            .map(|r| {
+                r.events("request")
+                    .iter()
+                    .filter(|e| e["status"] == 200)
+                    .count()
+            })
+            .collect()
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while count().iter().sum::<usize>() < 201 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let served = count();
     assert!(
         served.iter().all(|&n| n >= 20) && served.iter().sum::<usize>() >= 201,
         "both replicas serve calls: {served:?}"

@@ -96,6 +96,22 @@ impl RemoteServer {
         self.lines.lock().unwrap().join("\n")
     }
 
+    /// Waits until nothing new has reached stderr for 300 ms (at most
+    /// 10 s): the adapter logs a request after its answer is on the wire,
+    /// so a test that reads the log right after a call may miss the end.
+    pub async fn settle(&self) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        let mut seen = self.lines.lock().unwrap().len();
+        while tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let now = self.lines.lock().unwrap().len();
+            if now == seen {
+                return;
+            }
+            seen = now;
+        }
+    }
+
     /// The JSON log events named `event`.
     pub fn events(&self, event: &str) -> Vec<Value> {
         self.lines
