@@ -11,6 +11,7 @@
 //! - [`scaffold`]: `ecp new`, the templates and the verbatim copies.
 //! - [`upgrade`]: `ecp upgrade`, an extension's runtime brought to ecp's.
 //! - [`package`]: `ecp package`, reproducible release archives.
+//! - [`release`]: release assets as Qwen's installer picks them, `SHA256SUMS`.
 //! - [`input`]: one wording for a missing path or manifest, in every command.
 //! - [`name`]: the extension name rules shared by `ecp new` and `ecp lint`.
 //! - [`cli`]: the command line, a thin shell over the library.
@@ -24,6 +25,7 @@ pub mod name;
 pub mod package;
 pub use ecp_runtime::profile;
 pub mod providers;
+pub mod release;
 pub use ecp_runtime as runtime;
 pub mod scaffold;
 pub mod upgrade;

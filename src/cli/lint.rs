@@ -47,8 +47,11 @@ fn diagnostic(error: &LintError) -> String {
 }
 
 pub fn run(args: LintArgs, color: ColorChoice) -> Outcome {
-    let report = match lint::lint_path(&args.path) {
-        Ok(report) => report,
+    let options = lint::LintOptions {
+        release_tag: args.release_tag.clone(),
+    };
+    let report = match lint::lint_path_with(&args.path, &options) {
+        Ok((report, _)) => report,
         Err(error) => return Err(Failure::framed(Exit::CouldNotRun, diagnostic(&error))),
     };
     let output = match args.format {

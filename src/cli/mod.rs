@@ -156,9 +156,15 @@ pub enum TemplateChoice {
 /// `ecp lint`.
 #[derive(Debug, Args)]
 pub struct LintArgs {
-    /// An extension folder, a qwen-extension.json, or a .tar.gz/.zip archive
+    /// An extension folder, a qwen-extension.json, a .tar.gz/.zip archive,
+    /// or a release folder (archives and SHA256SUMS, as `ecp package`
+    /// leaves dist/)
     #[arg(default_value = ".")]
     pub path: PathBuf,
+
+    /// The release tag (vX.Y.Z) the manifest version must name
+    #[arg(long, value_name = "TAG")]
+    pub release_tag: Option<String>,
 
     /// Output format
     #[arg(long, value_enum, default_value_t = LintFormat::Human)]

@@ -241,14 +241,29 @@ fn read_zip(path: &Path, bytes: Bytes) -> Result<Contents, LintError> {
 /// once the manifest is read), up to [`MAX_BUNDLE_BYTES`]; `None` when it is
 /// larger or cannot be read.
 fn read_entry(path: &Path, bytes: Bytes, wanted: &str) -> Result<Option<String>, LintError> {
+    Ok(
+        read_entry_bytes(path, bytes, wanted, MAX_BUNDLE_BYTES, false)?
+            .map(|data| String::from_utf8_lossy(&data).into_owned()),
+    )
+}
+
+/// The bytes of the entry named `wanted`: all of them when `prefix` is
+/// false (`None` past `max`), or only the first `max` when it is true.
+fn read_entry_bytes(
+    path: &Path,
+    bytes: Bytes,
+    wanted: &str,
+    max: u64,
+    prefix: bool,
+) -> Result<Option<Vec<u8>>, LintError> {
     let file = bytes.open()?;
-    let take = |entry: &mut dyn Read, size: u64| -> std::io::Result<Option<String>> {
-        if size > MAX_BUNDLE_BYTES {
+    let take = |entry: &mut dyn Read, size: u64| -> std::io::Result<Option<Vec<u8>>> {
+        if size > max && !prefix {
             return Ok(None);
         }
         let mut data = Vec::new();
-        entry.take(MAX_BUNDLE_BYTES).read_to_end(&mut data)?;
-        Ok(Some(String::from_utf8_lossy(&data).into_owned()))
+        entry.take(max).read_to_end(&mut data)?;
+        Ok(Some(data))
     };
     let name = path.to_string_lossy();
     if name.ends_with(".zip") {
@@ -360,13 +375,27 @@ pub fn manifest_root_of<'a>(paths: impl IntoIterator<Item = &'a str>) -> Option<
     }
 }
 
-/// Lints an archive: its entries, then the manifest inside.
-pub fn lint_archive(path: &Path, report: &mut Report) -> Result<(), LintError> {
+/// What an archive says about itself, for the release-folder rules.
+#[derive(Debug, Clone, Default)]
+pub struct ArchiveFacts {
+    pub manifest: super::manifest::ManifestFacts,
+    /// What the native entry point was built for, when it has one whose
+    /// header is readable.
+    pub binary: Option<crate::release::Binary>,
+}
+
+/// Lints an archive: its entries, then the manifest inside; the facts are
+/// `None` when there is no readable manifest.
+pub fn lint_archive(path: &Path, report: &mut Report) -> Result<Option<ArchiveFacts>, LintError> {
     lint_archive_bytes(path, Bytes::File(path), report)
 }
 
 /// Lints an archive named `path` whose bytes come from `bytes`.
-pub fn lint_archive_bytes(path: &Path, bytes: Bytes, report: &mut Report) -> Result<(), LintError> {
+pub fn lint_archive_bytes(
+    path: &Path,
+    bytes: Bytes,
+    report: &mut Report,
+) -> Result<Option<ArchiveFacts>, LintError> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let read = if name.ends_with(".zip") {
         read_zip(path, bytes)?
@@ -398,7 +427,7 @@ fn archive_rules(
     stopped: Option<(Rule, String)>,
     shown: &str,
     report: &mut Report,
-) -> Result<(), LintError> {
+) -> Result<Option<ArchiveFacts>, LintError> {
     let entry_label = |entry: &str| format!("{shown}!/{entry}");
     if let Some((rule, problem)) = stopped {
         report.add(Finding::about(
@@ -486,7 +515,7 @@ fn archive_rules(
             format!("no {MANIFEST} at the archive root or in one top-level folder"),
             format!("put {MANIFEST} at the root of the archive"),
         ));
-        return Ok(());
+        return Ok(None);
     };
     let manifest_path = format!("{root}{MANIFEST}");
     let manifest = entries
@@ -499,11 +528,12 @@ fn archive_rules(
             format!("{MANIFEST} is not a regular file of at most 1 MiB"),
             "package the manifest as a regular file",
         ));
-        return Ok(());
+        return Ok(None);
     };
     let text = String::from_utf8_lossy(data).into_owned();
     let manifest_label = entry_label(&manifest_path);
     let facts = lint_manifest_text(&manifest_label, &text, report)?;
+    let mut binary = None;
 
     let find = |relative: &str| {
         let wanted = format!("{root}{relative}");
@@ -542,7 +572,11 @@ fn archive_rules(
                         ),
                         "store it with mode 0755",
                     )),
-                    Some(_) => {}
+                    Some(entry) => {
+                        let wanted = entry.path.clone();
+                        binary = read_entry_bytes(path, bytes, &wanted, 64 * 1024, true)?
+                            .and_then(|head| crate::release::Binary::read(&head));
+                    }
                 }
             }
             EntryKind::Script => match find(relative) {
@@ -571,7 +605,10 @@ fn archive_rules(
             ));
         }
     }
-    Ok(())
+    Ok(Some(ArchiveFacts {
+        manifest: facts,
+        binary,
+    }))
 }
 
 #[cfg(test)]

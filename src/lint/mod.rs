@@ -6,6 +6,7 @@
 //! - [`rules`]: the rule catalogue (`ecp explain`);
 //! - [`manifest`]: the manifest rules; [`secrets`]: secret detection;
 //! - [`archive`]: reading archives and their rules;
+//! - [`release`]: a release folder as Qwen's installer would see it;
 //! - [`report`]: the three output formats.
 
 pub mod archive;
@@ -14,6 +15,7 @@ pub mod files;
 pub mod json;
 pub mod manifest;
 pub mod paths;
+pub mod release;
 pub mod report;
 pub mod rules;
 pub mod secrets;
@@ -312,9 +314,16 @@ fn display(path: &Path) -> String {
     path.display().to_string()
 }
 
-/// Lints a folder, a manifest file or an archive.
+/// What a lint run checks besides the input itself.
+#[derive(Debug, Clone, Default)]
+pub struct LintOptions {
+    /// The release tag (`v1.2.0`) the manifest version must agree with.
+    pub release_tag: Option<String>,
+}
+
+/// Lints a folder, a manifest file, an archive or a release folder.
 pub fn lint_path(path: &Path) -> Result<Report, LintError> {
-    lint_path_with_facts(path).map(|(report, _)| report)
+    lint_path_with(path, &LintOptions::default()).map(|(report, _)| report)
 }
 
 /// [`lint_path`], with what the manifest of a folder or a manifest file
@@ -322,6 +331,14 @@ pub fn lint_path(path: &Path) -> Result<Report, LintError> {
 /// `ecp package` builds on.
 pub fn lint_path_with_facts(
     path: &Path,
+) -> Result<(Report, Option<manifest::ManifestFacts>), LintError> {
+    lint_path_with(path, &LintOptions::default())
+}
+
+/// [`lint_path_with_facts`] with options.
+pub fn lint_path_with(
+    path: &Path,
+    options: &LintOptions,
 ) -> Result<(Report, Option<manifest::ManifestFacts>), LintError> {
     let mut report = Report::default();
     let mut facts = None;
@@ -331,19 +348,46 @@ pub fn lint_path_with_facts(
         path: path.to_owned(),
         source,
     })?;
+    let tag = options.release_tag.as_deref();
     if name.ends_with(".tar.gz") || name.ends_with(".tgz") || name.ends_with(".zip") {
-        archive::lint_archive(path, &mut report)?;
+        let found = archive::lint_archive(path, &mut report)?;
+        if let (Some(tag), Some(found)) = (tag, found) {
+            tag_rule(&display(path), tag, &found.manifest, &mut report);
+        }
+    } else if metadata.is_dir()
+        && std::fs::symlink_metadata(path.join(MANIFEST)).is_err()
+        && release::is_release_folder(path)
+    {
+        release::lint_release_folder(path, tag, &mut report)?;
     } else if metadata.is_dir() {
-        facts = Some(lint_folder(path, &mut report)?);
+        let found = lint_folder(path, &mut report)?;
+        if let Some(tag) = tag {
+            tag_rule(&display(&path.join(MANIFEST)), tag, &found, &mut report);
+        }
+        facts = Some(found);
     } else {
         let text = read(path, None)?;
         let found = lint_manifest_text(&display(path), &text, &mut report)?;
         let folder = path.parent().unwrap_or(Path::new("."));
         folder_rules(folder, &display(path), &found, &mut report);
+        if let Some(tag) = tag {
+            tag_rule(&display(path), tag, &found, &mut report);
+        }
         facts = Some(found);
     }
     report.sort();
     Ok((report, facts))
+}
+
+/// `--release-tag`: the tag names the manifest's version.
+fn tag_rule(file: &str, tag: &str, facts: &manifest::ManifestFacts, report: &mut Report) {
+    if let Some(problem) = release::tag_disagrees(tag, facts.version.as_deref()) {
+        let help = "tag the commit whose manifest and Cargo.toml carry the version (`git tag vX.Y.Z`), or bump them";
+        report.add(match facts.version_span {
+            Some(span) => Finding::new(Rule::ReleaseVersion, file, span, "/version", problem, help),
+            None => Finding::about(Rule::ReleaseVersion, file, problem, help),
+        });
+    }
 }
 
 fn lint_folder(folder: &Path, report: &mut Report) -> Result<manifest::ManifestFacts, LintError> {

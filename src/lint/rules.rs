@@ -264,6 +264,40 @@ marker (a second archive hidden there). Write the archive again with `ecp packag
         "Lint bounds what an archive can make it do: names and links of at most 4096 bytes, PAX headers of \
 at most 64 KiB, at most 200,000 entries and 512 MiB unpacked. A release of a context provider is far \
 smaller; an archive past these bounds is refused rather than read without end.";
+    ReleaseAsset = "release-asset", Error,
+        "on every platform, Qwen's installer must find an archive among the release's assets",
+        "`qwen extensions install owner/repo` takes the first asset, in GitHub's order, whose lower-cased \
+name starts with `{platform}.{arch}.`, else `{platform}.`, else the only asset when there is exactly \
+one and its name mentions no platform; with no match it clones the repository. It never looks at \
+the extension. So a checksum or signature named `linux.x64.acme-context.tar.gz.sha256` can be \
+installed as the extension, and a platform-less archive stops being found once anything else is \
+uploaded beside it. Lint judges linux, darwin and win32 on x64 and arm64, in every order of the \
+list. Only `.tar.gz` and `.zip` archives may start with a platform; sums go in `SHA256SUMS`; a \
+platform-less extension ships `{platform}.{name}.tar.gz` for each platform (what `ecp package` \
+writes).";
+    ReleaseArchitecture = "release-architecture", Error,
+        "an archive named for a platform holds a binary built for another",
+        "The entry point's header (ELF, Mach-O or PE) says what it runs on. An archive named `linux.x64.` \
+that holds an arm64 binary installs on every x64 Linux and fails to start there. Package each \
+target's own build: `ecp package --binary target/<triple>/release/<bin> --target <triple>`.";
+    ReleasePlatformMissing = "release-platform-missing", Warning,
+        "a platform would install a binary built for another platform or architecture",
+        "When no asset starts with `{platform}.{arch}.`, Qwen takes one that starts with `{platform}.`: an \
+Intel Mac gets the `darwin.arm64.` build, an arm64 Linux the `linux.x64.` one, and the server does \
+not start. Build and package every target (the generated release workflow builds five), or accept \
+that the platform named is not supported. Windows on Arm runs x64 builds, so `win32.x64.` serves it.";
+    ReleaseSums = "release-sums", Error,
+        "`SHA256SUMS` must list every archive of the release with its digest",
+        "A release folder carries one `SHA256SUMS` (`sha256sum` format, `<digest>  <file>`) so that a \
+reviewer can check what was downloaded. Every archive must be listed, every listed file must be in \
+the folder with that digest. `ecp package` run once per target into one folder keeps one merged \
+file.";
+    ReleaseVersion = "release-version", Error,
+        "the release tag, the manifest `version` and the archives must agree",
+        "Qwen decides updates of a GitHub install by comparing the release's `tag_name` with \
+`releases/latest`, and of an archive or local install by the manifest `version`. A tag `v1.2.0` \
+whose archives say `1.1.0` makes the two disagree forever. Every archive of a release carries the \
+same name and version, and `--release-tag vX.Y.Z` (or `X.Y.Z`) must name that version.";
 }
 
 impl Rule {

@@ -1,6 +1,6 @@
 //! `ecp package`: lint, build (or take `--binary`), stage a self-contained
 //! tree, and write reproducible archives named for Qwen's release-asset
-//! lookup, with SHA-256 sums. Archives are written to temporary files,
+//! lookup (see [`crate::release`]), with one merged `SHA256SUMS`. Archives are written to temporary files,
 //! linted, and only then renamed into place: a failure leaves no partial
 //! archive.
 //!
@@ -16,7 +16,10 @@ use std::path::{Path, PathBuf};
 
 pub use write::{DEFAULT_EPOCH, Format};
 
-use crate::lint::{self, MANIFEST, Report, Severity};
+use crate::{
+    lint::{self, MANIFEST, Report, Severity},
+    release::{self, SUMS, Sums},
+};
 
 /// What to package and how.
 #[derive(Debug, Clone)]
@@ -174,8 +177,7 @@ pub fn package(
     result
 }
 
-/// Removes `names` (archives and their `.sha256`) from `out_dir` and their
-/// lines from `SHA256SUMS`.
+/// Removes `names` from `out_dir` and their lines from `SHA256SUMS`.
 fn remove_stale(out_dir: &Path, names: &[String], log: &mut dyn FnMut(&str)) {
     let mut removed = Vec::new();
     for name in names {
@@ -185,25 +187,18 @@ fn remove_stale(out_dir: &Path, names: &[String], log: &mut dyn FnMut(&str)) {
         {
             removed.push(name.as_str());
         }
-        let _ = std::fs::remove_file(out_dir.join(format!("{name}.sha256")));
     }
     if removed.is_empty() {
         return;
     }
-    let sums = out_dir.join("SHA256SUMS");
-    if let Ok(text) = std::fs::read_to_string(&sums) {
-        let kept: String = text
-            .lines()
-            .filter(|line| {
-                let file = line.split_once("  ").map_or("", |(_, file)| file);
-                !removed.contains(&file)
-            })
-            .map(|line| format!("{line}\n"))
-            .collect();
-        let _ = if kept.is_empty() {
-            std::fs::remove_file(&sums)
+    let sums_path = out_dir.join(SUMS);
+    if let Ok(mut sums) = read_sums(&sums_path) {
+        sums.entries
+            .retain(|file, _| !removed.contains(&file.as_str()));
+        let _ = if sums.entries.is_empty() {
+            std::fs::remove_file(&sums_path).map_err(|_| ())
         } else {
-            write_atomically(&sums, &kept).map_err(|_| std::io::ErrorKind::Other.into())
+            write_atomically(&sums_path, &sums.render()).map_err(|_| ())
         };
     }
     log(&format!(
@@ -211,6 +206,26 @@ fn remove_stale(out_dir: &Path, names: &[String], log: &mut dyn FnMut(&str)) {
         removed.join(", "),
         out_dir.display()
     ));
+}
+
+/// The `SHA256SUMS` already in an output folder (empty when there is none).
+fn read_sums(path: &Path) -> Result<Sums, PackageError> {
+    match std::fs::symlink_metadata(path) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Sums::default()),
+        _ => {}
+    }
+    let text = crate::lint::files::read_text(path, None, crate::release::MAX_SUMS_BYTES).map_err(
+        |problem| PackageError::Refused {
+            path: path.display().to_string(),
+            reason: problem.to_string(),
+        },
+    )?;
+    Sums::parse(&text).map_err(|error| PackageError::Refused {
+        path: path.display().to_string(),
+        reason: format!(
+            "it is not sha256sum output ({error}); remove it and package again, each target into the same folder"
+        ),
+    })
 }
 
 pub use crate::lint::report::human_size as size;
@@ -233,15 +248,17 @@ fn run(
     // What this run would write, so that a failure from here on removes
     // what an earlier run left under the same names.
     if !name.is_empty() {
-        let stem = match platform_of(&triple) {
-            Ok((os, arch)) if native => format!("{os}.{arch}.{name}"),
-            _ => name.clone(),
+        let platform = match platform_of(&triple) {
+            Ok((os, arch)) if native => Some(format!("{os}.{arch}")),
+            _ => None,
         };
-        would_replace.extend(
-            [Format::TarGz, Format::Zip]
-                .iter()
-                .map(|f| format!("{stem}.{}", f.extension())),
-        );
+        for stem in release::stems(&name, platform.as_deref()) {
+            would_replace.extend(
+                [Format::TarGz, Format::Zip]
+                    .iter()
+                    .map(|f| format!("{stem}.{}", f.extension())),
+            );
+        }
     }
     let errors = report.count(Severity::Error);
     if errors > 0 {
@@ -328,9 +345,12 @@ fn run(
         path: settings.out_dir.clone(),
         source,
     })?;
+    // The sums of the folder are read first: a file that is not sha256sum
+    // output stops the run before anything is written.
+    let sums_path = settings.out_dir.join(SUMS);
+    let mut sums = read_sums(&sums_path)?;
     let mut formats = settings.formats.clone();
     if formats.is_empty() {
-        // Qwen takes a platform-less asset only when it is the only one.
         formats = match platform {
             Some(_) => vec![Format::TarGz, Format::Zip],
             None => vec![Format::TarGz],
@@ -338,43 +358,18 @@ fn run(
     }
     formats.sort();
     formats.dedup();
-    let stem = match &platform {
-        Some(platform) => format!("{platform}.{name}"),
-        None => name.clone(),
-    };
     let mut pending = Vec::new();
-    for format in formats {
-        let final_path = settings
-            .out_dir
-            .join(format!("{stem}.{}", format.extension()));
-        let io = |source| PackageError::Io {
-            path: final_path.clone(),
-            source,
-        };
-        let mut temporary = tempfile::Builder::new()
-            .prefix(".ecp-package-")
-            .suffix(&format!(".{}", format.extension()))
-            .tempfile_in(&settings.out_dir)
-            .map_err(io)?;
-        let sha256 = write::write_archive(format, &files, settings.epoch, temporary.as_file_mut())
-            .map_err(io)?;
-        let mut check = Report::default();
-        lint::archive::lint_archive(temporary.path(), &mut check).map_err(PackageError::Lint)?;
-        if let Some(finding) = check
-            .findings
-            .iter()
-            .find(|f| f.severity == Severity::Error)
-        {
-            return Err(PackageError::ArchiveLint {
-                path: final_path,
-                message: format!("[{}] {}", finding.rule, finding.message),
-            });
+    for stem in release::stems(&name, platform.as_deref()) {
+        for &format in &formats {
+            let final_path = settings
+                .out_dir
+                .join(format!("{stem}.{}", format.extension()));
+            pending.push(write_checked(settings, &files, format, final_path)?);
         }
-        let bytes = temporary.as_file().metadata().map(|m| m.len()).unwrap_or(0);
-        pending.push((temporary, final_path, format, sha256, bytes));
     }
 
-    // 4. Everything is good: rename into place, then write the sums.
+    // 4. Everything is good: rename into place, then merge the sums (the
+    // other targets' archives packaged into this folder keep their lines).
     let mut archives = Vec::new();
     for (temporary, final_path, format, sha256, bytes) in pending {
         persist_mode(&temporary)?;
@@ -389,16 +384,24 @@ fn run(
             .and_then(|n| n.to_str())
             .unwrap_or_default()
             .to_owned();
-        write_atomically(
-            &settings.out_dir.join(format!("{file_name}.sha256")),
-            &format!("{sha256}  {file_name}\n"),
-        )?;
+        // ecp before 0.3 wrote `{archive}.sha256`, a name that starts with
+        // the platform prefix Qwen matches: it could be installed.
+        let legacy = settings.out_dir.join(format!("{file_name}.sha256"));
+        if std::fs::symlink_metadata(&legacy).is_ok_and(|m| m.is_file())
+            && std::fs::remove_file(&legacy).is_ok()
+        {
+            log(&format!(
+                "removed {}: its name starts with a platform prefix, so Qwen could install it; the sums are in {SUMS}",
+                legacy.display()
+            ));
+        }
         log(&format!(
             "archive: {} ({}, sha256 {})",
             final_path.display(),
             size(bytes),
             &sha256[..12.min(sha256.len())]
         ));
+        sums.entries.insert(file_name, sha256.clone());
         archives.push(WrittenArchive {
             path: final_path,
             format: format.extension(),
@@ -406,20 +409,15 @@ fn run(
             sha256,
         });
     }
-    let sums_path = settings.out_dir.join("SHA256SUMS");
-    let sums: String = archives
-        .iter()
-        .map(|a| {
-            let file_name = a
-                .path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or_default();
-            format!("{}  {file_name}\n", a.sha256)
-        })
-        .collect();
-    write_atomically(&sums_path, &sums)?;
-    log(&format!("sums: {}", sums_path.display()));
+    // Lines for archives no longer in the folder go.
+    sums.entries
+        .retain(|file, _| settings.out_dir.join(file).is_file());
+    write_atomically(&sums_path, &sums.render())?;
+    log(&format!(
+        "sums: {} ({} archive(s))",
+        sums_path.display(),
+        sums.entries.len()
+    ));
 
     Ok(Packaged {
         name,
@@ -436,6 +434,43 @@ fn run(
         archives,
         sums: sums_path,
     })
+}
+
+type Pending = (tempfile::NamedTempFile, PathBuf, Format, String, u64);
+
+/// Writes one archive to a temporary file in the output folder and lints
+/// it; it counts only when it passes.
+fn write_checked(
+    settings: &PackageSettings,
+    files: &[stage::StagedFile],
+    format: Format,
+    final_path: PathBuf,
+) -> Result<Pending, PackageError> {
+    let io = |source| PackageError::Io {
+        path: final_path.clone(),
+        source,
+    };
+    let mut temporary = tempfile::Builder::new()
+        .prefix(".ecp-package-")
+        .suffix(&format!(".{}", format.extension()))
+        .tempfile_in(&settings.out_dir)
+        .map_err(io)?;
+    let sha256 =
+        write::write_archive(format, files, settings.epoch, temporary.as_file_mut()).map_err(io)?;
+    let mut check = Report::default();
+    lint::archive::lint_archive(temporary.path(), &mut check).map_err(PackageError::Lint)?;
+    if let Some(finding) = check
+        .findings
+        .iter()
+        .find(|f| f.severity == Severity::Error)
+    {
+        return Err(PackageError::ArchiveLint {
+            path: final_path,
+            message: format!("[{}] {}", finding.rule, finding.message),
+        });
+    }
+    let bytes = temporary.as_file().metadata().map(|m| m.len()).unwrap_or(0);
+    Ok((temporary, final_path, format, sha256, bytes))
 }
 
 /// Archives are release assets: world-readable, not tempfile's 0600.

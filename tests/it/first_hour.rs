@@ -302,8 +302,13 @@ fn package_says_each_step_and_removes_stale_archives_when_it_fails() {
         .filter_map(|l| l.strip_prefix("ecp package: "))
         .map(|l| l.split(':').next().unwrap_or(""))
         .collect();
-    assert_eq!(steps, ["lint", "stage", "archive", "sums"], "{text}");
-    let archive = dir.join("dist/acme-context.tar.gz");
+    // One archive per platform for a platform-less extension.
+    assert_eq!(
+        steps,
+        ["lint", "stage", "archive", "archive", "archive", "sums"],
+        "{text}"
+    );
+    let archive = dir.join("dist/linux.acme-context.tar.gz");
     assert!(archive.is_file());
 
     // Broken: lint stops the run, and the old archive does not stay behind
@@ -314,11 +319,10 @@ fn package_says_each_step_and_removes_stale_archives_when_it_fails() {
     let text = said(&dir, &["package"], &[]);
     assert!(text.starts_with("exit: Some(1)"), "{text}");
     assert!(
-        text.contains("removed the previous acme-context.tar.gz"),
+        text.contains("removed the previous linux.acme-context.tar.gz, darwin.acme-context.tar.gz, win32.acme-context.tar.gz"),
         "{text}"
     );
     assert!(!archive.exists());
-    assert!(!dir.join("dist/acme-context.tar.gz.sha256").exists());
     assert!(!dir.join("dist/SHA256SUMS").exists());
 
     // --json stays one document, with no step lines.

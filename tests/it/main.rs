@@ -14,6 +14,7 @@ mod npm;
 mod numbers;
 mod package;
 mod proxy;
+mod release;
 #[path = "../support/remote.rs"]
 mod remote;
 mod render_props;

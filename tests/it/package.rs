@@ -104,8 +104,6 @@ async fn packages_are_reproducible_and_extract_into_a_working_extension() {
     for name in [
         "linux.x64.acme-context.tar.gz",
         "linux.x64.acme-context.zip",
-        "linux.x64.acme-context.tar.gz.sha256",
-        "linux.x64.acme-context.zip.sha256",
         "SHA256SUMS",
     ] {
         let a = std::fs::read(one.join("dist").join(name)).unwrap();
@@ -213,9 +211,7 @@ fn binary_and_target_name_the_archives() {
         [
             "SHA256SUMS",
             "darwin.arm64.acme-context.tar.gz",
-            "darwin.arm64.acme-context.tar.gz.sha256",
             "darwin.arm64.acme-context.zip",
-            "darwin.arm64.acme-context.zip.sha256",
         ]
     );
     // The prebuilt file is shipped as is.
@@ -236,8 +232,9 @@ fn binary_and_target_name_the_archives() {
         std::fs::read(&binary).unwrap()
     );
 
-    // Windows targets ship dist/main.exe; only the formats asked for.
-    let out = temp.path().join("win");
+    // Windows targets ship dist/main.exe; only the formats asked for; a
+    // second target packaged into the same folder adds its lines to the
+    // one SHA256SUMS.
     succeed(package(
         &dir,
         &[
@@ -255,9 +252,31 @@ fn binary_and_target_name_the_archives() {
         archives_in(&out),
         [
             "SHA256SUMS",
+            "darwin.arm64.acme-context.tar.gz",
+            "darwin.arm64.acme-context.zip",
             "win32.x64.acme-context.zip",
-            "win32.x64.acme-context.zip.sha256"
         ]
+    );
+    let sums = std::fs::read_to_string(out.join("SHA256SUMS")).unwrap();
+    let listed: Vec<&str> = sums.lines().map(|l| &l[66..]).collect();
+    assert_eq!(
+        listed,
+        [
+            "darwin.arm64.acme-context.tar.gz",
+            "darwin.arm64.acme-context.zip",
+            "win32.x64.acme-context.zip"
+        ]
+    );
+    // The same as sha256sum says, in its own format.
+    let check = Command::new("sha256sum")
+        .args(["--check", "--strict", "SHA256SUMS"])
+        .current_dir(&out)
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
     );
     let listing = Command::new("unzip")
         .arg("-l")
@@ -280,21 +299,41 @@ fn binary_and_target_name_the_archives() {
 }
 
 #[test]
-fn a_manifest_only_extension_gets_one_platform_independent_archive() {
+fn a_manifest_only_extension_gets_one_archive_per_platform() {
     let temp = tempfile::tempdir().unwrap();
     let dir = new_extension(temp.path(), &["--template", "remote"]);
-    succeed(package(&dir, &[]));
-    assert_eq!(
-        archives_in(&dir.join("dist")),
-        [
-            "SHA256SUMS",
-            "acme-context.tar.gz",
-            "acme-context.tar.gz.sha256"
-        ]
+    // A sums file ecp 0.2 left for an archive of this name goes.
+    std::fs::create_dir_all(dir.join("dist")).unwrap();
+    std::fs::write(dir.join("dist/linux.acme-context.tar.gz.sha256"), "x").unwrap();
+    let output = package(&dir, &[]);
+    assert!(
+        String::from_utf8_lossy(&output.stderr)
+            .contains("linux.acme-context.tar.gz.sha256: its name starts with a platform prefix"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
     );
+    succeed(output);
+    let names = [
+        "darwin.acme-context.tar.gz",
+        "linux.acme-context.tar.gz",
+        "win32.acme-context.tar.gz",
+    ];
+    let mut expected = vec!["SHA256SUMS"];
+    expected.extend(names);
+    assert_eq!(archives_in(&dir.join("dist")), expected);
+    // The same bytes under each platform's name.
+    let bytes: Vec<Vec<u8>> = names
+        .iter()
+        .map(|n| std::fs::read(dir.join("dist").join(n)).unwrap())
+        .collect();
+    assert!(bytes.windows(2).all(|w| w[0] == w[1]));
+    // The folder is a release Qwen resolves on every platform.
     let lint = ecp(&[
         "lint",
-        dir.join("dist/acme-context.tar.gz").to_str().unwrap(),
+        dir.join("dist").to_str().unwrap(),
+        "--deny-warnings",
+        "--release-tag",
+        "v0.1.0",
     ]);
     assert!(
         lint.status.success(),
@@ -303,7 +342,7 @@ fn a_manifest_only_extension_gets_one_platform_independent_archive() {
     );
     let listing = Command::new("tar")
         .arg("tzf")
-        .arg(dir.join("dist/acme-context.tar.gz"))
+        .arg(dir.join("dist/linux.acme-context.tar.gz"))
         .output()
         .unwrap();
     assert_eq!(
