@@ -208,9 +208,25 @@ struct TemplateContext<'a> {
     /// Where ecp's source lives (the crate's `repository`): pipelines
     /// install ecp from there, pinned to this version's tag.
     ecp_repository: &'static str,
+    /// `owner/name` of ecp's repository, whose `action.yml` the generated
+    /// release workflows use.
+    ecp_action: String,
+    /// The commit of this ecp when it is known (the action is pinned to
+    /// it), else its tag.
+    ecp_action_ref: String,
     /// The vendored runtime's version and tree checksum.
     runtime_version: &'static str,
     runtime_sha256: String,
+}
+
+/// `owner/name` of ecp's GitHub repository (from the crate's `repository`).
+pub fn ecp_action_repository() -> String {
+    let repository = env!("CARGO_PKG_REPOSITORY");
+    repository
+        .strip_prefix("https://github.com/")
+        .unwrap_or(repository)
+        .trim_end_matches('/')
+        .to_owned()
 }
 
 /// Where a template file lands in the generated tree.
@@ -265,6 +281,10 @@ pub fn plan(settings: &NewSettings) -> Result<Vec<GeneratedFile>, ScaffoldError>
         adapter_env_prefix: env_prefix(&format!("{}-adapter", settings.name)),
         ecp_version: env!("CARGO_PKG_VERSION"),
         ecp_repository: env!("CARGO_PKG_REPOSITORY"),
+        ecp_action: ecp_action_repository(),
+        ecp_action_ref: option_env!("ECP_SOURCE_COMMIT")
+            .map(str::to_owned)
+            .unwrap_or_else(|| format!("v{}", env!("CARGO_PKG_VERSION"))),
         runtime_version: vendor::RUNTIME_VERSION,
         runtime_sha256: vendor::runtime_sha256(),
     };

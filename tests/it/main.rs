@@ -23,3 +23,4 @@ mod serve_http;
 mod serve_remote;
 mod serve_stdio;
 mod upgrade;
+mod workflows;

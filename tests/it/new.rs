@@ -131,7 +131,14 @@ fn remote_template_is_a_clean_manifest_only_extension() {
         String::from_utf8_lossy(&output.stderr)
     );
     lint_is_clean(&dir);
-    assert_eq!(tree(&dir), ["README.md", "qwen-extension.json"]);
+    assert_eq!(
+        tree(&dir),
+        [
+            ".github/workflows/release.yml",
+            "README.md",
+            "qwen-extension.json"
+        ]
+    );
     let manifest = std::fs::read_to_string(dir.join("qwen-extension.json")).unwrap();
     insta::assert_snapshot!("remote_manifest", manifest);
     // The README runs the adapter for exactly this endpoint, behind TLS.

@@ -1,0 +1,45 @@
+//! Records the commit ecp is built from (`ECP_SOURCE_COMMIT`), so that the
+//! release workflows `ecp new` writes pin ecp's GitHub Action to that
+//! commit. A release build sets `ECP_SOURCE_COMMIT` (ecp's own release
+//! workflow passes `github.sha`); otherwise it is read from `.git` when the
+//! source is a git checkout. Without either, the workflows name the tag.
+
+use std::path::Path;
+
+fn main() {
+    println!("cargo:rerun-if-env-changed=ECP_SOURCE_COMMIT");
+    let from_env = std::env::var("ECP_SOURCE_COMMIT").ok();
+    let commit = from_env.filter(|c| is_commit(c)).or_else(git_head);
+    if let Some(commit) = commit {
+        println!("cargo:rustc-env=ECP_SOURCE_COMMIT={commit}");
+    }
+}
+
+fn is_commit(text: &str) -> bool {
+    text.len() == 40 && text.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// HEAD of the checkout, read from `.git` (no `git` needed).
+fn git_head() -> Option<String> {
+    let git = Path::new(".git");
+    if !git.is_dir() {
+        return None;
+    }
+    println!("cargo:rerun-if-changed=.git/HEAD");
+    let head = std::fs::read_to_string(git.join("HEAD")).ok()?;
+    let head = head.trim();
+    let Some(reference) = head.strip_prefix("ref: ") else {
+        return is_commit(head).then(|| head.to_owned());
+    };
+    println!("cargo:rerun-if-changed=.git/{reference}");
+    println!("cargo:rerun-if-changed=.git/packed-refs");
+    if let Ok(loose) = std::fs::read_to_string(git.join(reference)) {
+        let loose = loose.trim();
+        return is_commit(loose).then(|| loose.to_owned());
+    }
+    let packed = std::fs::read_to_string(git.join("packed-refs")).ok()?;
+    packed.lines().find_map(|line| {
+        let (commit, name) = line.split_once(' ')?;
+        (name == reference && is_commit(commit)).then(|| commit.to_owned())
+    })
+}
