@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 
 #[path = "../support/jwt.rs"]
 mod jwt;
+mod release;
 #[path = "../support/remote.rs"]
 mod remote;
 
