@@ -249,7 +249,11 @@ impl Sums {
             if digest.len() != 64 || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
                 return Err(fail("the digest is not 64 hexadecimal digits"));
             }
-            if name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
+            if name.is_empty()
+                || name.contains(['/', '\\'])
+                || name.starts_with('.')
+                || name.chars().any(char::is_control)
+            {
                 return Err(fail(
                     "the name must be a file in the release folder (no path, no leading dot)",
                 ));
@@ -388,6 +392,7 @@ mod tests {
             &format!("{a} x.tar.gz"),
             &format!("{a}  ../x.tar.gz"),
             &format!("{a}  .hidden"),
+            &format!("{a}  x\r"),
             &format!("{a}  x\n{b}  x"),
         ] {
             assert!(Sums::parse(bad).is_err(), "{bad:?}");

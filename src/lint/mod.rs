@@ -449,19 +449,24 @@ fn folder_rules(folder: &Path, file: &str, facts: &manifest::ManifestFacts, repo
     {
         report.add(finding);
     }
-    if let (Some(version), Some(table)) = (&facts.version, &cargo_table)
-        && let Some(crate_version) = crate_version(table)
-        && crate_version != *version
-    {
-        let span = facts.version_span.unwrap_or_default();
-        report.add(Finding::new(
-            Rule::VersionDrift,
-            file,
-            span,
-            "/version",
-            format!("the manifest says {version} but Cargo.toml says {crate_version}"),
-            "bump both versions together",
-        ));
+    // The manifest, Cargo.toml and package.json describe one release.
+    let others = [
+        ("Cargo.toml", cargo_table.as_ref().and_then(crate_version)),
+        ("package.json", package_json_version(folder)),
+    ];
+    if let Some(version) = &facts.version {
+        for (source, other) in others {
+            if let Some(other) = other.filter(|other| other != version) {
+                report.add(Finding::new(
+                    Rule::VersionDrift,
+                    file,
+                    facts.version_span.unwrap_or_default(),
+                    "/version",
+                    format!("the manifest says {version} but {source} says {other}"),
+                    "bump both versions together",
+                ));
+            }
+        }
     }
 }
 
@@ -558,6 +563,13 @@ pub(crate) fn runtime_finding(
             help,
         )
     })
+}
+
+/// `version` of a `package.json` beside the manifest (a Node extension).
+fn package_json_version(folder: &Path) -> Option<String> {
+    let text = read(&folder.join("package.json"), Some(folder)).ok()?;
+    let document: serde_json::Value = serde_json::from_str(&text).ok()?;
+    document.get("version")?.as_str().map(str::to_owned)
 }
 
 fn crate_version(document: &toml::Table) -> Option<String> {

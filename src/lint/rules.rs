@@ -219,9 +219,9 @@ refuses to overwrite local edits (unless `--force`) and never touches `src/provi
 kept in the runtime crate, `src/releases.rs`, and shown by `ecp upgrade`). Publishing the extension as it \
 is would ship the problem: run `ecp upgrade`, then `cargo test`, `ecp package` and `ecp check`.";
     VersionDrift = "version-drift", Error,
-        "the manifest version differs from the crate version",
+        "the manifest version differs from the crate or package version",
         "For a Rust extension the manifest `version` and `Cargo.toml`'s `package.version` describe the same \
-release. Bump both together.";
+release, as do the manifest and `package.json`'s `version` for a Node one. Bump them together.";
     ContextFileMissing = "context-file-missing", Error,
         "a context file named by `contextFileName` is missing",
         "Qwen loads the files named by `contextFileName` into the model context. Add the file or remove \

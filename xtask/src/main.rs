@@ -388,6 +388,7 @@ const FUZZ_TARGETS: &[&str] = &[
     "http_body",
     "jsonrpc_stdio",
     "jwt",
+    "release_assets",
 ];
 
 fn fuzz(seconds: u64) -> Result<(), String> {

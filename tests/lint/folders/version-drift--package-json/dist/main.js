@@ -1,0 +1,2 @@
+import { createServer } from "node:http";
+const crypto = require("crypto");
