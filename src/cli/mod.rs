@@ -116,7 +116,8 @@ pub struct NewArgs {
     /// by dashes, e.g. acme-context
     pub name: String,
 
-    /// What to create: a Rust adapter crate (local) or a manifest for a
+    /// What to create: a Rust adapter crate (local), a TypeScript adapter
+    /// bundled into dist/main.js (local-ts), or a manifest for a
     /// provider-operated endpoint (remote) [default: local; asked on a terminal]
     #[arg(long, value_enum)]
     pub template: Option<TemplateChoice>,
@@ -150,6 +151,7 @@ pub struct NewArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TemplateChoice {
     Local,
+    LocalTs,
     Remote,
 }
 
@@ -194,13 +196,19 @@ pub struct PackageArgs {
     #[arg(long = "format", value_enum, value_name = "FORMAT")]
     pub formats: Vec<ArchiveFormat>,
 
-    /// Where to write the archives [default: PATH/dist]
+    /// Where to write the archives [default: PATH/dist, or PATH/release for
+    /// a Node project, whose dist/ holds the bundle]
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
 
     /// Ship this prebuilt executable as dist/main instead of building
     #[arg(long, value_name = "FILE")]
     pub binary: Option<PathBuf>,
+
+    /// Node projects: package the bundle already built (no npm ci, no npm
+    /// run build)
+    #[arg(long)]
+    pub skip_build: bool,
 
     /// Rust target triple to build for (and to name the archives after)
     #[arg(long, value_name = "TRIPLE")]

@@ -30,23 +30,21 @@ fn ask(
 fn settings(args: &NewArgs, interactive: bool) -> Result<NewSettings, String> {
     let template = match (args.template, interactive) {
         (Some(TemplateChoice::Local), _) => Template::Local,
+        (Some(TemplateChoice::LocalTs), _) => Template::LocalTs,
         (Some(TemplateChoice::Remote), _) => Template::Remote,
         (None, false) => Template::Local,
         (None, true) => {
             let choice = Select::with_theme(&ColorfulTheme::default())
                 .with_prompt("Template")
                 .items([
-                    "local  - a Rust adapter crate for your REST API (dist/main)",
-                    "remote - a manifest for your own Streamable HTTP MCP endpoint",
+                    "local    - a Rust adapter crate for your REST API (dist/main)",
+                    "local-ts - a TypeScript adapter for your REST API, bundled into dist/main.js",
+                    "remote   - a manifest for your own Streamable HTTP MCP endpoint",
                 ])
                 .default(0)
                 .interact()
                 .map_err(|e| format!("prompt failed: {e}"))?;
-            if choice == 0 {
-                Template::Local
-            } else {
-                Template::Remote
-            }
+            [Template::Local, Template::LocalTs, Template::Remote][choice.min(2)]
         }
     };
     let mut settings = NewSettings::with_defaults(&args.name, template);
@@ -59,7 +57,7 @@ fn settings(args: &NewArgs, interactive: bool) -> Result<NewSettings, String> {
             scaffold::check_description,
         )?,
     };
-    if template == Template::Local {
+    if template != Template::Remote {
         settings.env_prefix = match (&args.env_prefix, interactive) {
             (Some(prefix), _) => prefix.clone(),
             (None, false) => settings.env_prefix,
@@ -106,11 +104,31 @@ fn next_steps(settings: &NewSettings) -> Vec<(String, &'static str)> {
                 "one call, no service needed",
             ),
         ],
+        Template::LocalTs => vec![
+            (
+                "$EDITOR src/provider.ts".into(),
+                "map your search API to profile items",
+            ),
+            (
+                "npm ci && npm test".into(),
+                "the contract vectors and your mapping",
+            ),
+            ("ecp lint .".into(), "the pre-publish gate"),
+            (
+                "ecp package".into(),
+                "npm ci, npm run build, then dist/{linux,darwin,win32}.<name>.tar.gz",
+            ),
+            ("ecp check .".into(), "conformance, faults included"),
+            (
+                "ecp call . \"deployment policy\" --fixture example".into(),
+                "one call, no service needed",
+            ),
+        ],
         Template::Remote => vec![
             ("ecp lint .".into(), "the pre-publish gate"),
             (
                 "ecp package".into(),
-                "dist/<name>.tar.gz, the one release asset",
+                "dist/{linux,darwin,win32}.<name>.tar.gz and SHA256SUMS",
             ),
             (
                 format!(
@@ -146,6 +164,7 @@ pub fn run(args: NewArgs) -> Outcome {
     }
     let kind = match settings.template {
         Template::Local => "local adapter",
+        Template::LocalTs => "local TypeScript adapter",
         Template::Remote => "remote manifest",
     };
     println!(
@@ -162,7 +181,7 @@ pub fn run(args: NewArgs) -> Outcome {
     for (command, comment) in steps {
         println!("  {command:<width$}   # {comment}");
     }
-    if settings.template == Template::Local {
+    if settings.template != Template::Remote {
         println!();
         println!(
             "Against your own service: export {0}_BASE_URL=https://... {0}_TOKEN=..., then `ecp call . \"deployment policy\"`.",

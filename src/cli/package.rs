@@ -25,10 +25,10 @@ pub fn run(args: PackageArgs, color: ColorChoice) -> Outcome {
         Err(message) => return Err(Failure::new(Exit::CouldNotRun, message)),
     };
     let settings = PackageSettings {
-        out_dir: args
-            .out_dir
-            .clone()
-            .unwrap_or_else(|| args.path.join("dist")),
+        out_dir: args.out_dir.clone().unwrap_or_else(|| {
+            let node = crate::package::build::is_node_project(&args.path);
+            args.path.join(if node { "release" } else { "dist" })
+        }),
         folder: args.path.clone(),
         formats: args
             .formats
@@ -39,6 +39,7 @@ pub fn run(args: PackageArgs, color: ColorChoice) -> Outcome {
             })
             .collect(),
         binary: args.binary.clone(),
+        skip_build: args.skip_build,
         target: args.target.clone(),
         progress: !args.json && std::io::stderr().is_terminal(),
         epoch,
@@ -74,10 +75,11 @@ pub fn run(args: PackageArgs, color: ColorChoice) -> Outcome {
         return Ok(Exit::Success);
     }
     let version = packaged.version.as_deref().unwrap_or("(no version)");
-    let platform = packaged
-        .platform
-        .as_deref()
-        .unwrap_or("every platform (manifest only)");
+    let platform = match (&packaged.platform, packaged.bundle) {
+        (Some(platform), _) => platform.as_str(),
+        (None, true) => "every platform (a JavaScript bundle Node runs)",
+        (None, false) => "every platform (manifest only)",
+    };
     println!("Packaged {} {version} for {platform}", packaged.name);
     for file in &packaged.files {
         println!(

@@ -143,3 +143,67 @@ pub fn build(
 fn cargo() -> String {
     std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
 }
+
+/// Whether `folder` is a Node project (`package.json` beside the manifest).
+pub fn is_node_project(folder: &Path) -> bool {
+    folder.join("package.json").is_file()
+}
+
+/// Runs one npm command in `folder`. npm's own output goes to the terminal
+/// when `progress`; otherwise it is kept and shown only when npm fails.
+fn npm(folder: &Path, args: &[&str], progress: bool) -> Result<(), PackageError> {
+    let shown = format!("npm {}", args.join(" "));
+    let mut command = Command::new(if cfg!(windows) { "npm.cmd" } else { "npm" });
+    command.args(args).current_dir(folder).stdin(Stdio::null());
+    let output = if progress {
+        command
+            .stdout(Stdio::inherit())
+            .stderr(Stdio::inherit())
+            .status()
+            .map(|status| (status, Vec::new()))
+    } else {
+        command.output().map(|o| {
+            let mut text = o.stdout;
+            text.extend_from_slice(&o.stderr);
+            (o.status, text)
+        })
+    };
+    let (status, text) = output.map_err(|e| {
+        PackageError::Build(format!(
+            "cannot run {shown}: {e} (is Node.js with npm installed?)"
+        ))
+    })?;
+    if status.success() {
+        return Ok(());
+    }
+    let said = String::from_utf8_lossy(&text);
+    let tail: Vec<&str> = said.lines().rev().take(20).collect();
+    let tail: Vec<&str> = tail.into_iter().rev().collect();
+    Err(PackageError::Build(if tail.is_empty() {
+        format!("{shown} failed ({status})")
+    } else {
+        format!("{shown} failed ({status}):\n{}", tail.join("\n"))
+    }))
+}
+
+/// `npm ci` (a missing `package-lock.json` is created first, with a note)
+/// and `npm run build`, which writes the bundle.
+pub fn build_node(
+    folder: &Path,
+    progress: bool,
+    log: &mut dyn FnMut(&str),
+) -> Result<(), PackageError> {
+    let quiet = ["--no-audit", "--no-fund"];
+    if !folder.join("package-lock.json").is_file() {
+        npm(
+            folder,
+            &[&["install", "--package-lock-only"], &quiet[..]].concat(),
+            progress,
+        )?;
+        eprintln!("note: created package-lock.json for a reproducible build; commit it");
+    }
+    log("build: npm ci");
+    npm(folder, &[&["ci"], &quiet[..]].concat(), progress)?;
+    log("build: npm run build");
+    npm(folder, &["run", "build"], progress)
+}

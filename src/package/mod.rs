@@ -6,7 +6,8 @@
 //!
 //! - [`stage`]: what goes in (and what never does);
 //! - [`write`]: the deterministic tar.gz and zip writers;
-//! - [`build`]: `cargo_metadata` and `cargo build --release --locked`.
+//! - [`build`]: `cargo_metadata` and `cargo build --release --locked`, or
+//!   `npm ci` and `npm run build` for a Node project.
 
 pub mod build;
 pub mod stage;
@@ -37,6 +38,9 @@ pub struct PackageSettings {
     pub progress: bool,
     /// Entry times (`SOURCE_DATE_EPOCH`, or [`DEFAULT_EPOCH`]).
     pub epoch: u64,
+    /// Package the bundle a Node project already built (no `npm ci`, no
+    /// `npm run build`).
+    pub skip_build: bool,
 }
 
 /// One written archive.
@@ -53,8 +57,10 @@ pub struct WrittenArchive {
 pub struct Packaged {
     pub name: String,
     pub version: Option<String>,
-    /// `linux.x64` and the like; `None` for a manifest-only extension.
+    /// `linux.x64` and the like; `None` for a platform-less extension.
     pub platform: Option<String>,
+    /// The entry point is a JavaScript bundle (`node dist/main.js`).
+    pub bundle: bool,
     pub files: Vec<PackagedFile>,
     pub archives: Vec<WrittenArchive>,
     pub sums: PathBuf,
@@ -138,27 +144,43 @@ pub fn host_triple() -> String {
     }
 }
 
-/// `ecp.include` of the crate's `[package.metadata]`.
+/// What the project declares to ship besides the manifest, the entry point
+/// and the documentation: `[package.metadata.ecp] include` of `Cargo.toml`,
+/// or `"ecp": {"include": [...]}` of `package.json`.
 fn include_setting(folder: &Path) -> Vec<String> {
-    let Ok(text) = std::fs::read_to_string(folder.join("Cargo.toml")) else {
-        return Vec::new();
+    let strings = |items: Option<Vec<Option<&str>>>| -> Vec<String> {
+        items
+            .unwrap_or_default()
+            .into_iter()
+            .flatten()
+            .map(str::to_owned)
+            .collect()
     };
-    let Ok(document) = text.parse::<toml::Table>() else {
-        return Vec::new();
-    };
-    document
-        .get("package")
-        .and_then(|p| p.get("metadata"))
-        .and_then(|m| m.get("ecp"))
-        .and_then(|e| e.get("include"))
-        .and_then(|i| i.as_array())
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|i| i.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
+    let mut include = Vec::new();
+    if let Ok(text) = std::fs::read_to_string(folder.join("Cargo.toml"))
+        && let Ok(document) = text.parse::<toml::Table>()
+    {
+        include.extend(strings(
+            document
+                .get("package")
+                .and_then(|p| p.get("metadata"))
+                .and_then(|m| m.get("ecp"))
+                .and_then(|e| e.get("include"))
+                .and_then(|i| i.as_array())
+                .map(|items| items.iter().map(|i| i.as_str()).collect()),
+        ));
+    }
+    if let Ok(text) = std::fs::read_to_string(folder.join("package.json"))
+        && let Ok(document) = serde_json::from_str::<serde_json::Value>(&text)
+    {
+        include.extend(strings(
+            document
+                .pointer("/ecp/include")
+                .and_then(|i| i.as_array())
+                .map(|items| items.iter().map(|i| i.as_str()).collect()),
+        ));
+    }
+    include
 }
 
 /// Runs the whole pipeline; `log` hears one line per step. When it fails,
@@ -237,8 +259,50 @@ fn run(
 ) -> Result<Packaged, PackageError> {
     let folder = &settings.folder;
     // 1. Lint, which also reads the manifest's facts (one parse).
-    let (report, facts) = lint::lint_path_with_facts(folder).map_err(PackageError::Lint)?;
-    let facts = facts.unwrap_or_default();
+    let (mut report, facts) = lint::lint_path_with_facts(folder).map_err(PackageError::Lint)?;
+    let mut facts = facts.unwrap_or_default();
+    let script = facts
+        .entry_point
+        .as_ref()
+        .is_some_and(|e| e.kind == lint::manifest::EntryKind::Script);
+    // A Node project builds its bundle first (`npm ci`, `npm run build`);
+    // then the folder is linted again, bundle and all.
+    // Only a missing bundle may stand in the way at this point.
+    let blocking = report.count(Severity::Error)
+        - report
+            .findings
+            .iter()
+            .filter(|f| f.rule == lint::Rule::EntryPointMissing)
+            .count();
+    if script && build::is_node_project(folder) && blocking == 0 {
+        if settings.skip_build {
+            log("build: skipped (--skip-build), packaging the bundle as it is");
+        } else {
+            let started = std::time::Instant::now();
+            build::build_node(folder, settings.progress, log)?;
+            log(&format!(
+                "build: the bundle in {:.1} s",
+                started.elapsed().as_secs_f64()
+            ));
+            let (again, found) = lint::lint_path_with_facts(folder).map_err(PackageError::Lint)?;
+            report = again;
+            facts = found.unwrap_or_default();
+        }
+    }
+    if script
+        && let Some(finding) = report
+            .findings
+            .iter()
+            .find(|f| f.rule == lint::Rule::BundleNotSelfContained)
+    {
+        return Err(PackageError::Refused {
+            path: finding.file.clone(),
+            reason: format!(
+                "{}; Qwen installs no packages (bundle every dependency: esbuild --bundle --platform=node)",
+                finding.message
+            ),
+        });
+    }
     let name = facts.name.clone().unwrap_or_default();
     let triple = settings.target.clone().unwrap_or_else(host_triple);
     let native = facts
@@ -423,6 +487,7 @@ fn run(
         name,
         version: facts.version,
         platform,
+        bundle: script,
         files: files
             .iter()
             .map(|f| PackagedFile {

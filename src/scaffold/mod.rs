@@ -7,6 +7,7 @@
 //! puts the tree into place through a temporary sibling folder and one
 //! rename, so a failure never leaves a half-written extension behind.
 
+pub mod typescript;
 pub mod vendor;
 
 use std::path::{Path, PathBuf};
@@ -23,6 +24,9 @@ static TEMPLATES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/templates");
 pub enum Template {
     /// A Rust crate: the provider's own adapter, built into `dist/main`.
     Local,
+    /// A TypeScript project on the MCP TypeScript SDK, bundled by esbuild
+    /// into `dist/main.js`, which Qwen runs with `node`.
+    LocalTs,
     /// A manifest-only extension pointing at a provider-operated endpoint.
     Remote,
 }
@@ -31,6 +35,7 @@ impl Template {
     fn folder(self) -> &'static str {
         match self {
             Template::Local => "local",
+            Template::LocalTs => "local-ts",
             Template::Remote => "remote",
         }
     }
@@ -347,6 +352,12 @@ pub fn plan(settings: &NewSettings) -> Result<Vec<GeneratedFile>, ScaffoldError>
                 contents: contents.to_vec(),
             });
         }
+    }
+    if settings.template == Template::LocalTs {
+        files.extend(typescript::project_files(
+            &settings.name,
+            &settings.description,
+        )?);
     }
     files.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(files)

@@ -1,0 +1,162 @@
+// The MCP runtime around a Provider: the one `context_search` tool on the
+// official MCP TypeScript SDK over stdio, with the profile's input rules,
+// rendering, stable redacted errors, a provider budget inside the client's
+// timeout, cancellation that aborts the provider's request, and no retry.
+// Part of ecp's TypeScript runtime; `ecp new` copies it verbatim. Edit
+// src/provider.ts instead.
+
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+} from "@modelcontextprotocol/sdk/types.js";
+
+import {
+  DEFAULT_BUDGET_MS,
+  MAX_BUDGET_MS,
+  MAX_ITEMS,
+  type ProviderItem,
+  SEARCH_FAILED,
+  TOOL,
+  TOOL_NAME,
+} from "../profile/contract.js";
+import { queryFromArguments } from "../profile/query.js";
+import { render } from "../profile/render.js";
+
+/** What a provider team implements: one search, at most one upstream request, no retry. */
+export interface Provider {
+  /**
+   * Searches for `query` (already normalized) and returns at most `limit`
+   * items in rank order. `signal` aborts when the budget runs out or the
+   * client cancels: pass it to the request so that the upstream sees the
+   * connection close.
+   */
+  search(query: string, limit: number, signal: AbortSignal): Promise<ProviderItem[]>;
+}
+
+/**
+ * A failed search. `reason` goes to the server's stderr log (so it must not
+ * hold the query, a credential, the endpoint or the upstream body); the
+ * client only ever sees the stable message.
+ */
+export class ProviderError extends Error {
+  constructor(readonly reason: string) {
+    super(reason);
+    this.name = "ProviderError";
+  }
+}
+
+export interface AdapterOptions {
+  /** The server name (the extension name). */
+  name: string;
+  version: string;
+  /** The provider budget in milliseconds (default 5000). */
+  budgetMs?: number;
+}
+
+/** One line on stderr: `name: message`. Never the query or a credential. */
+export function log(name: string, message: string): void {
+  process.stderr.write(`${name}: ${message}\n`);
+}
+
+type Outcome = { found: ProviderItem[] } | { failed: string } | { cancelled: true };
+
+/** Runs one search within the budget; a provider that ignores the signal is abandoned, not awaited. */
+async function searchWithin(
+  provider: Provider,
+  query: string,
+  budgetMs: number,
+  cancelled: AbortSignal,
+): Promise<Outcome> {
+  const budget = new AbortController();
+  const signal = AbortSignal.any([budget.signal, cancelled]);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const outOfTime = new Promise<Outcome>((resolve) => {
+    timer = setTimeout(() => {
+      budget.abort();
+      resolve({ failed: "provider budget exceeded" });
+    }, budgetMs);
+  });
+  const whenCancelled = new Promise<Outcome>((resolve) => {
+    if (cancelled.aborted) resolve({ cancelled: true });
+    cancelled.addEventListener("abort", () => resolve({ cancelled: true }), { once: true });
+  });
+  const searched = provider.search(query, MAX_ITEMS, signal).then(
+    (items): Outcome => ({ found: Array.isArray(items) ? items : [] }),
+    (error: unknown): Outcome => ({
+      failed: error instanceof ProviderError ? error.reason : "the provider failed",
+    }),
+  );
+  try {
+    return await Promise.race([searched, outOfTime, whenCancelled]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const failure = (text: string) => ({ isError: true, content: [{ type: "text" as const, text }] });
+
+/** The MCP server offering `context_search` around `provider`, not yet connected. */
+export function contextSearchServer(provider: Provider, options: AdapterOptions): Server {
+  const budgetMs = options.budgetMs ?? DEFAULT_BUDGET_MS;
+  const server = new Server({ name: options.name, version: options.version }, { capabilities: { tools: {} } });
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [TOOL] }));
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    if (request.params.name !== TOOL_NAME) {
+      throw new McpError(ErrorCode.InvalidParams, "Unknown tool: this server offers only context_search.");
+    }
+    const input = queryFromArguments(request.params.arguments);
+    if (!input.ok) return failure(input.message);
+    const outcome = await searchWithin(provider, input.query, budgetMs, extra.signal);
+    if ("found" in outcome) {
+      const envelope = render(outcome.found);
+      return { content: [{ type: "text" as const, text: envelope.text }], structuredContent: envelope.structuredContent };
+    }
+    if ("failed" in outcome) log(options.name, `context_search failed: ${outcome.failed}`);
+    else log(options.name, "context_search cancelled by the client");
+    return failure(SEARCH_FAILED);
+  });
+  return server;
+}
+
+/** The budget from `variable` (milliseconds, 1 to 600000), or the default; `undefined` with a message when it is refused. */
+export function budgetFromEnv(variable: string): { budgetMs: number } | { refused: string } {
+  const raw = process.env[variable];
+  if (raw === undefined || raw.trim() === "" || /^\$\{.*\}$/.test(raw.trim())) return { budgetMs: DEFAULT_BUDGET_MS };
+  const value = Number(raw.trim());
+  if (!/^[0-9]+$/.test(raw.trim()) || value < 1 || value > MAX_BUDGET_MS) {
+    return { refused: `${variable} must be a whole number of milliseconds from 1 to ${MAX_BUDGET_MS}` };
+  }
+  return { budgetMs: value };
+}
+
+/**
+ * The entry point: builds the provider (a configuration error is one line on
+ * stderr and exit 1; a refused budget exit 2), then serves MCP on stdio
+ * until stdin closes and the calls in flight have answered.
+ */
+export async function main(options: AdapterOptions & { budgetEnv?: string }, makeProvider: () => Provider): Promise<void> {
+  let budgetMs = options.budgetMs;
+  if (budgetMs === undefined && options.budgetEnv !== undefined) {
+    const budget = budgetFromEnv(options.budgetEnv);
+    if ("refused" in budget) {
+      log(options.name, budget.refused);
+      process.exit(2);
+    }
+    budgetMs = budget.budgetMs;
+  }
+  let provider: Provider;
+  try {
+    provider = makeProvider();
+  } catch (error) {
+    log(options.name, error instanceof Error ? error.message : "the provider could not be configured");
+    process.exit(1);
+  }
+  const server = contextSearchServer(provider, { ...options, budgetMs });
+  // When stdin closes, nothing is left to keep Node running but the calls in
+  // flight: it exits once they have answered (within the budget).
+  await server.connect(new StdioServerTransport());
+}
