@@ -8,6 +8,7 @@ mod hostile;
 #[path = "../support/jwt.rs"]
 mod jwt;
 mod lint;
+mod local_ts;
 mod mcp;
 mod new;
 mod npm;

@@ -82,7 +82,7 @@ fn assert_pinned(text: &str) {
 #[test]
 fn generated_release_workflows_pass_actionlint_and_zizmor_and_hold_the_gate() {
     let temp = tempfile::tempdir().unwrap();
-    for template in ["local", "remote"] {
+    for template in ["local", "local-ts", "remote"] {
         let dir = temp.path().join(format!("acme-{template}"));
         let output = ecp_new(&dir, &["--template", template]);
         assert!(output.status.success(), "{output:?}");
@@ -94,9 +94,11 @@ fn generated_release_workflows_pass_actionlint_and_zizmor_and_hold_the_gate() {
         // ecp's own action, at the commit this ecp was built from.
         let action = format!("uses: {}@", ecp::scaffold::ecp_action_repository());
         assert!(text.contains(&action), "{text}");
+        // A Node project's dist/ holds the bundle; its archives go to release/.
+        let release = if template == "local-ts" { "release" } else { "dist" };
         assert!(
             text.contains("--release-tag \"$TAG\"")
-                && text.contains("ecp lint dist --deny-warnings"),
+                && text.contains(&format!("ecp lint {release} --deny-warnings")),
             "the tag and the release folder are gated: {text}"
         );
         if template == "local" {
