@@ -735,3 +735,72 @@ async fn both_clients_validate_structured_content_against_the_output_schema() {
         show(&python)
     );
 }
+
+/// `ecp new --template local-ts` packaged: the archive Qwen installs.
+fn packaged_typescript() -> PathBuf {
+    let dir = root().join("target/e2e-work/typescript/acme-context");
+    let _ = std::fs::remove_dir_all(&dir);
+    let output = ecp(&[
+        "new",
+        "acme-context",
+        "--template",
+        "local-ts",
+        "--yes",
+        "--dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", show(&output));
+    let output = Command::new(env!("CARGO_BIN_EXE_ecp"))
+        .args(["package", dir.to_str().unwrap()])
+        .env("npm_config_cache", root().join("target/npm-cache/_npm"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", show(&output));
+    dir.join("release/linux.acme-context.tar.gz")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn qwen_runs_the_typescript_template_with_node_and_the_envelope_reaches_the_model() {
+    let archive = tokio::task::block_in_place(packaged_typescript);
+    let qwen = Qwen::new();
+    qwen.install(&archive);
+    let installed = qwen.home.path().join(".qwen/extensions/acme-context");
+    assert!(installed.join("dist/main.js").is_file());
+    assert!(
+        !installed.join("node_modules").exists(),
+        "nothing but the bundle"
+    );
+
+    let upstream = Upstream::start(|_| Reply::json(UPSTREAM_ITEMS)).await;
+    let model = Upstream::start(fake_model).await;
+    let env = [
+        ("ACME_CONTEXT_BASE_URL", upstream.base_url.as_str()),
+        ("ACME_CONTEXT_TOKEN", "e2e-token"),
+    ];
+    let mcp = tokio::task::block_in_place(|| qwen.run(&["mcp", "list"], &env));
+    assert!(
+        String::from_utf8_lossy(&mcp.stdout)
+            .lines()
+            .any(|l| l.contains("acme-context") && l.contains("node") && l.contains("Connected")),
+        "{}",
+        show(&mcp)
+    );
+    let headless = tokio::task::block_in_place(|| qwen.ask(&model, &env));
+    assert!(headless.status.success(), "{}", show(&headless));
+    let (_, result) = tool_result(&headless);
+    assert_eq!(result["is_error"], false, "{}", show(&headless));
+    let expected = expected_envelope();
+    assert!(
+        result["content"]
+            .as_str()
+            .unwrap()
+            .lines()
+            .any(|l| l == expected),
+        "expected line {expected}\n{}",
+        show(&headless)
+    );
+    let seen = upstream.requests();
+    assert_eq!(seen.len(), 1, "one call, one upstream request");
+    assert_eq!(seen[0].header("authorization"), Some("Bearer e2e-token"));
+}

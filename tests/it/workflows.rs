@@ -95,7 +95,11 @@ fn generated_release_workflows_pass_actionlint_and_zizmor_and_hold_the_gate() {
         let action = format!("uses: {}@", ecp::scaffold::ecp_action_repository());
         assert!(text.contains(&action), "{text}");
         // A Node project's dist/ holds the bundle; its archives go to release/.
-        let release = if template == "local-ts" { "release" } else { "dist" };
+        let release = if template == "local-ts" {
+            "release"
+        } else {
+            "dist"
+        };
         assert!(
             text.contains("--release-tag \"$TAG\"")
                 && text.contains(&format!("ecp lint {release} --deny-warnings")),
