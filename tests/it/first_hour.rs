@@ -46,6 +46,20 @@ fn quickstart_runs_as_written() {
         .get(1)
         .expect("a second block: the quickstart itself");
     assert!(script.contains("ecp new acme-context"), "{script}");
+    let (temp, stdout, stderr) = run_block(script);
+    assert!(
+        stdout.contains("conforms to the External Context MCP Profile v1"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("\"id\": \"deploy-policy\""), "{stdout}");
+    assert!(stderr.contains("ecp package: sums:"), "{stderr}");
+    let dist = temp.path().join("acme-context/dist");
+    assert!(dist.join("linux.x64.acme-context.tar.gz").is_file());
+}
+
+/// One Quickstart block run by bash in a temp folder with the built ecp
+/// first on PATH; it must succeed.
+fn run_block(script: &str) -> (tempfile::TempDir, String, String) {
     let temp = tempfile::tempdir().unwrap();
     std::fs::write(
         temp.path().join("quickstart.sh"),
@@ -65,26 +79,51 @@ fn quickstart_runs_as_written() {
         .env("EDITOR", "true")
         .env("CARGO_TARGET_DIR", generated_target())
         .env("CARGO_NET_OFFLINE", "true")
+        .env(
+            "npm_config_cache",
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("target/npm-cache/_npm"),
+        )
         .env_remove("ACME_CONTEXT_BASE_URL")
         .env_remove("ACME_CONTEXT_TOKEN")
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(
         output.status.success(),
         "the quickstart failed ({}):\n{stdout}\n{stderr}",
         output.status
     );
+    (temp, stdout, stderr)
+}
+
+/// README's TypeScript quickstart, verbatim.
+#[test]
+fn the_typescript_quickstart_runs_as_written() {
+    let blocks = quickstart_blocks();
+    let script = blocks
+        .get(2)
+        .expect("a third block: the TypeScript quickstart");
+    assert!(script.contains("--template local-ts"), "{script}");
+    let (temp, stdout, stderr) = run_block(script);
     assert!(
         stdout.contains("conforms to the External Context MCP Profile v1"),
         "{stdout}"
     );
     assert!(stdout.contains("\"id\": \"deploy-policy\""), "{stdout}");
-    assert!(stderr.contains("ecp package: sums:"), "{stderr}");
-    let dist = temp.path().join("acme-context/dist");
-    assert!(dist.join("linux.x64.acme-context.tar.gz").is_file());
+    assert!(
+        stderr.contains("ecp package: build: npm run build"),
+        "{stderr}"
+    );
+    let release = temp.path().join("acme-context/release");
+    for platform in ["linux", "darwin", "win32"] {
+        assert!(
+            release
+                .join(format!("{platform}.acme-context.tar.gz"))
+                .is_file()
+        );
+    }
 }
 
 /// `ecp ARGS` in `dir` with extra variables: status, stdout and stderr in
