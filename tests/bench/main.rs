@@ -32,6 +32,9 @@ struct Settings {
     /// The generated extension's folder (for the fresh build).
     extension: PathBuf,
     node_server: PathBuf,
+    /// A generated `--template local-ts` extension, packaged (its
+    /// `dist/main.js` built).
+    ts_extension: PathBuf,
     mcpb: PathBuf,
     out: PathBuf,
 }
@@ -503,6 +506,7 @@ fn main() {
         main: arg(&args, "--main"),
         extension: arg(&args, "--extension"),
         node_server: arg(&args, "--node-server"),
+        ts_extension: arg(&args, "--ts-extension"),
         mcpb: arg(&args, "--mcpb"),
         out: arg(&args, "--out"),
     };
@@ -525,6 +529,8 @@ fn main() {
         std::env::current_exe().unwrap().display().to_string(),
         "--floor".to_owned(),
     ];
+    let ts_bundle = settings.ts_extension.join("dist/main.js");
+    let ts_cmd = vec!["node".to_owned(), ts_bundle.display().to_string()];
     let mut report = Report::default();
 
     eprintln!("cold start (spawn to initialize answer), {rounds} rounds");
@@ -542,6 +548,12 @@ fn main() {
         "cold start at least 50x faster",
         node_start / main_start >= 50.0,
         format!("{:.0}x", node_start / main_start),
+    );
+
+    let (ts_start, ts_min, ts_max) = stats(&mut cold_start(&ts_cmd, &base_url, rounds));
+    report.row(
+        "cold start, ecp new --template local-ts dist/main.js",
+        format!("{ts_start:.2} ms [{ts_min:.2}-{ts_max:.2}]"),
     );
 
     eprintln!("per call, {calls} sequential tools/call through a loopback upstream");
@@ -565,6 +577,55 @@ fn main() {
             ),
         );
     }
+    let (ts_calls, ts_rss) = per_call(&ts_cmd, &base_url, calls);
+    report.row(
+        "per call p50 / p99, local-ts dist/main.js",
+        format!(
+            "{:.0} / {:.0} µs",
+            percentile(&ts_calls, 0.5),
+            percentile(&ts_calls, 0.99)
+        ),
+    );
+    let ts_p50 = percentile(&ts_calls, 0.5);
+    let node_p50 = percentile(&node_calls, 0.5);
+    report.target(
+        "local-ts per-call p50 no worse than the TypeScript SDK server's",
+        ts_p50 <= node_p50,
+        format!("{:.2}x the reference server", ts_p50 / node_p50),
+    );
+    report.row(
+        "peak RSS after the calls, local-ts dist/main.js",
+        format!("{:.1} MiB", ts_rss as f64 / 1024.0),
+    );
+    report.target(
+        "local-ts peak RSS no worse than the TypeScript SDK server's",
+        ts_rss <= node_rss,
+        format!(
+            "{:.1} MiB against {:.1} MiB",
+            ts_rss as f64 / 1024.0,
+            node_rss as f64 / 1024.0
+        ),
+    );
+    let bundle = std::fs::metadata(&ts_bundle).map(|m| m.len()).unwrap_or(0);
+    report.row(
+        "local-ts dist/main.js size",
+        format!("{:.0} KiB", bundle as f64 / 1024.0),
+    );
+    report.target(
+        "local-ts bundle under 1 MiB",
+        bundle < 1024 * 1024,
+        format!("{:.0} KiB", bundle as f64 / 1024.0),
+    );
+    let (package_ms, _) = timed(
+        Command::new(&settings.ecp)
+            .args(["package", "--out-dir"])
+            .arg(settings.ts_extension.join("release"))
+            .arg(&settings.ts_extension),
+    );
+    report.row(
+        "ecp package, local-ts (npm ci, npm run build, archives)",
+        format!("{:.1} s", package_ms / 1000.0),
+    );
     let main_p50 = percentile(&main_calls, 0.5);
     report.target(
         "per-call p50 at least 2x better than TypeScript",

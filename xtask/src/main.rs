@@ -202,6 +202,26 @@ fn bench(quick: bool) -> Result<(), String> {
     }
     let main = target.join("generated/release/acme-context");
 
+    // The TypeScript template, generated and packaged (npm ci, npm run build).
+    let ts_extension = work.join("typescript/acme-context");
+    let _ = std::fs::remove_dir_all(&ts_extension);
+    run(
+        ecp_str,
+        &[
+            "new",
+            "acme-context",
+            "--template",
+            "local-ts",
+            "--yes",
+            "--dir",
+            ts_extension.to_str().ok_or("non-UTF-8 path")?,
+        ],
+    )?;
+    run(
+        ecp_str,
+        &["package", ts_extension.to_str().ok_or("non-UTF-8 path")?],
+    )?;
+
     // The peers: the TypeScript SDK server and mcpb.
     let npm = target.join("bench-cache/npm");
     npm_once(&npm, &[TS_SDK, ZOD, MCPB])?;
@@ -221,6 +241,8 @@ fn bench(quick: bool) -> Result<(), String> {
         extension.display().to_string(),
         "--node-server".to_owned(),
         npm.join("reference-server.mjs").display().to_string(),
+        "--ts-extension".to_owned(),
+        ts_extension.display().to_string(),
         "--mcpb".to_owned(),
         npm.join("node_modules/.bin/mcpb").display().to_string(),
         "--out".to_owned(),
