@@ -47,6 +47,8 @@ pub enum UpgradeError {
     Input(#[from] crate::input::InputError),
     #[error("{} has no Cargo.toml: `ecp upgrade` works on a local (Rust) extension that `ecp new` generated", shown(.0))]
     NoCrate(PathBuf),
+    #[error("{} is a TypeScript (local-ts) extension: `ecp upgrade` does not replace its runtime yet", shown(.0))]
+    TypeScript(PathBuf),
     #[error("{} holds no runtime that ecp generated (neither vendor/ecp-runtime with [package.metadata.ecp.runtime] in Cargo.toml, nor ecp 0.1.0's src/runtime/)", shown(.0))]
     NotGenerated(PathBuf),
     #[error("the runtime here was edited since ecp wrote it: {}", .files.join(", "))]
@@ -77,6 +79,9 @@ impl UpgradeError {
             UpgradeError::Input(input) => Some(input.help()),
             UpgradeError::Edited { .. } => Some(
                 "the upgrade would replace those changes: move them into src/provider.rs (the runtime is not yours to edit), or pass --force to replace them anyway".into(),
+            ),
+            UpgradeError::TypeScript(_) => Some(
+                "copy src/profile/, src/runtime/ and contracts/v1/ from a fresh `ecp new --template local-ts` (they are not yours to edit; src/provider.ts is)".into(),
             ),
             UpgradeError::NotGenerated(_) | UpgradeError::NoCrate(_) => {
                 Some("run it in the folder `ecp new` created (the one with Cargo.toml and qwen-extension.json)".into())
@@ -126,6 +131,9 @@ pub fn upgrade(folder: &Path, force: bool) -> Result<Upgraded, UpgradeError> {
     crate::input::InputError::check_exists(folder)?;
     let cargo_path = folder.join("Cargo.toml");
     if !cargo_path.is_file() {
+        if folder.join("package.json").is_file() && folder.join("src/runtime/index.ts").is_file() {
+            return Err(UpgradeError::TypeScript(folder.to_owned()));
+        }
         return Err(UpgradeError::NoCrate(folder.to_owned()));
     }
     let cargo_text = std::fs::read_to_string(&cargo_path).map_err(io(&cargo_path))?;

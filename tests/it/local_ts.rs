@@ -141,6 +141,14 @@ fn the_typescript_runtime_is_copied_verbatim_and_the_package_files_derive_from_i
         "{}",
         show(&lint)
     );
+    // `ecp upgrade` says plainly that it does not handle this layout yet.
+    let upgrade = ecp(&["upgrade", dir.to_str().unwrap()]);
+    assert_eq!(upgrade.status.code(), Some(2), "{}", show(&upgrade));
+    assert!(
+        String::from_utf8_lossy(&upgrade.stderr).contains("a TypeScript (local-ts) extension"),
+        "{}",
+        show(&upgrade)
+    );
 }
 
 fn conforms(target: &Path, dir: &Path) {
