@@ -2,14 +2,19 @@
 //! release workflows `ecp new` writes pin ecp's GitHub Action to that
 //! commit. A release build sets `ECP_SOURCE_COMMIT` (ecp's own release
 //! workflow passes `github.sha`); otherwise it is read from `.git` when the
-//! source is a git checkout. Without either, the workflows name the tag.
+//! source is a git checkout, or from `.cargo_vcs_info.json` when it is a
+//! crate `cargo package` made. Without any, the workflows name the tag. A
+//! build from commits not yet pushed pins a commit GitHub does not have.
 
 use std::path::Path;
 
 fn main() {
     println!("cargo:rerun-if-env-changed=ECP_SOURCE_COMMIT");
     let from_env = std::env::var("ECP_SOURCE_COMMIT").ok();
-    let commit = from_env.filter(|c| is_commit(c)).or_else(git_head);
+    let commit = from_env
+        .filter(|c| is_commit(c))
+        .or_else(git_head)
+        .or_else(packaged_commit);
     if let Some(commit) = commit {
         println!("cargo:rustc-env=ECP_SOURCE_COMMIT={commit}");
     }
@@ -42,4 +47,14 @@ fn git_head() -> Option<String> {
         let (commit, name) = line.split_once(' ')?;
         (name == reference && is_commit(commit)).then(|| commit.to_owned())
     })
+}
+
+/// `git.sha1` of the `.cargo_vcs_info.json` that `cargo package` writes.
+fn packaged_commit() -> Option<String> {
+    let text = std::fs::read_to_string(".cargo_vcs_info.json").ok()?;
+    let at = text.find("\"sha1\"")?;
+    let rest = &text[at + 6..];
+    let start = rest.find('"')? + 1;
+    let commit = rest.get(start..start + 40)?;
+    is_commit(commit).then(|| commit.to_owned())
 }

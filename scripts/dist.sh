@@ -9,13 +9,17 @@
 # 0, fixed modes and times (SOURCE_DATE_EPOCH, else the commit's time), and
 # gzip without a name or time stamp.
 set -euo pipefail
-cd "$(dirname "$0")/.."
 
 [ $# -eq 3 ] || { echo "usage: scripts/dist.sh TARGET BINARY OUT_DIR" >&2; exit 2; }
-target="$1" binary="$2" out="$3"
+target="$1"
 [[ "$target" =~ ^[a-z0-9_]+-[a-z0-9_]+-[a-z0-9_]+(-[a-z0-9_]+)?$ ]] ||
   { echo "dist: not a target triple: $target" >&2; exit 2; }
-[ -f "$binary" ] || { echo "dist: no binary at $binary" >&2; exit 2; }
+# BINARY and OUT_DIR are the caller's, resolved before moving to the root.
+[ -f "$2" ] || { echo "dist: no binary at $2" >&2; exit 2; }
+binary="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
+mkdir -p "$3"
+out="$(cd "$3" && pwd)"
+cd "$(dirname "$0")/.."
 version="$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)"
 epoch="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)}"
 name="ecp-v${version}-${target}"

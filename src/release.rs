@@ -40,10 +40,10 @@ pub const TARGETS: [(&str, &str); 6] = [
     ("win32", "arm64"),
 ];
 
-/// Is this a file Qwen extracts (and so may install)?
+/// Is this a file Qwen extracts (and so may install)? The extension is
+/// compared as written: an upper-case `.TAR.GZ` is not taken for one.
 pub fn is_archive(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    lower.ends_with(".tar.gz") || lower.ends_with(".zip")
+    name.ends_with(".tar.gz") || name.ends_with(".zip")
 }
 
 /// What Qwen's installer does for one platform and architecture.

@@ -113,10 +113,14 @@ fn next_steps(settings: &NewSettings) -> Vec<(String, &'static str)> {
                 "npm ci && npm test".into(),
                 "the contract vectors and your mapping",
             ),
+            (
+                "npm run build".into(),
+                "dist/main.js, one self-contained file",
+            ),
             ("ecp lint .".into(), "the pre-publish gate"),
             (
                 "ecp package".into(),
-                "npm ci, npm run build, then dist/{linux,darwin,win32}.<name>.tar.gz",
+                "npm ci, npm run build, then release/{linux,darwin,win32}.<name>.tar.gz",
             ),
             ("ecp check .".into(), "conformance, faults included"),
             (

@@ -574,7 +574,11 @@ fn archive_rules(
                     )),
                     Some(entry) => {
                         let wanted = entry.path.clone();
-                        binary = read_entry_bytes(path, bytes, &wanted, 64 * 1024, true)?
+                        // A header that cannot be read is no fact, not a
+                        // reason to stop.
+                        binary = read_entry_bytes(path, bytes, &wanted, 64 * 1024, true)
+                            .ok()
+                            .flatten()
                             .and_then(|head| crate::release::Binary::read(&head));
                     }
                 }

@@ -97,7 +97,15 @@ pub fn lint_release_folder(
                 ));
                 None
             }
-            Err(other) => return Err(other),
+            Err(other) => {
+                report.add(Finding::about(
+                    Rule::ReleaseAsset,
+                    &folder.join(name).display().to_string(),
+                    format!("`{name}` cannot be read: {other}"),
+                    "make it a readable regular file of the release folder",
+                ));
+                None
+            }
         };
         assets.push(Asset {
             name: name.clone(),

@@ -258,6 +258,11 @@ fn run(
     would_replace: &mut Vec<String>,
 ) -> Result<Packaged, PackageError> {
     let folder = &settings.folder;
+    // The sums already in the output folder are read first: a file that is
+    // not sha256sum output stops the run before anything is written or
+    // removed.
+    let sums_path = settings.out_dir.join(SUMS);
+    let mut sums = read_sums(&sums_path)?;
     // 1. Lint, which also reads the manifest's facts (one parse).
     let (mut report, facts) = lint::lint_path_with_facts(folder).map_err(PackageError::Lint)?;
     let mut facts = facts.unwrap_or_default();
@@ -409,10 +414,6 @@ fn run(
         path: settings.out_dir.clone(),
         source,
     })?;
-    // The sums of the folder are read first: a file that is not sha256sum
-    // output stops the run before anything is written.
-    let sums_path = settings.out_dir.join(SUMS);
-    let mut sums = read_sums(&sums_path)?;
     let mut formats = settings.formats.clone();
     if formats.is_empty() {
         formats = match platform {

@@ -81,11 +81,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         for name, value in headers:
             self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
+        # Logged before the body goes out: the test reads the log as soon
+        # as the client exits.
         host = (self.headers.get("Host") or "").split(":")[0]
         with open(LOG, "a", encoding="utf-8") as f:
             f.write(json.dumps({"host": host, "path": self.path, "status": status}) + "\n")
+        self.end_headers()
+        self.wfile.write(body)
 
     def not_found(self):
         self.answer(404, b'{"message":"Not Found"}')

@@ -213,11 +213,43 @@ fn a_generated_typescript_extension_tests_builds_packages_reproducibly_and_confo
         "only the bundle, the manifest and the README ship"
     );
 
-    // The same bytes from another folder, installed and built there.
+    // The same bytes from another folder, made there by the generated
+    // release workflow's own gate script, from a clean tree.
     let other = temp.path().join("two/acme-context");
     generate(&other);
-    let package = ecp_npm(&other, &["package"]);
-    assert!(package.status.success(), "{}", show(&package));
+    let workflow = std::fs::read_to_string(other.join(".github/workflows/release.yml")).unwrap();
+    let script: String = workflow
+        .split("        run: |\n")
+        .nth(1)
+        .expect("the gate step")
+        .lines()
+        .take_while(|line| line.starts_with("          "))
+        .map(|line| format!("{}\n", line.trim_start()))
+        .collect();
+    assert!(script.contains("ecp package --out-dir release"), "{script}");
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_ecp")).parent().unwrap();
+    let gate = Command::new("bash")
+        .args(["-euo", "pipefail", "-c", &script])
+        .current_dir(&other)
+        .env("TAG", "v0.1.0")
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin_dir.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .env("npm_config_cache", npm_cache())
+        .env_remove("SOURCE_DATE_EPOCH")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        gate.status.success(),
+        "the workflow's gate failed: {}",
+        show(&gate)
+    );
     assert!(
         std::fs::read(&archive).unwrap()
             == std::fs::read(other.join("release/linux.acme-context.tar.gz")).unwrap(),

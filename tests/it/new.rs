@@ -345,7 +345,8 @@ fn prompts_ask_for_missing_values_on_a_terminal() {
     let screen = on_a_terminal(
         &format!("new acme-context --dir {}", dir.display()),
         &[
-            ("Template", "\x1b[B\r"),
+            // The third choice: local, local-ts, remote.
+            ("Template", "\x1b[B\x1b[B\r"),
             ("Description", "Acme handbook search\r"),
             ("Endpoint", "http://insecure.example/mcp\r"),
             (
@@ -367,6 +368,24 @@ fn prompts_ask_for_missing_values_on_a_terminal() {
         "https://context.acme.dev/mcp"
     );
     lint_is_clean(&dir);
+
+    // The second choice is the TypeScript template, which asks for the
+    // environment prefix as the Rust one does.
+    let dir = temp.path().join("typescript");
+    let screen = on_a_terminal(
+        &format!("new acme-context --dir {}", dir.display()),
+        &[
+            ("Template", "\x1b[B\r"),
+            ("Description", "\r"),
+            ("Environment variable prefix", "ACME_KB\r"),
+        ],
+    );
+    assert!(
+        screen.contains("Created acme-context (local TypeScript adapter)"),
+        "{screen}"
+    );
+    let main = std::fs::read_to_string(dir.join("src/main.ts")).unwrap();
+    assert!(main.contains("\"ACME_KB_BASE_URL\""), "{main}");
 
     // With --yes nothing is asked, even on a terminal.
     let dir = temp.path().join("defaults");

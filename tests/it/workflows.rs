@@ -233,6 +233,7 @@ fn ecps_release_archive_is_the_same_bytes_from_two_folders_and_extracts_with_gnu
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&ran.stdout), "ecp 0.0.0-test\n");
     let listing = Command::new("tar")
+        .env("TZ", "UTC")
         .arg("-tvzf")
         .arg(archive)
         .output()

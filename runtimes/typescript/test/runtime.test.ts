@@ -121,8 +121,23 @@ test("a provider past the budget gets the stable error in time, and failures are
   );
   assert.deepEqual(crashed.content, [{ type: "text", text: SEARCH_FAILED }]);
   assert.ok(!crashLog.includes("secret") && !crashLog.includes("abc"), crashLog);
+  // Thrown before any promise exists, or items that are not objects: the
+  // same stable error, nothing echoed.
+  const throwing = await connect({
+    search: () => {
+      throw new Error("token=abc");
+    },
+  });
+  const broken = await connect({ search: async () => [null as unknown as ProviderItem] });
+  for (const { client } of [throwing, broken]) {
+    const [result, log] = await capturingStderr(() => client.callTool({ name: "context_search", arguments: { query: "q" } }));
+    assert.deepEqual(result.content, [{ type: "text", text: SEARCH_FAILED }]);
+    assert.ok(!log.includes("abc"), log);
+  }
   await failing.close();
   await crashing.close();
+  await throwing.close();
+  await broken.close();
 });
 
 test("a cancelled call aborts the provider's signal", async () => {

@@ -71,20 +71,28 @@ async function searchWithin(
   budgetMs: number,
   cancelled: AbortSignal,
 ): Promise<Outcome> {
-  const budget = new AbortController();
-  const signal = AbortSignal.any([budget.signal, cancelled]);
+  // One signal for the provider: the budget or the client's cancellation
+  // (combined by hand: AbortSignal.any needs Node 20.3).
+  const controller = new AbortController();
   let timer: ReturnType<typeof setTimeout> | undefined;
   const outOfTime = new Promise<Outcome>((resolve) => {
     timer = setTimeout(() => {
-      budget.abort();
+      controller.abort();
       resolve({ failed: "provider budget exceeded" });
     }, budgetMs);
   });
   const whenCancelled = new Promise<Outcome>((resolve) => {
-    if (cancelled.aborted) resolve({ cancelled: true });
-    cancelled.addEventListener("abort", () => resolve({ cancelled: true }), { once: true });
+    const cancel = () => {
+      controller.abort();
+      resolve({ cancelled: true });
+    };
+    if (cancelled.aborted) cancel();
+    else cancelled.addEventListener("abort", cancel, { once: true });
   });
-  const searched = provider.search(query, MAX_ITEMS, signal).then(
+  // A provider that throws before it returns a promise fails like any other.
+  const searched = Promise.resolve()
+    .then(() => provider.search(query, MAX_ITEMS, controller.signal))
+    .then(
     (items): Outcome => ({ found: Array.isArray(items) ? items : [] }),
     (error: unknown): Outcome => ({
       failed: error instanceof ProviderError ? error.reason : "the provider failed",
@@ -110,10 +118,15 @@ export function contextSearchServer(provider: Provider, options: AdapterOptions)
     }
     const input = queryFromArguments(request.params.arguments);
     if (!input.ok) return failure(input.message);
-    const outcome = await searchWithin(provider, input.query, budgetMs, extra.signal);
+    let outcome = await searchWithin(provider, input.query, budgetMs, extra.signal);
     if ("found" in outcome) {
-      const envelope = render(outcome.found);
-      return { content: [{ type: "text" as const, text: envelope.text }], structuredContent: envelope.structuredContent };
+      try {
+        const envelope = render(outcome.found);
+        return { content: [{ type: "text" as const, text: envelope.text }], structuredContent: envelope.structuredContent };
+      } catch {
+        // Items that are not objects (a provider's own mapping gone wrong).
+        outcome = { failed: "the provider returned items that cannot be rendered" };
+      }
     }
     if ("failed" in outcome) log(options.name, `context_search failed: ${outcome.failed}`);
     else log(options.name, "context_search cancelled by the client");
