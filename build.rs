@@ -30,14 +30,26 @@ fn git_head() -> Option<String> {
     if !git.is_dir() {
         return None;
     }
-    println!("cargo:rerun-if-changed=.git/HEAD");
+    // Only files that exist: cargo reruns a build script (and rebuilds the
+    // crate) on every build when a watched path is missing.
+    let watch = |relative: &str| {
+        if git.join(relative).exists() {
+            println!("cargo:rerun-if-changed=.git/{relative}");
+        }
+    };
+    watch("HEAD");
     let head = std::fs::read_to_string(git.join("HEAD")).ok()?;
     let head = head.trim();
     let Some(reference) = head.strip_prefix("ref: ") else {
         return is_commit(head).then(|| head.to_owned());
     };
-    println!("cargo:rerun-if-changed=.git/{reference}");
-    println!("cargo:rerun-if-changed=.git/packed-refs");
+    // A loose ref appears on the next commit even when the branch is only
+    // in packed-refs now: watch the folder that will hold it.
+    watch(reference);
+    if let Some((folder, _)) = reference.rsplit_once('/') {
+        watch(folder);
+    }
+    watch("packed-refs");
     if let Ok(loose) = std::fs::read_to_string(git.join(reference)) {
         let loose = loose.trim();
         return is_commit(loose).then(|| loose.to_owned());
