@@ -270,15 +270,37 @@ fn run(
         .entry_point
         .as_ref()
         .is_some_and(|e| e.kind == lint::manifest::EntryKind::Script);
+    let name = facts.name.clone().unwrap_or_default();
+    let triple = settings.target.clone().unwrap_or_else(host_triple);
+    let native = facts
+        .entry_point
+        .as_ref()
+        .is_some_and(|e| e.kind == lint::manifest::EntryKind::Native);
+    // What this run would write, so that a failure from here on removes
+    // what an earlier run left under the same names.
+    if !name.is_empty() {
+        let platform = match platform_of(&triple) {
+            Ok((os, arch)) if native => Some(format!("{os}.{arch}")),
+            _ => None,
+        };
+        for stem in release::stems(&name, platform.as_deref()) {
+            would_replace.extend(
+                [Format::TarGz, Format::Zip]
+                    .iter()
+                    .map(|f| format!("{stem}.{}", f.extension())),
+            );
+        }
+    }
     // A Node project builds its bundle first (`npm ci`, `npm run build`);
     // then the folder is linted again, bundle and all.
     // Only a missing bundle may stand in the way at this point.
-    let blocking = report.count(Severity::Error)
-        - report
+    let blocking = report.count(Severity::Error).saturating_sub(
+        report
             .findings
             .iter()
             .filter(|f| f.rule == lint::Rule::EntryPointMissing)
-            .count();
+            .count(),
+    );
     if script && build::is_node_project(folder) && blocking == 0 {
         if settings.skip_build {
             log("build: skipped (--skip-build), packaging the bundle as it is");
@@ -307,27 +329,6 @@ fn run(
                 finding.message
             ),
         });
-    }
-    let name = facts.name.clone().unwrap_or_default();
-    let triple = settings.target.clone().unwrap_or_else(host_triple);
-    let native = facts
-        .entry_point
-        .as_ref()
-        .is_some_and(|e| e.kind == lint::manifest::EntryKind::Native);
-    // What this run would write, so that a failure from here on removes
-    // what an earlier run left under the same names.
-    if !name.is_empty() {
-        let platform = match platform_of(&triple) {
-            Ok((os, arch)) if native => Some(format!("{os}.{arch}")),
-            _ => None,
-        };
-        for stem in release::stems(&name, platform.as_deref()) {
-            would_replace.extend(
-                [Format::TarGz, Format::Zip]
-                    .iter()
-                    .map(|f| format!("{stem}.{}", f.extension())),
-            );
-        }
     }
     let errors = report.count(Severity::Error);
     if errors > 0 {

@@ -289,3 +289,37 @@ fn a_bundle_that_still_imports_packages_is_not_packaged() {
             .exists()
     );
 }
+
+#[test]
+fn a_failed_npm_build_leaves_no_archive_that_looks_current() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("acme-context");
+    generate(&dir);
+    // What an earlier, successful run left.
+    let release = dir.join("release");
+    std::fs::create_dir_all(&release).unwrap();
+    for platform in ["linux", "darwin", "win32"] {
+        std::fs::write(
+            release.join(format!("{platform}.acme-context.tar.gz")),
+            "old",
+        )
+        .unwrap();
+    }
+    // A lockfile npm cannot read: `npm ci` fails at once.
+    std::fs::write(dir.join("package-lock.json"), "{ not json").unwrap();
+    let output = ecp_npm(&dir, &["package"]);
+    assert_eq!(output.status.code(), Some(1), "{}", show(&output));
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(said.contains("npm ci") && said.contains("failed"), "{said}");
+    assert!(
+        said.contains("removed the previous linux.acme-context.tar.gz"),
+        "{said}"
+    );
+    for platform in ["linux", "darwin", "win32"] {
+        assert!(
+            !release
+                .join(format!("{platform}.acme-context.tar.gz"))
+                .exists()
+        );
+    }
+}
