@@ -736,6 +736,42 @@ async fn both_clients_validate_structured_content_against_the_output_schema() {
     );
 }
 
+/// For an installed `acme-context`: `qwen mcp list` shows it Connected (on
+/// a line that also holds `server`, e.g. the command), and a headless run
+/// gets the profile text for [`UPSTREAM_ITEMS`] byte for byte. Returns the
+/// upstream, for its requests.
+async fn answers_through_qwen(qwen: &Qwen, server: &str) -> Upstream {
+    let upstream = Upstream::start(|_| Reply::json(UPSTREAM_ITEMS)).await;
+    let model = Upstream::start(fake_model).await;
+    let env = [
+        ("ACME_CONTEXT_BASE_URL", upstream.base_url.as_str()),
+        ("ACME_CONTEXT_TOKEN", "e2e-token"),
+    ];
+    let mcp = tokio::task::block_in_place(|| qwen.run(&["mcp", "list"], &env));
+    assert!(
+        String::from_utf8_lossy(&mcp.stdout)
+            .lines()
+            .any(|l| l.contains("acme-context") && l.contains(server) && l.contains("Connected")),
+        "{}",
+        show(&mcp)
+    );
+    let headless = tokio::task::block_in_place(|| qwen.ask(&model, &env));
+    assert!(headless.status.success(), "{}", show(&headless));
+    let (_, result) = tool_result(&headless);
+    assert_eq!(result["is_error"], false, "{}", show(&headless));
+    let expected = expected_envelope();
+    assert!(
+        result["content"]
+            .as_str()
+            .unwrap()
+            .lines()
+            .any(|l| l == expected),
+        "expected line {expected}\n{}",
+        show(&headless)
+    );
+    upstream
+}
+
 /// `ecp new --template local-ts` packaged: the archive Qwen installs.
 fn packaged_typescript() -> PathBuf {
     let dir = root().join("target/e2e-work/typescript/acme-context");
@@ -772,34 +808,7 @@ async fn qwen_runs_the_typescript_template_with_node_and_the_envelope_reaches_th
         "nothing but the bundle"
     );
 
-    let upstream = Upstream::start(|_| Reply::json(UPSTREAM_ITEMS)).await;
-    let model = Upstream::start(fake_model).await;
-    let env = [
-        ("ACME_CONTEXT_BASE_URL", upstream.base_url.as_str()),
-        ("ACME_CONTEXT_TOKEN", "e2e-token"),
-    ];
-    let mcp = tokio::task::block_in_place(|| qwen.run(&["mcp", "list"], &env));
-    assert!(
-        String::from_utf8_lossy(&mcp.stdout)
-            .lines()
-            .any(|l| l.contains("acme-context") && l.contains("node") && l.contains("Connected")),
-        "{}",
-        show(&mcp)
-    );
-    let headless = tokio::task::block_in_place(|| qwen.ask(&model, &env));
-    assert!(headless.status.success(), "{}", show(&headless));
-    let (_, result) = tool_result(&headless);
-    assert_eq!(result["is_error"], false, "{}", show(&headless));
-    let expected = expected_envelope();
-    assert!(
-        result["content"]
-            .as_str()
-            .unwrap()
-            .lines()
-            .any(|l| l == expected),
-        "expected line {expected}\n{}",
-        show(&headless)
-    );
+    let upstream = answers_through_qwen(&qwen, "node").await;
     let seen = upstream.requests();
     assert_eq!(seen.len(), 1, "one call, one upstream request");
     assert_eq!(seen[0].header("authorization"), Some("Bearer e2e-token"));

@@ -406,35 +406,8 @@ async fn qwen_installs_owner_repo_from_a_release_in_every_asset_order_and_update
     let qwen = last.unwrap();
 
     // The installed release connects and the envelope reaches the model.
-    let upstream = ecp::check::upstream::Upstream::start(|_| {
-        ecp::check::upstream::Reply::json(super::UPSTREAM_ITEMS)
-    })
-    .await;
-    let model = ecp::check::upstream::Upstream::start(super::fake_model).await;
-    let env = [
-        ("ACME_CONTEXT_BASE_URL", upstream.base_url.as_str()),
-        ("ACME_CONTEXT_TOKEN", "e2e-token"),
-    ];
-    let mcp = tokio::task::block_in_place(|| qwen.run(&["mcp", "list"], &env));
-    assert!(
-        String::from_utf8_lossy(&mcp.stdout)
-            .lines()
-            .any(|l| l.contains("acme-context") && l.contains("Connected")),
-        "{}",
-        show(&mcp)
-    );
-    let headless = tokio::task::block_in_place(|| qwen.ask(&model, &env));
-    let (_, result) = super::tool_result(&headless);
-    let expected = super::expected_envelope();
-    assert!(
-        result["content"]
-            .as_str()
-            .unwrap()
-            .lines()
-            .any(|l| l == expected),
-        "{}",
-        show(&headless)
-    );
+    let upstream = super::answers_through_qwen(&qwen, "dist").await;
+    assert_eq!(upstream.requests().len(), 1);
 
     // A newer tag becomes latest: `qwen extensions update` moves to it.
     github.serve(json!({ REPO: {
