@@ -11,11 +11,14 @@
 //! - [`scaffold`]: `ecp new`, the templates and the verbatim copies.
 //! - [`upgrade`]: `ecp upgrade`, an extension's runtime brought to ecp's.
 //! - [`package`]: `ecp package`, reproducible release archives.
+//! - [`provenance`]: in-toto/SLSA statements, DSSE signatures, `ecp verify`.
 //! - [`release`]: release assets as Qwen's installer picks them, `SHA256SUMS`.
 //! - [`input`]: one wording for a missing path or manifest, in every command.
 //! - [`name`]: the extension name rules shared by `ecp new` and `ecp lint`.
+//! - [`atomic`]: files written whole or not at all.
 //! - [`cli`]: the command line, a thin shell over the library.
 
+pub mod atomic;
 pub mod check;
 pub mod cli;
 pub mod contracts;
@@ -23,6 +26,7 @@ pub mod input;
 pub mod lint;
 pub mod name;
 pub mod package;
+pub mod provenance;
 pub use ecp_runtime::profile;
 pub mod providers;
 pub mod release;

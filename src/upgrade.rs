@@ -453,23 +453,10 @@ fn replace_vendor(folder: &Path) -> Result<(), UpgradeError> {
 }
 
 fn write_atomically(path: &Path, contents: &[u8]) -> Result<(), UpgradeError> {
-    let parent = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent).map_err(io(parent))?;
-    let mut temporary = tempfile::NamedTempFile::new_in(parent).map_err(io(parent))?;
-    std::io::Write::write_all(&mut temporary, contents).map_err(io(path))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        temporary
-            .as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644))
-            .map_err(io(path))?;
-    }
-    temporary.persist(path).map_err(|e| UpgradeError::Io {
-        path: path.to_owned(),
-        source: e.error,
-    })?;
-    Ok(())
+    crate::atomic::write(path, contents).map_err(|e| UpgradeError::Io {
+        path: e.path,
+        source: e.source,
+    })
 }
 
 /// `[package.metadata.ecp.runtime]` and the `ecp-runtime` dependency, set

@@ -8,6 +8,7 @@ mod new;
 mod package;
 mod serve;
 mod upgrade;
+mod verify;
 
 use std::{io::IsTerminal, path::PathBuf, process::ExitCode};
 
@@ -74,9 +75,14 @@ enum Command {
     Lint(LintArgs),
     /// Build reproducible release archives of an extension
     #[command(
-        after_help = "Examples:\n  ecp package                               # lint, cargo build --release, dist/*.tar.gz, *.zip, SHA256SUMS\n  ecp package --binary target/aarch64-apple-darwin/release/acme-context --target aarch64-apple-darwin\n  ecp package --json | jq .archives"
+        after_help = "Examples:\n  ecp package                               # lint, cargo build --release, dist/*.tar.gz, *.zip, SHA256SUMS, provenance\n  ecp package --sign-key signing.pem        # and a signed DSSE envelope of the provenance\n  ecp package --binary target/aarch64-apple-darwin/release/acme-context --target aarch64-apple-darwin\n  ecp package --json | jq .archives\n\nArchive times come from SOURCE_DATE_EPOCH, else the commit time of HEAD, else 2000-01-01."
     )]
     Package(PackageArgs),
+    /// Prove what a release archive is: its sums, provenance, signature, lint, and a rebuild
+    #[command(
+        after_help = "Examples:\n  ecp verify dist/linux.x64.acme-context.tar.gz\n  ecp verify linux.x64.acme-context.tar.gz --key acme-release.pub\n  ecp verify linux.x64.acme-context.tar.gz --rebuild https://github.com/acme/acme-context\n  ecp verify linux.x64.acme-context.tar.gz --format json | jq .verified\n\nExit status: 0 everything asked for is proven, 1 something is not, 2 could not run."
+    )]
+    Verify(VerifyArgs),
     /// Print the long explanation of a lint rule
     #[command(
         after_help = "Examples:\n  ecp explain                # every rule\n  ecp explain include-tools"
@@ -217,6 +223,36 @@ pub struct PackageArgs {
     /// Print one JSON document instead of the summary
     #[arg(long)]
     pub json: bool,
+
+    /// Sign the provenance statement with this Ed25519 or ECDSA P-256 key
+    /// (PEM or OpenSSH, unencrypted) into a DSSE envelope beside it
+    #[arg(long, value_name = "KEY")]
+    pub sign_key: Option<PathBuf>,
+}
+
+/// `ecp verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The release archive (SHA256SUMS and the provenance are read beside it)
+    pub archive: PathBuf,
+
+    /// The publisher's public key (PEM, or an OpenSSH .pub line) the
+    /// provenance must be signed by
+    #[arg(long, value_name = "KEY")]
+    pub key: Option<PathBuf>,
+
+    /// Rebuild the recorded commit from this git repository (a folder or a
+    /// URL) in a scratch folder and compare the archive byte for byte
+    #[arg(long, value_name = "SOURCE")]
+    pub rebuild: Option<String>,
+
+    /// The statement or envelope, when it is not beside the archive
+    #[arg(long, value_name = "FILE")]
+    pub provenance: Option<PathBuf>,
+
+    /// Output format
+    #[arg(long, value_enum, default_value_t = CheckFormat::Human)]
+    pub format: CheckFormat,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -500,6 +536,7 @@ pub fn main() -> ExitCode {
         Command::New(args) => new::run(args),
         Command::Lint(args) => lint::run(args, cli.color),
         Command::Package(args) => package::run(args, cli.color),
+        Command::Verify(args) => verify::run(args, cli.color),
         Command::Explain(args) => explain::run(args),
         // The adapter maps its own exits, the same way.
         Command::Serve(args) => return serve::run(args),

@@ -7,11 +7,14 @@ use super::{ArchiveFormat, ColorChoice, Exit, Failure, Outcome, PackageArgs};
 use crate::{
     lint::report,
     package::{self, DEFAULT_EPOCH, Format, PackageError, PackageSettings},
+    provenance::keys::SigningKey,
 };
 
-fn epoch() -> Result<u64, String> {
+/// `SOURCE_DATE_EPOCH`, else the commit time of the folder's `HEAD`, else
+/// [`DEFAULT_EPOCH`].
+fn epoch(folder: &std::path::Path) -> Result<u64, String> {
     match std::env::var("SOURCE_DATE_EPOCH") {
-        Err(_) => Ok(DEFAULT_EPOCH),
+        Err(_) => Ok(crate::provenance::source::commit_time(folder).unwrap_or(DEFAULT_EPOCH)),
         Ok(value) => value
             .trim()
             .parse()
@@ -20,9 +23,17 @@ fn epoch() -> Result<u64, String> {
 }
 
 pub fn run(args: PackageArgs, color: ColorChoice) -> Outcome {
-    let epoch = match epoch() {
+    let epoch = match epoch(&args.path) {
         Ok(epoch) => epoch,
         Err(message) => return Err(Failure::new(Exit::CouldNotRun, message)),
+    };
+    // A key that cannot sign stops the run before a build is spent.
+    let sign_key = match args.sign_key.as_deref().map(SigningKey::load).transpose() {
+        Ok(key) => key.map(std::sync::Arc::new),
+        Err(error) => {
+            let help = error.help();
+            return Err(Failure::new(Exit::CouldNotRun, error).help(Some(help)));
+        }
     };
     let settings = PackageSettings {
         out_dir: args.out_dir.clone().unwrap_or_else(|| {
@@ -43,6 +54,7 @@ pub fn run(args: PackageArgs, color: ColorChoice) -> Outcome {
         target: args.target.clone(),
         progress: !args.json && std::io::stderr().is_terminal(),
         epoch,
+        sign_key,
     };
     let quiet = args.json;
     let mut log = |line: &str| {
@@ -98,5 +110,9 @@ pub fn run(args: PackageArgs, color: ColorChoice) -> Outcome {
         println!("  sha256 {}", archive.sha256);
     }
     println!("{}", packaged.sums.display());
+    println!("{}", packaged.provenance.display());
+    if let (Some(envelope), Some(id)) = (&packaged.envelope, &packaged.key_id) {
+        println!("{}  signed by key {id}", envelope.display());
+    }
     Ok(Exit::Success)
 }

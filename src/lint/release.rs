@@ -227,7 +227,8 @@ fn resolution_rules(
     }
 }
 
-fn sha256_file(path: &Path) -> std::io::Result<String> {
+/// The sha256 of a regular file, in hex, read in 64 KiB pieces.
+pub fn sha256_file(path: &Path) -> std::io::Result<String> {
     let (mut file, _) = super::files::open_regular(path, None, u64::MAX)
         .map_err(|problem| std::io::Error::other(problem.to_string()))?;
     let mut hasher = Sha256::new();

@@ -1,6 +1,17 @@
 //! Building the extension's binary: find its bin target with
 //! `cargo_metadata`, then `cargo build --release --locked`, reading the
 //! artifact path from cargo's JSON messages.
+//!
+//! The build is reproducible: the same commit, toolchain and target give
+//! the same `dist/main` whatever the folder, `CARGO_HOME`, target folder or
+//! user. Cargo passes the package's own sources (and a vendored runtime
+//! inside it) to rustc by relative paths; registry sources, the toolchain
+//! and build-script output sit under absolute paths, which
+//! [`reproducible_rustflags`] maps to fixed names (`/cargo`, `/rustc-sysroot`,
+//! `/target`). Those flags go in `CARGO_ENCODED_RUSTFLAGS` after any the
+//! environment gives in `RUSTFLAGS` (which the statement records);
+//! `build.rustflags` of a `.cargo/config.toml` is then not read, as cargo
+//! documents for any environment flags.
 
 use std::{
     io::BufReader,
@@ -12,10 +23,10 @@ use cargo_metadata::{Message, MetadataCommand, TargetKind};
 
 use super::PackageError;
 
-/// The bin target to build for the crate at `folder`: the only one, or the
-/// one named after the extension.
-pub fn binary_target(folder: &Path, extension: &str) -> Result<String, PackageError> {
-    binary_target_and_folder(folder, extension).map(|(bin, _)| bin)
+/// The bin target to build for the crate at `folder` (the only one, or the
+/// one named after the extension) and cargo's target folder.
+pub fn binary_target(folder: &Path, extension: &str) -> Result<(String, PathBuf), PackageError> {
+    binary_target_and_folder(folder, extension)
 }
 
 /// Where `cargo build --release` leaves the extension's binary for the host:
@@ -80,6 +91,7 @@ pub fn build(
     folder: &Path,
     bin: &str,
     target: Option<&str>,
+    target_dir: &Path,
     progress: bool,
 ) -> Result<PathBuf, PackageError> {
     if !folder.join("Cargo.lock").is_file() {
@@ -108,6 +120,11 @@ pub fn build(
             "--message-format=json-render-diagnostics",
         ])
         .current_dir(folder)
+        .env_remove("RUSTFLAGS")
+        .env(
+            "CARGO_ENCODED_RUSTFLAGS",
+            reproducible_rustflags(folder, target_dir).join("\x1f"),
+        )
         .stdout(Stdio::piped());
     if let Some(target) = target {
         command.args(["--target", target]);
@@ -138,6 +155,62 @@ pub fn build(
         )));
     }
     executable.ok_or_else(|| PackageError::Build(format!("cargo built no executable for {bin}")))
+}
+
+/// The rustc flags the environment gives (`CARGO_ENCODED_RUSTFLAGS`, else
+/// `RUSTFLAGS` split on whitespace), as cargo reads them.
+pub fn environment_rustflags() -> Vec<String> {
+    if let Ok(encoded) = std::env::var("CARGO_ENCODED_RUSTFLAGS") {
+        return encoded
+            .split('\x1f')
+            .filter(|f| !f.is_empty())
+            .map(str::to_owned)
+            .collect();
+    }
+    std::env::var("RUSTFLAGS")
+        .map(|flags| flags.split_whitespace().map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+/// `CARGO_HOME` as cargo finds it.
+fn cargo_home() -> Option<PathBuf> {
+    if let Some(home) = std::env::var_os("CARGO_HOME").filter(|h| !h.is_empty()) {
+        return Some(PathBuf::from(home));
+    }
+    let user = std::env::var_os(if cfg!(windows) { "USERPROFILE" } else { "HOME" })?;
+    Some(PathBuf::from(user).join(".cargo"))
+}
+
+/// The toolchain's sysroot as rustup resolves it in `folder`.
+fn sysroot(folder: &Path) -> Option<PathBuf> {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let output = Command::new(rustc)
+        .args(["--print", "sysroot"])
+        .current_dir(folder)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    let path = String::from_utf8(output.stdout).ok()?;
+    let path = path.trim();
+    (output.status.success() && !path.is_empty()).then(|| PathBuf::from(path))
+}
+
+/// The environment's flags, then a `--remap-path-prefix` for each absolute
+/// folder whose name could reach the binary (rustc applies the last match).
+pub fn reproducible_rustflags(folder: &Path, target_dir: &Path) -> Vec<String> {
+    let mut flags = environment_rustflags();
+    let remaps = [
+        (cargo_home(), "/cargo"),
+        (sysroot(folder), "/rustc-sysroot"),
+        (Some(target_dir.to_owned()), "/target"),
+    ];
+    for (from, to) in remaps {
+        if let Some(from) = from.filter(|p| p.is_absolute()) {
+            flags.push(format!("--remap-path-prefix={}={to}", from.display()));
+        }
+    }
+    flags
 }
 
 fn cargo() -> String {

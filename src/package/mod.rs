@@ -19,6 +19,7 @@ pub use write::{DEFAULT_EPOCH, Format};
 
 use crate::{
     lint::{self, MANIFEST, Report, Severity},
+    provenance::{self, Toolchain},
     release::{self, SUMS, Sums},
 };
 
@@ -41,6 +42,8 @@ pub struct PackageSettings {
     /// Package the bundle a Node project already built (no `npm ci`, no
     /// `npm run build`).
     pub skip_build: bool,
+    /// Sign the provenance statement with this key (a DSSE envelope).
+    pub sign_key: Option<std::sync::Arc<crate::provenance::keys::SigningKey>>,
 }
 
 /// One written archive.
@@ -64,6 +67,12 @@ pub struct Packaged {
     pub files: Vec<PackagedFile>,
     pub archives: Vec<WrittenArchive>,
     pub sums: PathBuf,
+    /// The in-toto statement of this run's archives.
+    pub provenance: PathBuf,
+    /// Its DSSE envelope, when a key signed it.
+    pub envelope: Option<PathBuf>,
+    /// The signing key's id.
+    pub key_id: Option<String>,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -96,6 +105,15 @@ pub enum PackageError {
     },
     #[error("the archive {} failed its own lint: {message}", path.display())]
     ArchiveLint { path: PathBuf, message: String },
+}
+
+impl From<crate::atomic::WriteError> for PackageError {
+    fn from(error: crate::atomic::WriteError) -> PackageError {
+        PackageError::Io {
+            path: error.path,
+            source: error.source,
+        }
+    }
 }
 
 impl PackageError {
@@ -290,6 +308,8 @@ fn run(
                     .map(|f| format!("{stem}.{}", f.extension())),
             );
         }
+        would_replace.push(provenance::statement_name(platform.as_deref()));
+        would_replace.push(provenance::envelope_name(platform.as_deref()));
     }
     // A Node project builds its bundle first (`npm ci`, `npm run build`);
     // then the folder is linted again, bundle and all.
@@ -301,12 +321,14 @@ fn run(
             .filter(|f| f.rule == lint::Rule::EntryPointMissing)
             .count(),
     );
+    let mut toolchain = Toolchain::None;
     if script && build::is_node_project(folder) && blocking == 0 {
         if settings.skip_build {
             log("build: skipped (--skip-build), packaging the bundle as it is");
         } else {
             let started = std::time::Instant::now();
             build::build_node(folder, settings.progress, log)?;
+            toolchain = provenance::source::node_toolchain(folder).unwrap_or(Toolchain::None);
             log(&format!(
                 "build: the bundle in {:.1} s",
                 started.elapsed().as_secs_f64()
@@ -360,6 +382,17 @@ fn run(
         // A JavaScript bundle runs on every platform Node runs on.
         Some(entry) if entry.kind == lint::manifest::EntryKind::Script => {
             stage.add(&entry.path, true)?;
+            if toolchain == Toolchain::None {
+                // Not built by this run (--skip-build, or not a Node project).
+                toolchain = Toolchain::Prebuilt {
+                    sha256: lint::release::sha256_file(&folder.join(&entry.path)).map_err(
+                        |source| PackageError::Io {
+                            path: folder.join(&entry.path),
+                            source,
+                        },
+                    )?,
+                };
+            }
             None
         }
         Some(lint::manifest::EntryPoint { path: entry, .. }) => {
@@ -367,10 +400,18 @@ fn run(
             let binary = match &settings.binary {
                 Some(binary) => {
                     log(&format!("build: skipped, shipping {}", binary.display()));
+                    toolchain = Toolchain::Prebuilt {
+                        sha256: lint::release::sha256_file(binary).map_err(|source| {
+                            PackageError::Io {
+                                path: binary.clone(),
+                                source,
+                            }
+                        })?,
+                    };
                     binary.clone()
                 }
                 None => {
-                    let bin = build::binary_target(folder, &name)?;
+                    let (bin, target_dir) = build::binary_target(folder, &name)?;
                     log(&format!(
                         "build: cargo build --release --locked --bin {bin}{}",
                         settings
@@ -380,8 +421,15 @@ fn run(
                             .unwrap_or_default()
                     ));
                     let started = std::time::Instant::now();
-                    let built =
-                        build::build(folder, &bin, settings.target.as_deref(), settings.progress)?;
+                    let built = build::build(
+                        folder,
+                        &bin,
+                        settings.target.as_deref(),
+                        &target_dir,
+                        settings.progress,
+                    )?;
+                    toolchain =
+                        provenance::source::rust_toolchain(folder).unwrap_or(Toolchain::None);
                     log(&format!(
                         "build: {} in {:.1} s",
                         built.display(),
@@ -438,13 +486,7 @@ fn run(
     // other targets' archives packaged into this folder keep their lines).
     let mut archives = Vec::new();
     for (temporary, final_path, format, sha256, bytes) in pending {
-        persist_mode(&temporary)?;
-        temporary
-            .persist(&final_path)
-            .map_err(|e| PackageError::Io {
-                path: final_path.clone(),
-                source: e.error,
-            })?;
+        crate::atomic::publish(temporary, &final_path)?;
         let file_name = final_path
             .file_name()
             .and_then(|n| n.to_str())
@@ -485,6 +527,68 @@ fn run(
         sums.entries.len()
     ));
 
+    // 5. Provenance: the statement of this run's archives, signed when a
+    // key is given; a signature no longer true (an older envelope) goes.
+    let build_facts = provenance::BuildFacts {
+        extension: name.clone(),
+        version: facts.version.clone(),
+        source: provenance::source::source(folder, &settings.out_dir),
+        target: settings.target.clone(),
+        platform: platform.clone(),
+        formats: formats.iter().map(|f| f.extension().to_owned()).collect(),
+        lockfile: lockfile(folder, script),
+        rustflags: if matches!(toolchain, Toolchain::Rust { .. }) {
+            build::environment_rustflags()
+        } else {
+            Vec::new()
+        },
+        toolchain,
+        source_date_epoch: settings.epoch,
+        builder: provenance::source::builder(),
+    };
+    let subjects: Vec<provenance::Subject> = archives
+        .iter()
+        .map(|a| provenance::Subject {
+            name: a
+                .path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            sha256: a.sha256.clone(),
+        })
+        .collect();
+    let statement = provenance::statement(&subjects, &build_facts);
+    let statement_path = settings
+        .out_dir
+        .join(provenance::statement_name(platform.as_deref()));
+    let envelope_path = settings
+        .out_dir
+        .join(provenance::envelope_name(platform.as_deref()));
+    crate::atomic::write(&statement_path, statement.as_bytes())?;
+    let (envelope, key_id) = match &settings.sign_key {
+        Some(key) => {
+            let envelope = provenance::dsse::Envelope::sign(statement.as_bytes(), key);
+            crate::atomic::write(&envelope_path, envelope.to_line().as_bytes())?;
+            let id = key.verifying_key().key_id();
+            log(&format!(
+                "provenance: {} and its envelope {}, signed by key {id}",
+                statement_path.display(),
+                envelope_path.display()
+            ));
+            (Some(envelope_path), Some(id))
+        }
+        None => {
+            if std::fs::symlink_metadata(&envelope_path).is_ok_and(|m| m.is_file()) {
+                let _ = std::fs::remove_file(&envelope_path);
+            }
+            log(&format!(
+                "provenance: {} (unsigned; --sign-key KEY signs it)",
+                statement_path.display()
+            ));
+            (None, None)
+        }
+    };
+
     Ok(Packaged {
         name,
         version: facts.version,
@@ -500,7 +604,21 @@ fn run(
             .collect(),
         archives,
         sums: sums_path,
+        provenance: statement_path,
+        envelope,
+        key_id,
     })
+}
+
+/// The lockfile a build resolved its dependencies from, and its sha256.
+fn lockfile(folder: &Path, node: bool) -> Option<(String, String)> {
+    let name = if node {
+        "package-lock.json"
+    } else {
+        "Cargo.lock"
+    };
+    let digest = lint::release::sha256_file(&folder.join(name)).ok()?;
+    Some((name.to_owned(), digest))
 }
 
 type Pending = (tempfile::NamedTempFile, PathBuf, Format, String, u64);
@@ -540,31 +658,6 @@ fn write_checked(
     Ok((temporary, final_path, format, sha256, bytes))
 }
 
-/// Archives are release assets: world-readable, not tempfile's 0600.
-fn persist_mode(file: &tempfile::NamedTempFile) -> Result<(), PackageError> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        file.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644))
-            .map_err(|source| PackageError::Io {
-                path: file.path().to_owned(),
-                source,
-            })?;
-    }
-    let _ = file;
-    Ok(())
-}
-
 fn write_atomically(path: &Path, text: &str) -> Result<(), PackageError> {
-    let io = |source| PackageError::Io {
-        path: path.to_owned(),
-        source,
-    };
-    let parent = path.parent().unwrap_or(Path::new("."));
-    let mut temporary = tempfile::NamedTempFile::new_in(parent).map_err(io)?;
-    std::io::Write::write_all(&mut temporary, text.as_bytes()).map_err(io)?;
-    persist_mode(&temporary)?;
-    temporary.persist(path).map_err(|e| io(e.error))?;
-    Ok(())
+    Ok(crate::atomic::write(path, text.as_bytes())?)
 }

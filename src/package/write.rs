@@ -31,6 +31,13 @@ impl Format {
             Format::Zip => "zip",
         }
     }
+
+    /// The format named by [`Format::extension`].
+    pub fn from_extension(extension: &str) -> Option<Format> {
+        [Format::TarGz, Format::Zip]
+            .into_iter()
+            .find(|f| f.extension() == extension)
+    }
 }
 
 /// Writes `files` as `format` into `out` (an empty file) and returns the

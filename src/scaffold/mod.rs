@@ -449,23 +449,11 @@ pub fn write(dir: &Path, files: &[GeneratedFile], force: bool) -> Result<(), Sca
         }
     }
     for file in files {
-        let path = dir.join(&file.path);
-        let parent = path.parent().unwrap_or(dir).to_owned();
-        std::fs::create_dir_all(&parent).map_err(io(&parent))?;
-        let mut temporary = tempfile::NamedTempFile::new_in(&parent).map_err(io(&parent))?;
-        std::io::Write::write_all(&mut temporary, &file.contents).map_err(io(&path))?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            // NamedTempFile creates 0600; a source file is 0644.
-            temporary
-                .as_file()
-                .set_permissions(std::fs::Permissions::from_mode(0o644))
-                .map_err(io(&path))?;
-        }
-        temporary.persist(&path).map_err(|e| ScaffoldError::Write {
-            path: path.clone(),
-            source: e.error,
+        crate::atomic::write(&dir.join(&file.path), &file.contents).map_err(|e| {
+            ScaffoldError::Write {
+                path: e.path,
+                source: e.source,
+            }
         })?;
     }
     Ok(())

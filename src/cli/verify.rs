@@ -1,0 +1,80 @@
+//! `ecp verify`: the steps and what each proved, or one JSON document;
+//! exit 0 only when every step asked for is proven.
+
+use anstyle::AnsiColor;
+
+use super::{CheckFormat, ColorChoice, Exit, Failure, Outcome, VerifyArgs};
+use crate::provenance::verify::{self, Status, VerifyOptions};
+
+fn label(status: Status, color: bool) -> String {
+    let (text, style) = match status {
+        Status::Proven => ("proven     ", AnsiColor::Green.on_default().bold()),
+        Status::Failed => ("FAILED     ", AnsiColor::Red.on_default().bold()),
+        Status::NotChecked => ("not checked", AnsiColor::Yellow.on_default()),
+    };
+    if color {
+        format!("{style}{text}{style:#}")
+    } else {
+        text.to_owned()
+    }
+}
+
+pub fn run(args: VerifyArgs, color: ColorChoice) -> Outcome {
+    crate::input::InputError::check_exists(&args.archive)
+        .map_err(|e| Failure::new(Exit::CouldNotRun, &e).help(Some(e.help())))?;
+    let options = VerifyOptions {
+        archive: args.archive,
+        key: args.key,
+        rebuild: args.rebuild,
+        provenance: args.provenance,
+    };
+    let mut log = |line: &str| eprintln!("ecp verify: {line}");
+    let report = verify::verify(&options, &mut log).map_err(|error| {
+        let help = error.help();
+        Failure::new(Exit::CouldNotRun, error).help(Some(help))
+    })?;
+    match args.format {
+        CheckFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        ),
+        CheckFormat::Human => {
+            let color = color.for_stdout();
+            println!("ecp verify: {} (sha256 {})", report.archive, report.sha256);
+            for check in &report.checks {
+                println!(
+                    "  {}  {:<10} {}",
+                    label(check.status, color),
+                    check.id,
+                    crate::lint::report::escape_controls(&check.detail, 2000)
+                );
+            }
+            let failed = report
+                .checks
+                .iter()
+                .filter(|c| c.status == Status::Failed)
+                .count();
+            let unchecked: Vec<&str> = report
+                .checks
+                .iter()
+                .filter(|c| c.status == Status::NotChecked)
+                .map(|c| c.id)
+                .collect();
+            let open = if unchecked.is_empty() {
+                String::new()
+            } else {
+                format!("; not checked: {}", unchecked.join(", "))
+            };
+            if report.verified {
+                println!("verified: every step asked for is proven{open}");
+            } else {
+                println!("NOT verified: {failed} step(s) failed{open}");
+            }
+        }
+    }
+    Ok(if report.verified {
+        Exit::Success
+    } else {
+        Exit::No
+    })
+}
