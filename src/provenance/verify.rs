@@ -340,7 +340,7 @@ fn origin(statement: &Value) -> String {
         Some(".") | None => String::new(),
         Some(path) => format!(", folder {path}"),
     };
-    format!("{uri}@{commit}{path}{dirty}")
+    format!("{uri}{commit}{path}{dirty}")
 }
 
 fn provenance_step(found: &Found, name: &str, sha256: &str) -> Step {

@@ -356,13 +356,7 @@ fn a_built_extension_conforms_as_a_folder_and_as_an_archive() {
         .output()
         .unwrap();
     assert!(new.status.success());
-    let build = Command::new(env!("CARGO"))
-        .args(["build", "--release", "--offline", "--quiet"])
-        .current_dir(&dir)
-        .env("CARGO_TARGET_DIR", &target)
-        .status()
-        .unwrap();
-    assert!(build.success());
+    crate::cli::cargo_release_build(&dir);
     std::fs::create_dir_all(dir.join("dist")).unwrap();
     std::fs::copy(target.join("release/acme-context"), dir.join("dist/main")).unwrap();
 

@@ -13,6 +13,26 @@ pub fn generated_target() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("target/generated")
 }
 
+/// `cargo build --release` of a generated crate in `dir` into the shared
+/// target folder, with the flags `ecp package` builds with (so that the
+/// two share one build instead of rebuilding each other's).
+pub fn cargo_release_build(dir: &Path) {
+    let flags = ecp::package::build::reproducible_rustflags(dir, &generated_target());
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--release", "--offline", "--quiet"])
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", generated_target())
+        .env_remove("RUSTFLAGS")
+        .env("CARGO_ENCODED_RUSTFLAGS", flags.join("\x1f"))
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "cargo build --release failed in {}",
+        dir.display()
+    );
+}
+
 /// The example corpus `ecp serve --fixture` tests serve.
 pub fn corpus() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -1,6 +1,7 @@
 //! The integration tests: one binary, one module per area.
 
 mod check;
+mod ci_tools;
 mod cli;
 mod contracts;
 mod first_hour;
@@ -14,6 +15,7 @@ mod new;
 mod npm;
 mod numbers;
 mod package;
+mod provenance;
 mod proxy;
 mod release;
 #[path = "../support/remote.rs"]

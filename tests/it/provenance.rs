@@ -1,0 +1,732 @@
+//! Release provenance, proven against what nobody here wrote: keys made by
+//! `openssl` and `ssh-keygen`, envelopes and statements checked by
+//! securesystemslib and in-toto-attestation (PyPI, `tests/python/
+//! verify_provenance.py`), archives and binaries rebuilt from two folders
+//! with two `CARGO_HOME`s; and `ecp verify` accepting a good release and
+//! refusing each kind of tampering with its own message.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output, Stdio},
+};
+
+use serde_json::Value;
+
+use crate::cli::{ecp, ecp_new};
+
+const ARCHIVE: &str = "linux.x64.acme-context.tar.gz";
+
+fn run(program: &str, args: &[&str], dir: &Path) -> Output {
+    let output = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{program}: {e}"));
+    assert!(
+        output.status.success(),
+        "{program} {args:?}:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let mut all = vec![
+        "-c",
+        "user.name=ecp test",
+        "-c",
+        "user.email=test@ecp.invalid",
+        "-c",
+        "commit.gpgsign=false",
+    ];
+    all.extend_from_slice(args);
+    run("git", &all, dir);
+}
+
+/// `ecp new` in `parent/acme-context`, with its lockfile, committed.
+fn committed_extension(parent: &Path) -> PathBuf {
+    let dir = parent.join("acme-context");
+    let output = ecp_new(&dir, &[]);
+    assert!(output.status.success(), "{output:?}");
+    run(env!("CARGO"), &["generate-lockfile", "--offline"], &dir);
+    git(&dir, &["init", "--quiet"]);
+    git(&dir, &["add", "--all"]);
+    git(&dir, &["commit", "--quiet", "-m", "acme-context"]);
+    dir
+}
+
+/// A small executable standing in for a build, for the tests that are about
+/// signatures and tampering rather than compilers.
+fn prebuilt(dir: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("prebuilt-main");
+    std::fs::write(&path, "#!/bin/sh\necho prebuilt\n").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+fn package_prebuilt(dir: &Path, binary: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "package",
+        dir.to_str().unwrap(),
+        "--binary",
+        binary.to_str().unwrap(),
+        "--out-dir",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let output = ecp(&args);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+/// A key pair made by a real tool: (private key file, public key file).
+struct KeyPair {
+    label: &'static str,
+    private: PathBuf,
+    public: PathBuf,
+}
+
+fn key_pairs(dir: &Path) -> Vec<KeyPair> {
+    let at = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    let openssl = |args: &[&str]| run("openssl", args, dir);
+    openssl(&[
+        "genpkey",
+        "-algorithm",
+        "ed25519",
+        "-out",
+        &at("ed25519.pem"),
+    ]);
+    openssl(&[
+        "pkey",
+        "-in",
+        &at("ed25519.pem"),
+        "-pubout",
+        "-out",
+        &at("ed25519.pub.pem"),
+    ]);
+    openssl(&[
+        "genpkey",
+        "-algorithm",
+        "EC",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-out",
+        &at("p256.pem"),
+    ]);
+    openssl(&[
+        "pkey",
+        "-in",
+        &at("p256.pem"),
+        "-pubout",
+        "-out",
+        &at("p256.pub.pem"),
+    ]);
+    openssl(&[
+        "ecparam",
+        "-name",
+        "prime256v1",
+        "-genkey",
+        "-noout",
+        "-out",
+        &at("sec1.pem"),
+    ]);
+    openssl(&[
+        "ec",
+        "-in",
+        &at("sec1.pem"),
+        "-pubout",
+        "-out",
+        &at("sec1.pub.pem"),
+    ]);
+    let ssh = |kind: &[&str], file: &str| {
+        let mut args = vec!["-q", "-N", "", "-C", "release@acme", "-f"];
+        args.push(file);
+        args.extend_from_slice(kind);
+        run("ssh-keygen", &args, dir);
+    };
+    ssh(&["-t", "ed25519"], &at("ssh-ed25519"));
+    ssh(&["-t", "ecdsa", "-b", "256"], &at("ssh-ecdsa"));
+    [
+        ("openssl ed25519 (PKCS#8)", "ed25519.pem", "ed25519.pub.pem"),
+        ("openssl P-256 (PKCS#8)", "p256.pem", "p256.pub.pem"),
+        ("openssl P-256 (SEC1)", "sec1.pem", "sec1.pub.pem"),
+        ("ssh-keygen ed25519", "ssh-ed25519", "ssh-ed25519.pub"),
+        ("ssh-keygen ecdsa 256", "ssh-ecdsa", "ssh-ecdsa.pub"),
+    ]
+    .into_iter()
+    .map(|(label, private, public)| KeyPair {
+        label,
+        private: dir.join(private),
+        public: dir.join(public),
+    })
+    .collect()
+}
+
+/// The independent verifier: exit status and what it printed.
+fn reference_verifier(envelope: &Path, public: &Path, archives: &[PathBuf]) -> (bool, String) {
+    let python = crate::ci_tools::tool("python");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/verify_provenance.py");
+    let output = Command::new(python)
+        .arg(script)
+        .arg(envelope)
+        .arg(public)
+        .args(archives)
+        .output()
+        .unwrap();
+    (
+        output.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    )
+}
+
+/// `ecp verify ARGS --format json`: exit code and the report.
+fn verify(args: &[&str]) -> (Option<i32>, Value) {
+    let mut all = vec!["verify"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--format", "json"]);
+    let output = ecp(&all);
+    let report = serde_json::from_slice(&output.stdout).unwrap_or_else(|_| {
+        panic!(
+            "ecp verify {args:?} printed no report:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    (output.status.code(), report)
+}
+
+fn step<'a>(report: &'a Value, id: &str) -> (&'a str, &'a str) {
+    let step = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no step {id} in {report:#}"));
+    (
+        step["status"].as_str().unwrap(),
+        step["detail"].as_str().unwrap(),
+    )
+}
+
+fn copy_folder(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+}
+
+#[test]
+fn every_key_form_signs_what_the_reference_verifier_accepts() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = committed_extension(temp.path());
+    let binary = prebuilt(temp.path());
+    let keys = temp.path().join("keys");
+    std::fs::create_dir_all(&keys).unwrap();
+    for (index, pair) in key_pairs(&keys).iter().enumerate() {
+        let out = temp.path().join(format!("out{index}"));
+        package_prebuilt(
+            &dir,
+            &binary,
+            &out,
+            &["--sign-key", pair.private.to_str().unwrap()],
+        );
+        let envelope = out.join("provenance.linux.x64.intoto.jsonl");
+        let archives = [out.join(ARCHIVE), out.join("linux.x64.acme-context.zip")];
+        let (ok, said) = reference_verifier(&envelope, &pair.public, &archives);
+        assert!(
+            ok,
+            "{}: the reference verifier refused:\n{said}",
+            pair.label
+        );
+
+        // ecp verify agrees, with the public key or the private key file.
+        for key in [&pair.public, &pair.private] {
+            let archive = out.join(ARCHIVE);
+            let (code, report) =
+                verify(&[archive.to_str().unwrap(), "--key", key.to_str().unwrap()]);
+            assert_eq!(code, Some(0), "{}: {report:#}", pair.label);
+            assert_eq!(step(&report, "signature").0, "proven", "{}", pair.label);
+        }
+
+        // The same inputs give the same bytes, signature included (RFC 6979
+        // for ECDSA).
+        let again = temp.path().join(format!("again{index}"));
+        package_prebuilt(
+            &dir,
+            &binary,
+            &again,
+            &["--sign-key", pair.private.to_str().unwrap()],
+        );
+        for name in [
+            "provenance.linux.x64.intoto.json",
+            "provenance.linux.x64.intoto.jsonl",
+        ] {
+            assert_eq!(
+                std::fs::read(out.join(name)).unwrap(),
+                std::fs::read(again.join(name)).unwrap(),
+                "{}: {name} differs between two runs",
+                pair.label
+            );
+        }
+
+        // A negative control: the reference verifier refuses a statement
+        // changed inside a signed envelope.
+        let mut changed: Value =
+            serde_json::from_str(&std::fs::read_to_string(&envelope).unwrap()).unwrap();
+        let payload = changed["payload"].as_str().unwrap().replace('A', "B");
+        changed["payload"] = payload.into();
+        let forged = temp.path().join(format!("forged{index}.jsonl"));
+        std::fs::write(&forged, changed.to_string()).unwrap();
+        let (ok, said) = reference_verifier(&forged, &pair.public, &archives);
+        assert!(!ok, "{}: a changed payload verified:\n{said}", pair.label);
+    }
+
+    // Keys ecp cannot sign with are refused before anything is built.
+    let encrypted = keys.join("encrypted");
+    run(
+        "ssh-keygen",
+        &[
+            "-q",
+            "-t",
+            "ed25519",
+            "-N",
+            "a passphrase",
+            "-f",
+            encrypted.to_str().unwrap(),
+        ],
+        &keys,
+    );
+    let rsa = keys.join("rsa.pem");
+    run(
+        "openssl",
+        &[
+            "genpkey",
+            "-algorithm",
+            "RSA",
+            "-pkeyopt",
+            "rsa_keygen_bits:2048",
+            "-out",
+            rsa.to_str().unwrap(),
+        ],
+        &keys,
+    );
+    let public = keys.join("ed25519.pub.pem");
+    for (key, says) in [
+        (&encrypted, "is encrypted"),
+        (&rsa, "ecp signs with Ed25519 or ECDSA P-256 keys"),
+        (&public, "is a public key; signing needs the private key"),
+        (&keys.join("missing.pem"), "cannot read the key"),
+    ] {
+        let out = temp.path().join("refused");
+        let output = ecp(&[
+            "package",
+            dir.to_str().unwrap(),
+            "--binary",
+            binary.to_str().unwrap(),
+            "--out-dir",
+            out.to_str().unwrap(),
+            "--sign-key",
+            key.to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(says), "{key:?}: {stderr}");
+        assert!(stderr.contains("= help: "), "{stderr}");
+        assert!(!out.exists(), "a refused key left {out:?}");
+    }
+}
+
+#[test]
+fn verify_accepts_a_good_release_and_names_each_kind_of_tampering() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = committed_extension(temp.path());
+    let binary = prebuilt(temp.path());
+    let keys = temp.path().join("keys");
+    std::fs::create_dir_all(&keys).unwrap();
+    let pairs = key_pairs(&keys);
+    let (signer, stranger) = (&pairs[0], &pairs[3]);
+    let release = temp.path().join("release");
+    package_prebuilt(
+        &dir,
+        &binary,
+        &release,
+        &["--sign-key", signer.private.to_str().unwrap()],
+    );
+    let key = signer.public.to_str().unwrap();
+
+    let good = release.join(ARCHIVE);
+    let (code, report) = verify(&[good.to_str().unwrap(), "--key", key]);
+    assert_eq!(code, Some(0), "{report:#}");
+    assert_eq!(report["verified"], true);
+    for id in ["sums", "provenance", "signature", "lint"] {
+        assert_eq!(step(&report, id).0, "proven", "{id}: {report:#}");
+    }
+    assert_eq!(step(&report, "rebuild").0, "not-checked");
+    let (_, detail) = step(&report, "provenance");
+    assert!(detail.contains("(clean)"), "{detail}");
+    // Without --key the signature is named but not claimed.
+    let (code, report) = verify(&[good.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{report:#}");
+    let (status, detail) = step(&report, "signature");
+    assert_eq!(status, "not-checked");
+    assert!(detail.contains("pass --key"), "{detail}");
+    // The human form says what was proven and what was not.
+    let human = ecp(&["verify", good.to_str().unwrap(), "--key", key]);
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(text.contains("proven       signature"), "{text}");
+    assert!(text.contains("not checked  rebuild"), "{text}");
+    assert!(
+        text.contains("verified: every step asked for is proven"),
+        "{text}"
+    );
+
+    // Each tampering, on a copy of the release: the step that fails and
+    // what it says; the steps it does not touch still hold.
+    type Tamper = fn(&Path);
+    let cases: [(&str, Tamper, &[(&str, &str)]); 6] = [
+        (
+            "one byte of the archive",
+            |at| {
+                let path = at.join(ARCHIVE);
+                let mut bytes = std::fs::read(&path).unwrap();
+                let middle = bytes.len() / 2;
+                bytes[middle] ^= 1;
+                std::fs::write(&path, bytes).unwrap();
+            },
+            &[
+                ("sums", "but SHA256SUMS says"),
+                ("provenance", "the archive was changed"),
+            ],
+        ),
+        (
+            "a wrong sum",
+            |at| {
+                let path = at.join("SHA256SUMS");
+                let text = std::fs::read_to_string(&path).unwrap();
+                let lines: String = text
+                    .lines()
+                    .map(|l| {
+                        if l.ends_with(ARCHIVE) {
+                            format!("{}  {ARCHIVE}\n", "0".repeat(64))
+                        } else {
+                            format!("{l}\n")
+                        }
+                    })
+                    .collect();
+                std::fs::write(&path, lines).unwrap();
+            },
+            &[("sums", "but SHA256SUMS says 0000")],
+        ),
+        (
+            "a missing sum",
+            |at| {
+                let path = at.join("SHA256SUMS");
+                let text = std::fs::read_to_string(&path).unwrap();
+                let kept: String = text
+                    .lines()
+                    .filter(|l| !l.ends_with(ARCHIVE))
+                    .map(|l| format!("{l}\n"))
+                    .collect();
+                std::fs::write(&path, kept).unwrap();
+            },
+            &[("sums", "does not list")],
+        ),
+        (
+            "a bad signature",
+            |at| {
+                let path = at.join("provenance.linux.x64.intoto.jsonl");
+                let mut envelope: Value =
+                    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+                let sig = envelope["signatures"][0]["sig"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned();
+                let flipped = if sig.starts_with('A') { "B" } else { "A" };
+                envelope["signatures"][0]["sig"] = format!("{flipped}{}", &sig[1..]).into();
+                std::fs::write(&path, envelope.to_string()).unwrap();
+            },
+            &[("signature", "does not verify")],
+        ),
+        (
+            "a statement changed under its signature",
+            |at| {
+                let path = at.join("provenance.linux.x64.intoto.jsonl");
+                let mut envelope: Value =
+                    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+                use base64::Engine as _;
+                let engine = base64::engine::general_purpose::STANDARD;
+                let payload = engine
+                    .decode(envelope["payload"].as_str().unwrap())
+                    .unwrap();
+                let forged = String::from_utf8(payload)
+                    .unwrap()
+                    .replace("\"dirty\": false", "\"dirty\": true");
+                envelope["payload"] = engine.encode(forged).into();
+                std::fs::write(&path, envelope.to_string()).unwrap();
+            },
+            &[("signature", "does not verify")],
+        ),
+        (
+            "no provenance",
+            |at| {
+                std::fs::remove_file(at.join("provenance.linux.x64.intoto.jsonl")).unwrap();
+                std::fs::remove_file(at.join("provenance.linux.x64.intoto.json")).unwrap();
+            },
+            &[
+                ("provenance", "no provenance statement"),
+                ("signature", "no statement, so no signature"),
+            ],
+        ),
+    ];
+    for (index, (what, tamper, failing)) in cases.into_iter().enumerate() {
+        let copy = temp.path().join(format!("tampered{index}"));
+        copy_folder(&release, &copy);
+        tamper(&copy);
+        let archive = copy.join(ARCHIVE);
+        let (code, report) = verify(&[archive.to_str().unwrap(), "--key", key]);
+        assert_eq!(code, Some(1), "{what}: {report:#}");
+        assert_eq!(report["verified"], false, "{what}");
+        for id in ["sums", "provenance", "signature", "lint"] {
+            let (status, detail) = step(&report, id);
+            match failing.iter().find(|(failing_id, _)| *failing_id == id) {
+                Some((_, says)) => {
+                    assert_eq!(status, "failed", "{what}: {id} {detail}");
+                    assert!(detail.contains(says), "{what}: {id} says {detail:?}");
+                }
+                None if what == "one byte of the archive" && id == "lint" => {}
+                None => assert_eq!(status, "proven", "{what}: {id} {detail}"),
+            }
+        }
+    }
+
+    // An unknown key.
+    let (code, report) = verify(&[
+        good.to_str().unwrap(),
+        "--key",
+        stranger.public.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1), "{report:#}");
+    let (status, detail) = step(&report, "signature");
+    assert_eq!(status, "failed");
+    assert!(detail.contains("not signed by the given key"), "{detail}");
+
+    // A statement for another archive: another extension's release.
+    let other = temp.path().join("other");
+    let output = ecp(&[
+        "new",
+        "other-context",
+        "--yes",
+        "--dir",
+        other.to_str().unwrap(),
+    ]);
+    assert!(output.status.success());
+    let other_release = temp.path().join("other-release");
+    package_prebuilt(
+        &other,
+        &binary,
+        &other_release,
+        &["--sign-key", signer.private.to_str().unwrap()],
+    );
+    let swapped = temp.path().join("swapped");
+    copy_folder(&release, &swapped);
+    for name in [
+        "provenance.linux.x64.intoto.json",
+        "provenance.linux.x64.intoto.jsonl",
+    ] {
+        std::fs::copy(other_release.join(name), swapped.join(name)).unwrap();
+    }
+    let archive = swapped.join(ARCHIVE);
+    let (code, report) = verify(&[archive.to_str().unwrap(), "--key", key]);
+    assert_eq!(code, Some(1), "{report:#}");
+    let (status, detail) = step(&report, "provenance");
+    assert_eq!(status, "failed");
+    assert!(
+        detail.contains("no statement lists `linux.x64.acme-context.tar.gz`")
+            && detail.contains("linux.x64.other-context.tar.gz"),
+        "{detail}"
+    );
+    let given = other_release.join("provenance.linux.x64.intoto.jsonl");
+    let (code, report) = verify(&[
+        good.to_str().unwrap(),
+        "--key",
+        key,
+        "--provenance",
+        given.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1), "{report:#}");
+    let (status, detail) = step(&report, "provenance");
+    assert_eq!(status, "failed");
+    assert!(
+        detail.contains("is the statement of other archives"),
+        "{detail}"
+    );
+
+    // An unsigned release with --key.
+    let unsigned = temp.path().join("unsigned");
+    package_prebuilt(&dir, &binary, &unsigned, &[]);
+    let archive = unsigned.join(ARCHIVE);
+    let (code, report) = verify(&[archive.to_str().unwrap(), "--key", key]);
+    assert_eq!(code, Some(1), "{report:#}");
+    let (status, detail) = step(&report, "signature");
+    assert_eq!(status, "failed");
+    assert!(detail.contains("is not signed"), "{detail}");
+    // Packaging again unsigned removed the envelope an earlier signed run left.
+    assert!(!unsigned.join("provenance.linux.x64.intoto.jsonl").exists());
+
+    // Could not run: no archive.
+    let output = ecp(&["verify", temp.path().join("nope.tar.gz").to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("does not exist"));
+}
+
+/// `CARGO_HOME` of this machine, whose registry a second home borrows.
+fn cargo_home() -> PathBuf {
+    std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cargo"))
+}
+
+/// The generated crate, packaged from two folders with two `CARGO_HOME`s
+/// and two target folders, gives the same archives, statement included; a
+/// changed source byte changes the archive; and `ecp verify --rebuild`
+/// proves the first and names where the second differs from its commit.
+#[test]
+fn builds_are_reproducible_and_a_rebuild_proves_it() {
+    let temp = tempfile::tempdir().unwrap();
+    let first = committed_extension(&temp.path().join("first"));
+    let second = temp.path().join("elsewhere/deeper/acme-context");
+    std::fs::create_dir_all(second.parent().unwrap()).unwrap();
+    run(
+        "git",
+        &[
+            "clone",
+            "--quiet",
+            first.to_str().unwrap(),
+            second.to_str().unwrap(),
+        ],
+        temp.path(),
+    );
+    // A second CARGO_HOME with the registry's downloads but its own
+    // unpacked sources, and a second target folder.
+    let home = temp.path().join("cargo-home");
+    std::fs::create_dir_all(home.join("registry")).unwrap();
+    for part in ["cache", "index"] {
+        std::os::unix::fs::symlink(
+            cargo_home().join("registry").join(part),
+            home.join("registry").join(part),
+        )
+        .unwrap();
+    }
+    let second_target = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/reproducible");
+    let package_second = || {
+        let output = Command::new(env!("CARGO_BIN_EXE_ecp"))
+            .args(["package", second.to_str().unwrap()])
+            .env("CARGO_HOME", &home)
+            .env("CARGO_TARGET_DIR", &second_target)
+            .env("CARGO_NET_OFFLINE", "true")
+            .env_remove("SOURCE_DATE_EPOCH")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+
+    let output = ecp(&["package", first.to_str().unwrap()]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    package_second();
+    for name in [
+        ARCHIVE,
+        "linux.x64.acme-context.zip",
+        "SHA256SUMS",
+        "provenance.linux.x64.intoto.json",
+    ] {
+        assert!(
+            std::fs::read(first.join("dist").join(name)).unwrap()
+                == std::fs::read(second.join("dist").join(name)).unwrap(),
+            "{name} differs between the two folders"
+        );
+    }
+    let statement: Value = serde_json::from_str(
+        &std::fs::read_to_string(first.join("dist/provenance.linux.x64.intoto.json")).unwrap(),
+    )
+    .unwrap();
+    let internal = &statement["predicate"]["buildDefinition"]["internalParameters"];
+    assert_eq!(internal["dirty"], false, "{statement:#}");
+    assert!(internal["toolchain"]["rustc"].is_string(), "{statement:#}");
+    // The archive times are the commit's.
+    let commit_time =
+        String::from_utf8(run("git", &["log", "-1", "--format=%ct"], &first).stdout).unwrap();
+    assert_eq!(
+        internal["sourceDateEpoch"].to_string(),
+        commit_time.trim(),
+        "{statement:#}"
+    );
+
+    // The first release, rebuilt from its repository: byte-identical.
+    let archive = first.join("dist").join(ARCHIVE);
+    let (code, report) = verify(&[
+        archive.to_str().unwrap(),
+        "--rebuild",
+        first.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{report:#}");
+    let (status, detail) = step(&report, "rebuild");
+    assert_eq!(status, "proven", "{detail}");
+    assert!(detail.contains("byte-identical"), "{detail}");
+
+    // One source byte changed, not committed: another archive, a statement
+    // that says so, and a rebuild from the commit that names the difference.
+    let provider = second.join("src/provider.rs");
+    let source = std::fs::read_to_string(&provider).unwrap();
+    assert!(source.contains("it must not have a fragment"));
+    std::fs::write(
+        &provider,
+        source.replacen(
+            "it must not have a fragment",
+            "it must not have a fragmenT",
+            1,
+        ),
+    )
+    .unwrap();
+    package_second();
+    assert!(
+        std::fs::read(first.join("dist").join(ARCHIVE)).unwrap()
+            != std::fs::read(second.join("dist").join(ARCHIVE)).unwrap(),
+        "a changed source byte left the archive as it was"
+    );
+    let archive = second.join("dist").join(ARCHIVE);
+    let (code, report) = verify(&[
+        archive.to_str().unwrap(),
+        "--rebuild",
+        second.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1), "{report:#}");
+    let (_, detail) = step(&report, "provenance");
+    assert!(detail.contains("with uncommitted changes"), "{detail}");
+    let (status, detail) = step(&report, "rebuild");
+    assert_eq!(status, "failed", "{detail}");
+    assert!(
+        detail.contains("`dist/main` differs from its byte")
+            && detail.contains("uncommitted changes"),
+        "{detail}"
+    );
+}
