@@ -27,6 +27,25 @@ use target::{DEFAULT_CALL_TIMEOUT, Launch, ManifestServer, Session, Target};
 
 use crate::providers::http::{DEFAULT_BASE_URL_ENV, DEFAULT_TOKEN_ENV};
 
+/// Why `ecp check` or `ecp call` could not run at all (exit 2). The
+/// target's own failures are findings of the suite, not these.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// ecp's embedded contract data is incomplete: a defect of this build,
+    /// refused rather than run with fewer checks.
+    #[error("{0}")]
+    Embedded(String),
+    /// The scripted (or fixture) upstream could not listen on loopback.
+    #[error("{0}")]
+    Upstream(String),
+    /// The target could not be resolved, started or reached.
+    #[error("{0}")]
+    Target(String),
+    /// Settings that cannot go together.
+    #[error("{0}")]
+    Settings(String),
+}
+
 /// How to run the suite.
 #[derive(Debug, Clone)]
 pub struct CheckSettings {
@@ -70,12 +89,15 @@ fn describe(target: &Target) -> String {
 pub async fn run(
     settings: &CheckSettings,
     progress: suite::Progress<'_>,
-) -> Result<CheckReport, String> {
-    let embedded = embedded::Embedded::get()?;
-    let upstream = suite::start_upstream(embedded).await?;
+) -> Result<CheckReport, CheckError> {
+    let embedded = embedded::Embedded::get().map_err(CheckError::Embedded)?;
+    let upstream = suite::start_upstream(embedded)
+        .await
+        .map_err(CheckError::Upstream)?;
     let (session, include_tools, with_upstream) = match &settings.target {
         Target::Extension(path) => {
-            let server = target::from_extension(path, Some((&upstream.base_url, TOKEN_CANARY)))?;
+            let server = target::from_extension(path, Some((&upstream.base_url, TOKEN_CANARY)))
+                .map_err(CheckError::Target)?;
             match server {
                 ManifestServer::Local(mut launch) => {
                     if let Some(note) = &launch.note {
@@ -84,7 +106,7 @@ pub async fn run(
                     target::reach_loopback_directly(&mut launch.env);
                     let binding = launch.binding.is_some();
                     (
-                        Session::spawn(&launch).await?,
+                        Session::spawn(&launch).await.map_err(CheckError::Target)?,
                         launch.include_tools.clone(),
                         binding,
                     )
@@ -94,7 +116,9 @@ pub async fn run(
                     call_timeout,
                     include_tools,
                 } => (
-                    Session::connect(&url, settings.bearer.clone(), call_timeout).await?,
+                    Session::connect(&url, settings.bearer.clone(), call_timeout)
+                        .await
+                        .map_err(CheckError::Target)?,
                     include_tools,
                     false,
                 ),
@@ -102,7 +126,7 @@ pub async fn run(
         }
         Target::Command(command) => {
             let [program, args @ ..] = command.as_slice() else {
-                return Err("no command given after --".into());
+                return Err(CheckError::Settings("no command given after --".into()));
             };
             let base_url_env = settings
                 .base_url_env
@@ -131,10 +155,16 @@ pub async fn run(
                 }),
                 _extracted: None,
             };
-            (Session::spawn(&launch).await?, None, true)
+            (
+                Session::spawn(&launch).await.map_err(CheckError::Target)?,
+                None,
+                true,
+            )
         }
         Target::Url(url) => (
-            Session::connect(url, settings.bearer.clone(), DEFAULT_CALL_TIMEOUT).await?,
+            Session::connect(url, settings.bearer.clone(), DEFAULT_CALL_TIMEOUT)
+                .await
+                .map_err(CheckError::Target)?,
             None,
             false,
         ),
@@ -176,7 +206,7 @@ const FIXTURE_TOKEN: &str = "ecp-call-fixture";
 /// `limit` items out.
 pub async fn fixture_upstream(
     corpus: crate::providers::fixture::FixtureCorpus,
-) -> Result<upstream::Upstream, String> {
+) -> Result<upstream::Upstream, CheckError> {
     upstream::Upstream::try_start(move |request| {
         let body: serde_json::Value = serde_json::from_str(&request.body).unwrap_or_default();
         let limit = body["limit"].as_u64().unwrap_or(5).min(50) as usize;
@@ -203,7 +233,11 @@ pub async fn fixture_upstream(
         upstream::Reply::json(serde_json::json!({ "items": items }).to_string())
     })
     .await
-    .map_err(|e| format!("cannot start the fixture endpoint on 127.0.0.1: {e}"))
+    .map_err(|e| {
+        CheckError::Upstream(format!(
+            "cannot start the fixture endpoint on 127.0.0.1: {e}"
+        ))
+    })
 }
 
 /// `ecp call`: one `context_search` call against a target. With a fixture
@@ -212,25 +246,26 @@ pub async fn call_once(
     settings: &CheckSettings,
     query: &str,
     fixture: Option<&upstream::Upstream>,
-) -> Result<CallOutcome, String> {
+) -> Result<CallOutcome, CheckError> {
     let upstream = fixture.map(|u| (u.base_url.as_str(), FIXTURE_TOKEN));
     let session = match &settings.target {
-        Target::Extension(path) => match target::from_extension(path, upstream)? {
-            ManifestServer::Local(mut launch) => {
-                if let Some(note) = &launch.note {
-                    eprintln!("{note}");
-                }
-                if fixture.is_some() {
-                    if launch.binding.is_none() {
-                        return Err(
+        Target::Extension(path) => {
+            match target::from_extension(path, upstream).map_err(CheckError::Target)? {
+                ManifestServer::Local(mut launch) => {
+                    if let Some(note) = &launch.note {
+                        eprintln!("{note}");
+                    }
+                    if fixture.is_some() {
+                        if launch.binding.is_none() {
+                            return Err(CheckError::Settings(
                             "--fixture needs a manifest that passes the endpoint and credential in `env` (`*_BASE_URL`, `*_TOKEN`), as `ecp new` writes it"
                                 .into(),
-                        );
+                        ));
+                        }
+                        target::reach_loopback_directly(&mut launch.env);
                     }
-                    target::reach_loopback_directly(&mut launch.env);
-                }
-                let binding = launch.binding.clone();
-                Session::spawn(&launch).await.map_err(|error| {
+                    let binding = launch.binding.clone();
+                    Session::spawn(&launch).await.map_err(|error| {
                     match (binding, fixture) {
                         (Some(binding), None) => format!(
                             "{error}\n  = help: the server needs {} and {} (a live Generic HTTP Search V1 endpoint); without one, try the built-in example corpus: `ecp call {} {query:?} --fixture example`",
@@ -240,23 +275,27 @@ pub async fn call_once(
                         ),
                         _ => error,
                     }
-                })?
-            }
-            ManifestServer::Remote {
-                url, call_timeout, ..
-            } => {
-                if fixture.is_some() {
-                    return Err(
-                        "--fixture applies to a local extension, not to a remote (httpUrl) one"
-                            .into(),
-                    );
+                })
+                .map_err(CheckError::Target)?
                 }
-                Session::connect(&url, settings.bearer.clone(), call_timeout).await?
+                ManifestServer::Remote {
+                    url, call_timeout, ..
+                } => {
+                    if fixture.is_some() {
+                        return Err(CheckError::Settings(
+                            "--fixture applies to a local extension, not to a remote (httpUrl) one"
+                                .into(),
+                        ));
+                    }
+                    Session::connect(&url, settings.bearer.clone(), call_timeout)
+                        .await
+                        .map_err(CheckError::Target)?
+                }
             }
-        },
+        }
         Target::Command(command) => {
             let [program, args @ ..] = command.as_slice() else {
-                return Err("no command given after --".into());
+                return Err(CheckError::Settings("no command given after --".into()));
             };
             let mut env = BTreeMap::new();
             if let Some(fixture) = fixture {
@@ -287,15 +326,17 @@ pub async fn call_once(
                 binding: None,
                 _extracted: None,
             };
-            Session::spawn(&launch).await?
+            Session::spawn(&launch).await.map_err(CheckError::Target)?
         }
         Target::Url(url) => {
             if fixture.is_some() {
-                return Err(
+                return Err(CheckError::Settings(
                     "--fixture applies to a local extension or a command, not to --url".into(),
-                );
+                ));
             }
-            Session::connect(url, settings.bearer.clone(), Duration::from_secs(600)).await?
+            Session::connect(url, settings.bearer.clone(), Duration::from_secs(600))
+                .await
+                .map_err(CheckError::Target)?
         }
     };
     let result = session.call(serde_json::json!({ "query": query })).await;
@@ -305,5 +346,7 @@ pub async fn call_once(
     }
     let stderr = session.is_process().then(|| session.stderr());
     session.close().await;
-    result.map(|result| CallOutcome { result, stderr })
+    result
+        .map(|result| CallOutcome { result, stderr })
+        .map_err(CheckError::Target)
 }

@@ -91,7 +91,7 @@ pub fn run_check(args: CheckArgs, color: ColorChoice) -> Outcome {
     }
     let report = match tokio.block_on(check::run(&settings, progress)) {
         Ok(report) => report,
-        Err(message) => return Err(could_not_run(&message)),
+        Err(error) => return Err(could_not_run(&error.to_string())),
     };
     tokio.shutdown_background();
     if human {
@@ -175,7 +175,7 @@ pub fn run_call(args: CallArgs) -> Outcome {
     tokio.shutdown_background();
     let outcome = match outcome {
         Ok(outcome) => outcome,
-        Err(message) => return Err(could_not_run(&message)),
+        Err(error) => return Err(could_not_run(&error.to_string())),
     };
     let result = &outcome.result;
     let failed = result.is_error == Some(true);

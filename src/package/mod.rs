@@ -400,14 +400,6 @@ fn run(
             let binary = match &settings.binary {
                 Some(binary) => {
                     log(&format!("build: skipped, shipping {}", binary.display()));
-                    toolchain = Toolchain::Prebuilt {
-                        sha256: lint::release::sha256_file(binary).map_err(|source| {
-                            PackageError::Io {
-                                path: binary.clone(),
-                                source,
-                            }
-                        })?,
-                    };
                     binary.clone()
                 }
                 None => {
@@ -444,6 +436,17 @@ fn run(
                 entry.clone()
             };
             stage.add_entry_point(&entry_name, &binary)?;
+            if settings.binary.is_some() {
+                // Staged, so readable: the digest of what ecp did not build.
+                toolchain = Toolchain::Prebuilt {
+                    sha256: lint::release::sha256_file(&binary).map_err(|source| {
+                        PackageError::Io {
+                            path: binary.clone(),
+                            source,
+                        }
+                    })?,
+                };
+            }
             Some(format!("{os}.{arch}"))
         }
     };

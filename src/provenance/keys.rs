@@ -182,10 +182,27 @@ enum Parsed {
 }
 
 fn read_key(path: &Path) -> Result<Parsed, KeyError> {
-    let read = |reason: String| KeyError::Read {
-        path: path.to_owned(),
-        reason,
-    };
+    let text = crate::lint::files::read_text(path, None, MAX_KEY_BYTES).map_err(|problem| {
+        KeyError::Read {
+            path: path.to_owned(),
+            reason: problem.to_string(),
+        }
+    })?;
+    parse_key(&text, path)
+}
+
+impl VerifyingKey {
+    /// A verifying key from the text of a key file (`path` names it in
+    /// messages); what [`VerifyingKey::load`] does after reading.
+    pub fn from_text(text: &str, path: &Path) -> Result<VerifyingKey, KeyError> {
+        Ok(match parse_key(text, path)? {
+            Parsed::Private(key) => key.verifying_key(),
+            Parsed::Public(key) => key,
+        })
+    }
+}
+
+fn parse_key(text: &str, path: &Path) -> Result<Parsed, KeyError> {
     let malformed = |reason: String| KeyError::Malformed {
         path: path.to_owned(),
         reason,
@@ -194,8 +211,6 @@ fn read_key(path: &Path) -> Result<Parsed, KeyError> {
         path: path.to_owned(),
         what: what.to_owned(),
     };
-    let text = crate::lint::files::read_text(path, None, MAX_KEY_BYTES)
-        .map_err(|problem| read(problem.to_string()))?;
     let text = text.trim();
     let label = text
         .lines()

@@ -227,13 +227,18 @@ fn candidates(folder: &Path, given: Option<&Path>) -> Vec<PathBuf> {
 fn read_provenance(path: &Path) -> Result<(Value, Option<Envelope>), String> {
     let text = lint::files::read_text(path, None, super::MAX_STATEMENT_BYTES)
         .map_err(|p| p.to_string())?;
-    let value: Value = serde_json::from_str(&text)
+    parse_provenance(&text)
+}
+
+/// A statement file's text, or an envelope's and the statement it carries.
+pub fn parse_provenance(text: &str) -> Result<(Value, Option<Envelope>), String> {
+    let value: Value = serde_json::from_str(text)
         .or_else(|_| {
             serde_json::from_str(text.lines().find(|l| !l.trim().is_empty()).unwrap_or(""))
         })
         .map_err(|e| format!("not JSON ({e})"))?;
     if value.get("payloadType").is_some() {
-        let envelope = Envelope::parse(&text).map_err(|e| e.to_string())?;
+        let envelope = Envelope::parse(text).map_err(|e| e.to_string())?;
         let payload = envelope.statement().map_err(|e| e.to_string())?;
         let statement: Value = serde_json::from_slice(&payload)
             .map_err(|e| format!("its payload is not JSON ({e})"))?;
@@ -242,7 +247,8 @@ fn read_provenance(path: &Path) -> Result<(Value, Option<Envelope>), String> {
     Ok((value, None))
 }
 
-fn subjects(statement: &Value) -> Vec<(String, String)> {
+/// The statement's subjects as (name, sha256), at most 1024.
+pub fn subjects(statement: &Value) -> Vec<(String, String)> {
     statement["subject"]
         .as_array()
         .map(|items| {

@@ -344,7 +344,15 @@ fn package_says_each_step_and_removes_stale_archives_when_it_fails() {
     // One archive per platform for a platform-less extension.
     assert_eq!(
         steps,
-        ["lint", "stage", "archive", "archive", "archive", "sums"],
+        [
+            "lint",
+            "stage",
+            "archive",
+            "archive",
+            "archive",
+            "sums",
+            "provenance"
+        ],
         "{text}"
     );
     let archive = dir.join("dist/linux.acme-context.tar.gz");
@@ -363,6 +371,7 @@ fn package_says_each_step_and_removes_stale_archives_when_it_fails() {
     );
     assert!(!archive.exists());
     assert!(!dir.join("dist/SHA256SUMS").exists());
+    assert!(!dir.join("dist/provenance.intoto.json").exists());
 
     // --json stays one document, with no step lines.
     std::fs::write(&manifest, text_without_trust(&manifest)).unwrap();

@@ -212,6 +212,7 @@ fn binary_and_target_name_the_archives() {
             "SHA256SUMS",
             "darwin.arm64.acme-context.tar.gz",
             "darwin.arm64.acme-context.zip",
+            "provenance.darwin.arm64.intoto.json",
         ]
     );
     // The prebuilt file is shipped as is.
@@ -254,6 +255,8 @@ fn binary_and_target_name_the_archives() {
             "SHA256SUMS",
             "darwin.arm64.acme-context.tar.gz",
             "darwin.arm64.acme-context.zip",
+            "provenance.darwin.arm64.intoto.json",
+            "provenance.win32.x64.intoto.json",
             "win32.x64.acme-context.zip",
         ]
     );
@@ -319,7 +322,9 @@ fn a_manifest_only_extension_gets_one_archive_per_platform() {
         "win32.acme-context.tar.gz",
     ];
     let mut expected = vec!["SHA256SUMS"];
-    expected.extend(names);
+    expected.extend(&names[..2]);
+    expected.push("provenance.intoto.json");
+    expected.push(names[2]);
     assert_eq!(archives_in(&dir.join("dist")), expected);
     // The same bytes under each platform's name.
     let bytes: Vec<Vec<u8>> = names

@@ -394,7 +394,9 @@ fn verify_accepts_a_good_release_and_names_each_kind_of_tampering() {
     // Each tampering, on a copy of the release: the step that fails and
     // what it says; the steps it does not touch still hold.
     type Tamper = fn(&Path);
-    let cases: [(&str, Tamper, &[(&str, &str)]); 6] = [
+    /// The steps that must fail, each with what it says.
+    type Failing = &'static [(&'static str, &'static str)];
+    let cases: [(&str, Tamper, Failing); 6] = [
         (
             "one byte of the archive",
             |at| {

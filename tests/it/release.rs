@@ -135,14 +135,16 @@ fn five_targets_are_a_release_every_platform_installs_in_any_order() {
     release(temp.path(), &out, &TARGETS);
     let (code, findings) = lint(&out, &["--deny-warnings", "--release-tag", "v0.1.0"]);
     assert_eq!((code, findings.clone()), (Some(0), vec![]), "{findings:?}");
-    // Ten archives (tar.gz and zip per target) and one SHA256SUMS.
+    // Ten archives (tar.gz and zip per target), one SHA256SUMS, and one
+    // provenance statement per target, whose name starts with no platform.
     let names: Vec<String> = std::fs::read_dir(&out)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names.len(), 11, "{names:?}");
+    assert_eq!(names.len(), 16, "{names:?}");
     assert!(names.iter().all(|n| {
         n == "SHA256SUMS"
+            || (n.starts_with("provenance.") && n.ends_with(".intoto.json"))
             || ["linux.", "darwin.", "win32."]
                 .iter()
                 .any(|p| n.starts_with(p))
@@ -266,8 +268,10 @@ fn assets_that_would_trip_qwen_are_refused_with_the_platform_they_break() {
         ),
         "{findings:?}"
     );
-    // ... and is found when it is the only asset.
+    // ... and is found when it is the only asset (the statement is an
+    // asset too: beside it the lone-asset step no longer applies).
     std::fs::remove_file(plain.join("SHA256SUMS")).unwrap();
+    std::fs::remove_file(plain.join("provenance.intoto.json")).unwrap();
     let (_, findings) = lint(&plain, &[]);
     assert_eq!(rules(&findings), ["release-sums"], "{findings:?}");
 }

@@ -411,6 +411,7 @@ const FUZZ_TARGETS: &[&str] = &[
     "jsonrpc_stdio",
     "jwt",
     "release_assets",
+    "provenance",
 ];
 
 fn fuzz(seconds: u64) -> Result<(), String> {
