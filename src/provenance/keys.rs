@@ -211,6 +211,12 @@ fn parse_key(text: &str, path: &Path) -> Result<Parsed, KeyError> {
         path: path.to_owned(),
         what: what.to_owned(),
     };
+    // Text before the PEM block (openssl's "Bag Attributes", comments) is
+    // not part of the key.
+    let text = match text.find("-----BEGIN ") {
+        Some(start) => &text[start..],
+        None => text,
+    };
     let text = text.trim();
     let label = text
         .lines()

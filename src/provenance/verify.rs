@@ -135,6 +135,20 @@ pub fn verify(
             "without a provenance statement there is no commit to rebuild",
         ),
     });
+    // An unsigned statement (or one whose signature was not checked) is
+    // only as good as the folder it came in.
+    let signed = checks
+        .iter()
+        .any(|c| c.id == "signature" && c.status == Status::Proven);
+    if !signed
+        && let Some(provenance) = checks
+            .iter_mut()
+            .find(|c| c.id == "provenance" && c.status == Status::Proven)
+    {
+        provenance.detail.push_str(
+            "; with no verified signature this shows the release agrees with itself, not who built it",
+        );
+    }
     let asked = |id: &str| match id {
         "signature" => options.key.is_some(),
         "rebuild" => options.rebuild.is_some(),
@@ -566,6 +580,22 @@ fn rebuild_step(
         notes.push("the release was built from a tree with uncommitted changes".to_owned());
     }
     let folder = checkout.join(path);
+    if parameter(statement, "/internalParameters/toolchain/prebuilt/sha256").is_some() {
+        notes.push("the release shipped an entry point ecp did not build (--binary)".to_owned());
+    }
+    let recorded_host = parameter(statement, "/internalParameters/toolchain/host");
+    let this_host = match super::source::rust_toolchain(&folder) {
+        Some(super::Toolchain::Rust { host, .. }) => Some(host),
+        _ => None,
+    };
+    if target.is_none()
+        && let (Some(recorded), Some(here)) = (recorded_host, &this_host)
+        && recorded != here
+    {
+        return failed(format!(
+            "the release was built for its host {recorded} without --target; rebuild it on a {recorded} machine (this one is {here})"
+        ));
+    }
     let recorded = parameter(statement, "/internalParameters/toolchain/rustc");
     if let (Some(recorded), Some(super::Toolchain::Rust { release, .. })) =
         (recorded, super::source::rust_toolchain(&folder))

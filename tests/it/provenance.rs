@@ -259,6 +259,24 @@ fn every_key_form_signs_what_the_reference_verifier_accepts() {
             assert_eq!(step(&report, "signature").0, "proven", "{}", pair.label);
         }
 
+        // Text before a PEM block (openssl's "Bag Attributes") is not the key.
+        if pair.public.extension().is_some_and(|e| e == "pem") {
+            let prefixed = keys.join(format!("prefixed{index}.pem"));
+            let pem = std::fs::read_to_string(&pair.public).unwrap();
+            std::fs::write(
+                &prefixed,
+                format!("Bag Attributes\n    localKeyID: 01\n{pem}"),
+            )
+            .unwrap();
+            let archive = out.join(ARCHIVE);
+            let (code, report) = verify(&[
+                archive.to_str().unwrap(),
+                "--key",
+                prefixed.to_str().unwrap(),
+            ]);
+            assert_eq!(code, Some(0), "{}: {report:#}", pair.label);
+        }
+
         // The same inputs give the same bytes, signature included (RFC 6979
         // for ECDSA).
         let again = temp.path().join(format!("again{index}"));
