@@ -206,6 +206,8 @@ struct TemplateContext<'a> {
     endpoint: Option<String>,
     /// The endpoint's host (remote template: the TLS proxy example).
     endpoint_host: Option<String>,
+    /// The endpoint's path (remote template: what the proxy routes).
+    endpoint_path: Option<String>,
     /// The environment prefix of a `{name}-adapter` crate (remote template:
     /// how to run the adapter behind the endpoint).
     adapter_env_prefix: String,
@@ -282,6 +284,10 @@ pub fn plan(settings: &NewSettings) -> Result<Vec<GeneratedFile>, ScaffoldError>
             .as_deref()
             .and_then(|e| url::Url::parse(e).ok())
             .and_then(|url| url.host_str().map(str::to_owned)),
+        endpoint_path: endpoint
+            .as_deref()
+            .and_then(|e| url::Url::parse(e).ok())
+            .map(|url| url.path().to_owned()),
         endpoint,
         adapter_env_prefix: env_prefix(&format!("{}-adapter", settings.name)),
         ecp_version: env!("CARGO_PKG_VERSION"),

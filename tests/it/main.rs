@@ -4,6 +4,7 @@ mod check;
 mod ci_tools;
 mod cli;
 mod contracts;
+mod deploy;
 mod first_hour;
 mod hostile;
 #[path = "../support/jwt.rs"]

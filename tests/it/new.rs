@@ -136,6 +136,14 @@ fn remote_template_is_a_clean_manifest_only_extension() {
         [
             ".github/workflows/release.yml",
             "README.md",
+            "deploy/Caddyfile",
+            "deploy/Containerfile",
+            "deploy/kubernetes/deployment.yaml",
+            "deploy/kubernetes/hpa.yaml",
+            "deploy/kubernetes/networkpolicy.yaml",
+            "deploy/kubernetes/pdb.yaml",
+            "deploy/kubernetes/service.yaml",
+            "deploy/nginx.conf",
             "qwen-extension.json"
         ]
     );

@@ -49,17 +49,61 @@ impl RemoteServer {
         RemoteServer::launch(command, args).await
     }
 
-    async fn launch(mut command: tokio::process::Command, args: &[&str]) -> RemoteServer {
+    /// `ecp serve ARGS --listen ADDRESS` (a fixed address, as a restarted
+    /// replica takes its predecessor's).
+    pub async fn start_on(args: &[&str], env: &[(&str, &str)], address: &str) -> RemoteServer {
+        RemoteServer::try_start_on(args, env, address)
+            .await
+            .unwrap_or_else(|| panic!("ecp serve did not listen on {address}"))
+    }
+
+    /// [`RemoteServer::start_on`], or `None` when the server ends without
+    /// listening (the address is still taken).
+    pub async fn try_start_on(
+        args: &[&str],
+        env: &[(&str, &str)],
+        address: &str,
+    ) -> Option<RemoteServer> {
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_ecp"));
+        command
+            .arg("serve")
+            .env_remove("PROVIDER_CONTEXT_BASE_URL")
+            .env_remove("PROVIDER_CONTEXT_TOKEN")
+            .envs(env.iter().copied());
+        RemoteServer::try_launch(command, args, address).await
+    }
+
+    async fn launch(command: tokio::process::Command, args: &[&str]) -> RemoteServer {
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        match RemoteServer::try_launch_logging(command, args, "127.0.0.1:0", lines.clone()).await {
+            Some(server) => server,
+            None => panic!("no listening line:\n{}", lines.lock().unwrap().join("\n")),
+        }
+    }
+
+    async fn try_launch(
+        command: tokio::process::Command,
+        args: &[&str],
+        address: &str,
+    ) -> Option<RemoteServer> {
+        RemoteServer::try_launch_logging(command, args, address, Arc::default()).await
+    }
+
+    async fn try_launch_logging(
+        mut command: tokio::process::Command,
+        args: &[&str],
+        address: &str,
+        lines: Arc<Mutex<Vec<String>>>,
+    ) -> Option<RemoteServer> {
         command
             .args(args)
-            .args(["--listen", "127.0.0.1:0"])
+            .args(["--listen", address])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
         let mut child = command.spawn().expect("spawn ecp serve --listen");
         let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
-        let lines = Arc::new(Mutex::new(Vec::new()));
         let listening = tokio::time::timeout(Duration::from_secs(30), async {
             while let Ok(Some(line)) = stderr.next_line().await {
                 lines.lock().unwrap().push(line.clone());
@@ -73,8 +117,7 @@ impl RemoteServer {
         })
         .await
         .ok()
-        .flatten()
-        .unwrap_or_else(|| panic!("no listening line:\n{}", lines.lock().unwrap().join("\n")));
+        .flatten()?;
         {
             let lines = lines.clone();
             tokio::spawn(async move {
@@ -83,12 +126,12 @@ impl RemoteServer {
                 }
             });
         }
-        RemoteServer {
+        Some(RemoteServer {
             child,
             url: listening["resource"].as_str().unwrap().to_owned(),
             origin: format!("http://{}", listening["address"].as_str().unwrap()),
             lines,
-        }
+        })
     }
 
     /// Everything written to stderr so far.
