@@ -21,6 +21,8 @@ use serde_json::{Value, json};
 
 #[path = "../support/jwt.rs"]
 mod jwt;
+#[path = "../support/nginx.rs"]
+mod nginx;
 mod release;
 #[path = "../support/remote.rs"]
 mod remote;
@@ -564,6 +566,110 @@ async fn the_remote_adapter_serves_qwen_inspector_and_the_python_sdk_over_http()
         upstream.requests().len() >= 3,
         "Qwen, Inspector and Python each made a call"
     );
+}
+
+/// The seed's preferred path as a provider runs it: nginx from Debian, with
+/// the `deploy/nginx.conf` that `ecp new --template remote` writes,
+/// terminating TLS (a test CA Qwen trusts through `NODE_EXTRA_CA_CERTS`)
+/// for three replicas of the packaged `dist/main --listen`; Qwen Code
+/// connects over https and the model gets the profile text byte for byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn qwen_reaches_three_replicas_over_https_through_nginx() {
+    let upstream = Upstream::start(|_| Reply::json(UPSTREAM_ITEMS)).await;
+    let model = Upstream::start(fake_model).await;
+    let work = tempfile::tempdir().unwrap();
+    let port = nginx::free_port();
+    let url = format!("https://localhost:{port}/mcp");
+    let remote_dir = work.path().join("acme-context-remote");
+    let made = ecp(&[
+        "new",
+        "acme-context",
+        "--template",
+        "remote",
+        "--endpoint",
+        &url,
+        "--yes",
+        "--dir",
+        remote_dir.to_str().unwrap(),
+    ]);
+    assert!(made.status.success(), "{}", show(&made));
+    let tls = nginx::TestCa::new(work.path(), "localhost");
+    let signer = jwt::Signer::es256("e2e-nginx");
+    let jwks = work.path().join("jwks.json");
+    std::fs::write(&jwks, jwt::jwks(&[&signer])).unwrap();
+    let mut args = vec!["--resource-url".to_owned(), url.clone()];
+    args.extend(remote::auth_args(&jwks));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let env = [
+        ("ACME_CONTEXT_BASE_URL", upstream.base_url.as_str()),
+        ("ACME_CONTEXT_TOKEN", "e2e-token"),
+    ];
+    let mut replicas = Vec::new();
+    for _ in 0..3 {
+        replicas.push(remote::RemoteServer::start_program(&dist_main(), &args, &env).await);
+    }
+    let addresses: Vec<String> = replicas
+        .iter()
+        .map(|r| r.origin.trim_start_matches("http://").to_owned())
+        .collect();
+    let _nginx = nginx::Nginx::start(
+        &remote_dir.join("deploy/nginx.conf"),
+        work.path(),
+        port,
+        &addresses,
+        &tls,
+    );
+
+    let token = signer.token(&jwt::claims(&url));
+    let qwen = Qwen::new();
+    let settings = json!({"mcpServers": {"acme-context": {
+        "httpUrl": url,
+        "headers": {"Authorization": format!("Bearer {token}")},
+        "timeout": 8000,
+        "includeTools": ["context_search"],
+    }}});
+    std::fs::create_dir_all(qwen.home.path().join(".qwen")).unwrap();
+    std::fs::write(
+        qwen.home.path().join(".qwen/settings.json"),
+        settings.to_string(),
+    )
+    .unwrap();
+    let ca = tls.ca.to_str().unwrap().to_owned();
+    let trust = [("NODE_EXTRA_CA_CERTS", ca.as_str())];
+    let mcp = tokio::task::block_in_place(|| qwen.run(&["mcp", "list"], &trust));
+    assert!(
+        String::from_utf8_lossy(&mcp.stdout)
+            .lines()
+            .any(|l| l.contains("acme-context") && l.contains("Connected")),
+        "{}",
+        show(&mcp)
+    );
+    let headless = tokio::task::block_in_place(|| qwen.ask(&model, &trust));
+    assert!(headless.status.success(), "{}", show(&headless));
+    let (_, tool_result) = tool_result(&headless);
+    assert_eq!(tool_result["is_error"], false, "{}", show(&headless));
+    let expected = expected_envelope();
+    assert!(
+        tool_result["content"]
+            .as_str()
+            .unwrap()
+            .lines()
+            .any(|l| l == expected),
+        "expected line {expected}\n{}",
+        show(&headless)
+    );
+    // Qwen's requests went through nginx to the replicas.
+    let served: usize = replicas
+        .iter()
+        .map(|r| {
+            r.events("request")
+                .iter()
+                .filter(|e| e["route"] == "mcp")
+                .count()
+        })
+        .sum();
+    assert!(served >= 2, "the replicas served {served} MCP requests");
+    assert!(!upstream.requests().is_empty());
 }
 
 /// The seed's open question: does a sensitive extension *setting* reach the

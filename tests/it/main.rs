@@ -13,6 +13,8 @@ mod lint;
 mod local_ts;
 mod mcp;
 mod new;
+#[path = "../support/nginx.rs"]
+mod nginx;
 mod npm;
 mod numbers;
 mod package;

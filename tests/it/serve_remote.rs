@@ -791,3 +791,90 @@ async fn open_connections_are_capped_with_a_reserve_for_health_probes() {
     let answer = raw(&server.origin, health.as_bytes(), Duration::from_secs(5)).await;
     assert!(answer.starts_with("HTTP/1.1 200"), "served again: {answer}");
 }
+
+/// `ecp serve --listen` with a JWKS URL: how long it takes to say it cannot
+/// start, and what it says.
+async fn start_fails_with_jwks(jwks_url: &str) -> (Duration, Option<i32>, String) {
+    let started = Instant::now();
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_ecp"));
+    command
+        .args([
+            "serve",
+            "--fixture",
+            "example",
+            "--listen",
+            "127.0.0.1:0",
+            "--authorization-server",
+            ISSUER,
+            "--jwks",
+            jwks_url,
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let child = command.spawn().unwrap();
+    let output = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+        .await
+        .expect("the server gave up in time")
+        .unwrap();
+    (
+        started.elapsed(),
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// Qwen gives an HTTP server 5 s to answer discovery: a replica whose key
+/// set cannot be had must say so and exit well inside that, never hang.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_set_that_cannot_be_had_stops_the_start_inside_the_discovery_timeout() {
+    // A host that never completes a connection: a listener whose one-slot
+    // queue is full, so the kernel leaves further SYNs unanswered.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let full = socket.listen(0).unwrap();
+    let address = full.local_addr().unwrap();
+    let _queued = std::net::TcpStream::connect(address).unwrap();
+    let (took, code, said) = start_fails_with_jwks(&format!("http://{address}/jwks")).await;
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.contains("cannot fetch the key set"), "{said}");
+    assert!(took < Duration::from_millis(2500), "{took:?}: {said}");
+
+    // A host that accepts and never answers: the 3 s limit of the first fetch.
+    let hanging = Upstream::start(|_| Reply::Hang).await;
+    let (took, code, said) = start_fails_with_jwks(&format!("{}/jwks", hanging.base_url)).await;
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.contains("no answer within 3 s"), "{said}");
+    assert!(
+        took >= Duration::from_secs(3) && took < Duration::from_millis(4500),
+        "{took:?}: {said}"
+    );
+
+    // A key set that answers: the first initialize over HTTP is answered
+    // well inside the 5 s.
+    let signer = Signer::es256("start");
+    let document = jwks(&[&signer]);
+    let keys = Upstream::start(move |_| Reply::json(document.clone())).await;
+    let jwks_url = format!("{}/jwks", keys.base_url);
+    let started = Instant::now();
+    let server = RemoteServer::start(
+        &[
+            "--fixture",
+            "example",
+            "--authorization-server",
+            ISSUER,
+            "--jwks",
+            &jwks_url,
+        ],
+        &[],
+    )
+    .await;
+    let token = signer.token(&claims(&server.url));
+    let session = Session::connect(&server.url, Some(token), Duration::from_secs(5))
+        .await
+        .unwrap();
+    let took = started.elapsed();
+    session.close().await;
+    assert!(took < Duration::from_secs(5), "{took:?}");
+}

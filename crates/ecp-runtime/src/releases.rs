@@ -20,6 +20,13 @@ pub struct Release {
 /// Newest first; the first is [`VERSION`].
 pub const RELEASES: &[Release] = &[
     Release {
+        version: "0.2.1",
+        notes: &[
+            "`--listen` with a JWKS URL: an unreachable key set host is reported within 1 s and a key set that does not arrive within 3 s stops the start, so a replica answers its first `initialize` well inside a client's 5 s discovery timeout or exits",
+        ],
+        security_fix: None,
+    },
+    Release {
         version: "0.2.0",
         notes: &[
             "the runtime is a crate that extensions depend on, vendored under vendor/ecp-runtime; `ecp upgrade` replaces it",

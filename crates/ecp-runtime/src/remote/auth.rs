@@ -291,6 +291,11 @@ struct RemoteKeys {
     generation: std::sync::atomic::AtomicU64,
 }
 
+/// How long connecting to the key set's host may take, at start and after.
+const JWKS_CONNECT_LIMIT: Duration = Duration::from_secs(1);
+/// How long the first fetch of the key set may take in all.
+const JWKS_STARTUP_LIMIT: Duration = Duration::from_secs(3);
+
 impl RemoteKeys {
     async fn fetch(client: &reqwest::Client, url: &Url) -> Result<KeySet, KeySetError> {
         let fail = |what: String| KeySetError(format!("cannot fetch the key set {url}: {what}"));
@@ -442,12 +447,27 @@ impl Authenticator {
                     .no_proxy()
                     .redirect(reqwest::redirect::Policy::none())
                     .retry(reqwest::retry::never())
+                    .connect_timeout(JWKS_CONNECT_LIMIT)
                     .timeout(Duration::from_secs(10))
                     .build()
                     .map_err(|error| {
                         KeySetError(format!("cannot build an HTTP client: {error}"))
                     })?;
-                let keys = RemoteKeys::fetch(&client, url).await?;
+                // A replica must answer its first `initialize` well inside a
+                // client's discovery timeout (Qwen's is 5 s): an unreachable
+                // key set is said within 1 s, a slow one within 3 s.
+                let keys =
+                    match tokio::time::timeout(JWKS_STARTUP_LIMIT, RemoteKeys::fetch(&client, url))
+                        .await
+                    {
+                        Ok(fetched) => fetched?,
+                        Err(_) => {
+                            return Err(KeySetError(format!(
+                                "cannot fetch the key set {url}: no answer within {} s",
+                                JWKS_STARTUP_LIMIT.as_secs()
+                            )));
+                        }
+                    };
                 Keys::Remote(RemoteKeys {
                     url: url.clone(),
                     client,
