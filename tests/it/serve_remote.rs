@@ -878,3 +878,56 @@ async fn a_key_set_that_cannot_be_had_stops_the_start_inside_the_discovery_timeo
     session.close().await;
     assert!(took < Duration::from_secs(5), "{took:?}");
 }
+
+/// The 2026-07-28 revision over Streamable HTTP, through rmcp's client:
+/// `server/discover` and self-contained requests to the stateless adapter,
+/// behind the same OAuth checks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_2026_07_28_revision_is_served_over_http_too() {
+    use rmcp::{
+        ClientLifecycleMode, ClientServiceExt,
+        model::{CallToolRequestParams, ProtocolVersion},
+        transport::{
+            StreamableHttpClientTransport,
+            streamable_http_client::StreamableHttpClientTransportConfig,
+        },
+    };
+    let Adapter {
+        server,
+        token,
+        upstream: _upstream,
+        ..
+    } = adapter(&[]).await;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(server.url.as_str()).auth_header(token);
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let transport = StreamableHttpClientTransport::with_client(http, config);
+    let client = ()
+        .serve_with_lifecycle(
+            transport,
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .expect("server/discover over HTTP");
+    assert_eq!(
+        client.peer_info().unwrap().protocol_version,
+        ProtocolVersion::V_2026_07_28
+    );
+    let tools = client.list_all_tools().await.unwrap();
+    assert_canonical_tool(&tools);
+    let mut params = CallToolRequestParams::new("context_search");
+    params.arguments = json!({"query": "deployment policy"}).as_object().cloned();
+    let result = client.call_tool(params).await.unwrap();
+    server.settle().await;
+    assert_eq!(
+        result.is_error,
+        Some(false),
+        "{result:?}\n{}",
+        server.stderr()
+    );
+    assert!(text_of(&result).contains("deployment policy"));
+    client.cancel().await.unwrap();
+}

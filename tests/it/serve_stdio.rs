@@ -258,3 +258,72 @@ fn every_request_is_answered_even_when_malformed() {
     // The invalid id, the batch, the broken line and the line over the cap.
     assert_eq!(anonymous, [-32600, -32600, -32700, -32600], "{answers:#?}");
 }
+
+/// The 2026-07-28 revision through rmcp's own client: `server/discover`
+/// instead of `initialize`, then the same tool and the same envelope; a
+/// client that asks `initialize` for 2024-11-05 or 2025-11-25 still gets
+/// it, and one that asks for a revision nobody knows gets 2025-11-25.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_2026_07_28_revision_discovers_lists_and_calls_without_initialize() {
+    use rmcp::{ClientLifecycleMode, ClientServiceExt, model::ProtocolVersion};
+    let corpus = crate::cli::corpus();
+    let command = crate::mcp::ecp_command(&["serve", "--fixture", &corpus], &[]);
+    let (transport, _) = rmcp::transport::TokioChildProcess::builder(command)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = ()
+        .serve_with_lifecycle(
+            transport,
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .expect("server/discover");
+    let info = client.peer_info().expect("the discovered server");
+    assert_eq!(info.protocol_version, ProtocolVersion::V_2026_07_28);
+    let tools = client.list_all_tools().await.unwrap();
+    crate::mcp::assert_canonical_tool(&tools);
+    let result = crate::mcp::call(&client, json!({"query": "deployment policy"})).await;
+    assert_eq!(result.is_error, Some(false));
+    let text = crate::mcp::text_of(&result);
+    assert!(
+        text.starts_with("{\"untrusted_external_context\":"),
+        "{text}"
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(text).unwrap(),
+        result.structured_content.clone().unwrap()
+    );
+    client.cancel().await.unwrap();
+
+    // Older clients keep their revision over initialize.
+    for (asked, agreed) in [
+        ("2024-11-05", "2024-11-05"),
+        ("2025-11-25", "2025-11-25"),
+        ("2099-01-01", "2025-11-25"),
+    ] {
+        let mut child = crate::mcp::ecp_command(&["serve", "--fixture", &corpus], &[])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+        let mut stdin = child.stdin.take().unwrap();
+        let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": asked, "capabilities": {},
+            "clientInfo": {"name": "old", "version": "1"}}});
+        stdin
+            .write_all(format!("{initialize}\n").as_bytes())
+            .await
+            .unwrap();
+        let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let answer: Value =
+            serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(answer["result"]["protocolVersion"], agreed, "{answer}");
+        drop(stdin);
+    }
+}

@@ -23,6 +23,7 @@ pub const RELEASES: &[Release] = &[
         version: "0.2.1",
         notes: &[
             "`--listen` with a JWKS URL: an unreachable key set host is reported within 1 s and a key set that does not arrive within 3 s stops the start, so a replica answers its first `initialize` well inside a client's 5 s discovery timeout or exits",
+            "protocol revision 2026-07-28 (`server/discover`, no `initialize`) is served beside 2024-11-05 through 2025-11-25, on stdio and over HTTP",
         ],
         security_fix: None,
     },

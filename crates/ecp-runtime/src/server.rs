@@ -21,8 +21,12 @@ use super::{
 };
 use crate::profile::{PROVIDER_LIMIT, SEARCH_FAILED, TOOL_NAME, query_from_arguments, render};
 
-/// The newest protocol revision served; older ones down to 2024-11-05 too.
-const NEWEST_PROTOCOL: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+/// The newest protocol revision served: 2026-07-28 (`server/discover`,
+/// self-contained requests, no `initialize`, negotiated by rmcp); older ones
+/// down to 2024-11-05 too, over `initialize`. A client that asks
+/// `initialize` for a revision it does not know gets the newest one that
+/// still has it (rmcp's fallback), 2025-11-25.
+const NEWEST_PROTOCOL: ProtocolVersion = ProtocolVersion::V_2026_07_28;
 
 /// An MCP server offering only `context_search`, backed by `P`.
 pub struct ContextSearchServer<P> {
