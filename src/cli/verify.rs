@@ -28,7 +28,12 @@ pub fn run(args: VerifyArgs, color: ColorChoice) -> Outcome {
         rebuild: args.rebuild,
         provenance: args.provenance,
     };
-    let mut log = |line: &str| eprintln!("ecp verify: {line}");
+    let mut log = |line: &str| {
+        eprintln!(
+            "ecp verify: {}",
+            crate::lint::report::escape_controls(line, 2000)
+        );
+    };
     let report = verify::verify(&options, &mut log).map_err(|error| {
         let help = error.help();
         Failure::new(Exit::CouldNotRun, error).help(Some(help))

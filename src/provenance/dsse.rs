@@ -118,32 +118,33 @@ impl Envelope {
             .collect()
     }
 
-    /// Whether `key` signed the payload: a signature with its key id must
-    /// verify (a signature without a key id is tried too).
+    /// Whether `key` signed the payload: one of the signatures verifies with
+    /// it over the pre-authentication encoding.
     pub fn verify(&self, key: &VerifyingKey) -> Result<(), EnvelopeError> {
         let payload = self.statement()?;
         let message = pae(&self.payload_type, &payload);
         let id = key.key_id();
-        let candidates: Vec<&Signature> = self
-            .signatures
-            .iter()
-            .filter(|s| s.keyid == id || s.keyid.is_empty())
-            .collect();
-        if candidates.is_empty() {
-            return Err(EnvelopeError::UnknownKey {
-                given: id,
-                present: self.key_ids(),
-            });
-        }
-        let verified = candidates.iter().any(|signature| {
+        // The key id is a hint (DSSE): every signature is tried, and what
+        // counts is that one verifies with the key.
+        let verified = self.signatures.iter().any(|signature| {
             b64()
                 .decode(&signature.sig)
                 .is_ok_and(|bytes| key.verify(&message, &bytes))
         });
         if verified {
-            Ok(())
-        } else {
+            return Ok(());
+        }
+        let named = self
+            .signatures
+            .iter()
+            .any(|s| s.keyid == id || s.keyid.is_empty());
+        if named {
             Err(EnvelopeError::BadSignature(id))
+        } else {
+            Err(EnvelopeError::UnknownKey {
+                given: id,
+                present: self.key_ids(),
+            })
         }
     }
 }

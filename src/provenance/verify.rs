@@ -109,10 +109,11 @@ pub fn verify(
     };
 
     let mut checks = vec![sums_step(&folder, &name, &sha256)];
-    let found = find_statement(&folder, options.provenance.as_deref(), &name);
+    let found = find_statement(&folder, options.provenance.as_deref(), &name, &sha256);
     checks.push(provenance_step(&found, &name, &sha256));
     checks.push(signature_step(&found, key.as_ref()));
     checks.push(lint_step(archive));
+    let linted = checks.last().is_some_and(|c| c.status == Status::Proven);
     checks.push(match (&options.rebuild, &found) {
         (None, _) => step(
             "rebuild",
@@ -127,7 +128,7 @@ pub fn verify(
             )
         }
         (Some(source), Found::Statement { statement, .. }) => {
-            rebuild_step(source, statement, archive, &name, log)
+            rebuild_step(source, statement, archive, &name, linted, log)
         }
         (Some(_), Found::Nothing(_)) => step(
             "rebuild",
@@ -229,9 +230,9 @@ fn candidates(folder: &Path, given: Option<&Path>) -> Vec<PathBuf> {
     };
     let mut names: Vec<String> = entries
         .flatten()
-        .take(lint::release::MAX_ASSETS)
         .filter_map(|e| e.file_name().to_str().map(str::to_owned))
         .filter(|n| n.ends_with(".intoto.jsonl") || n.ends_with(".intoto.json"))
+        .take(lint::release::MAX_ASSETS)
         .collect();
     // Envelopes before plain statements: a signed statement can be checked.
     names.sort_by_key(|n| (!n.ends_with(".jsonl"), n.clone()));
@@ -289,7 +290,7 @@ fn lists(statement: &Value, name: &str, sha256: &str) -> bool {
         .any(|(n, d)| n == name && d.eq_ignore_ascii_case(sha256))
 }
 
-fn find_statement(folder: &Path, given: Option<&Path>, name: &str) -> Found {
+fn find_statement(folder: &Path, given: Option<&Path>, name: &str, sha256: &str) -> Found {
     let files = candidates(folder, given);
     if files.is_empty() {
         return Found::Nothing(
@@ -298,6 +299,9 @@ fn find_statement(folder: &Path, given: Option<&Path>, name: &str) -> Found {
     }
     let mut seen = Vec::new();
     let mut first_readable = None;
+    // A statement of this name with another digest is kept in case no
+    // statement agrees with the archive (then it is what is judged).
+    let mut naming = None;
     for path in &files {
         let shown = path
             .file_name()
@@ -307,17 +311,28 @@ fn find_statement(folder: &Path, given: Option<&Path>, name: &str) -> Found {
             Err(reason) => seen.push(format!("{shown}: {reason}")),
             Ok((statement, envelope)) => {
                 let names: Vec<String> = subjects(&statement).into_iter().map(|s| s.0).collect();
-                if names.iter().any(|n| n == name) {
+                if lists(&statement, name, sha256) {
                     return Found::Statement {
                         file: shown,
                         statement,
                         envelope,
                     };
                 }
+                if names.iter().any(|n| n == name) {
+                    naming.get_or_insert(Found::Statement {
+                        file: shown,
+                        statement,
+                        envelope,
+                    });
+                    continue;
+                }
                 seen.push(format!("{shown} lists {}", shown_list(&names)));
                 first_readable.get_or_insert((shown, statement, envelope));
             }
         }
+    }
+    if let Some(found) = naming {
+        return found;
     }
     // A statement given by name is judged even when it is about another archive.
     if let (Some(_), Some((file, statement, envelope))) = (given, first_readable) {
@@ -350,7 +365,7 @@ fn origin(statement: &Value) -> String {
     };
     let uri = source["uri"]
         .as_str()
-        .unwrap_or("a repository with no remote");
+        .map_or_else(|| "commit ".to_owned(), |uri| format!("{uri}@"));
     let dirty = match build["internalParameters"]["dirty"].as_bool() {
         Some(true) => " (with uncommitted changes)",
         Some(false) => " (clean)",
@@ -360,7 +375,11 @@ fn origin(statement: &Value) -> String {
         Some(".") | None => String::new(),
         Some(path) => format!(", folder {path}"),
     };
-    format!("{uri}{commit}{path}{dirty}")
+    let version = build["externalParameters"]["version"]
+        .as_str()
+        .map(|v| format!(", version {v}"))
+        .unwrap_or_default();
+    format!("{uri}{commit}{path}{version}{dirty}")
 }
 
 fn provenance_step(found: &Found, name: &str, sha256: &str) -> Step {
@@ -521,25 +540,33 @@ fn rebuild_step(
     statement: &Value,
     archive: &Path,
     name: &str,
+    linted: bool,
     log: &mut dyn FnMut(&str),
 ) -> Step {
     let failed = |detail: String| step("rebuild", Status::Failed, detail);
     let Some(commit) = parameter(statement, "/externalParameters/source/digest/gitCommit") else {
         return failed("the statement records no source commit".into());
     };
-    if commit.len() < 7 || !commit.chars().all(|c| c.is_ascii_hexdigit()) {
+    // A full object id only: a short one could name a branch or tag of the
+    // same spelling in SOURCE instead.
+    if !matches!(commit.len(), 40 | 64)
+        || !commit.chars().all(|c| matches!(c, '0'..='9' | 'a'..='f'))
+    {
         return failed(format!(
-            "the recorded commit {commit:?} is not a git commit id"
+            "the recorded commit {:?} is not a full git commit id",
+            commit.chars().take(80).collect::<String>()
         ));
     }
     let path = parameter(statement, "/externalParameters/source/path").unwrap_or(".");
-    if Path::new(path).is_absolute()
-        || Path::new(path)
-            .components()
-            .any(|c| matches!(c, std::path::Component::ParentDir))
-    {
+    if !Path::new(path).components().all(|c| {
+        matches!(
+            c,
+            std::path::Component::Normal(_) | std::path::Component::CurDir
+        )
+    }) {
         return failed(format!(
-            "the recorded folder {path:?} is outside the repository"
+            "the recorded folder {:?} is not a folder inside the repository",
+            path.chars().take(200).collect::<String>()
         ));
     }
     let Some(epoch) = statement
@@ -549,6 +576,19 @@ fn rebuild_step(
         return failed("the statement records no sourceDateEpoch".into());
     };
     let target = parameter(statement, "/externalParameters/target").map(str::to_owned);
+    // A triple, never a path to a target specification file.
+    if let Some(triple) = &target
+        && (triple.is_empty()
+            || triple.ends_with(".json")
+            || !triple
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+    {
+        return failed(format!(
+            "the recorded target {:?} is not a target triple",
+            triple.chars().take(80).collect::<String>()
+        ));
+    }
     let formats: Vec<crate::package::Format> = statement
         .pointer("/predicate/buildDefinition/externalParameters/formats")
         .and_then(Value::as_array)
@@ -579,7 +619,15 @@ fn rebuild_step(
     {
         notes.push("the release was built from a tree with uncommitted changes".to_owned());
     }
-    let folder = checkout.join(path);
+    // A committed link must not lead the build out of the scratch checkout.
+    let folder = match (checkout.join(path).canonicalize(), checkout.canonicalize()) {
+        (Ok(folder), Ok(root)) if folder.starts_with(&root) => folder,
+        _ => {
+            return failed(format!(
+                "the recorded folder {path:?} is not a folder inside the checkout of {commit}"
+            ));
+        }
+    };
     if parameter(statement, "/internalParameters/toolchain/prebuilt/sha256").is_some() {
         notes.push("the release shipped an entry point ecp did not build (--binary)".to_owned());
     }
@@ -595,6 +643,18 @@ fn rebuild_step(
         return failed(format!(
             "the release was built for its host {recorded} without --target; rebuild it on a {recorded} machine (this one is {here})"
         ));
+    }
+    let recorded_flags: Vec<&str> = statement
+        .pointer("/predicate/buildDefinition/internalParameters/rustflags")
+        .and_then(Value::as_array)
+        .map(|flags| flags.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let these_flags = crate::package::build::environment_rustflags();
+    if recorded_flags != these_flags.iter().map(String::as_str).collect::<Vec<_>>() {
+        notes.push(
+            "the release was built with other RUSTFLAGS than this environment's (set them as the statement records to compare like for like)"
+                .to_owned(),
+        );
     }
     let recorded = parameter(statement, "/internalParameters/toolchain/rustc");
     if let (Some(recorded), Some(super::Toolchain::Rust { release, .. })) =
@@ -622,7 +682,7 @@ fn rebuild_step(
         return failed(format!("ecp package of {commit} failed: {error}"));
     }
     let rebuilt = out_dir.join(name);
-    let detail = match first_difference(archive, &rebuilt) {
+    let detail = match first_difference(archive, &rebuilt, linted) {
         Ok(None) => {
             let mut detail =
                 format!("{commit} packaged again in a scratch folder is byte-identical");
@@ -645,6 +705,7 @@ fn git_checkout(source: &str, commit: &str, into: &Path) -> Result<(), String> {
     let run = |args: &[&std::ffi::OsStr]| -> Result<(), String> {
         let output = std::process::Command::new("git")
             .args(args)
+            .env("GIT_TERMINAL_PROMPT", "0")
             .stdin(std::process::Stdio::null())
             .output()
             .map_err(|e| format!("cannot run git: {e}"))?;
@@ -678,13 +739,33 @@ fn git_checkout(source: &str, commit: &str, into: &Path) -> Result<(), String> {
         &os("checkout"),
         &os("--quiet"),
         &os("--detach"),
-        &os(commit),
-    ])
+        &os(&format!("{commit}^{{commit}}")),
+    ])?;
+    // What was checked out is the recorded commit, not a ref of its name.
+    let head = std::process::Command::new("git")
+        .arg("-C")
+        .arg(into)
+        .args(["rev-parse", "HEAD"])
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_owned();
+    if head != commit {
+        return Err(format!("it checked out {head}, not the recorded commit"));
+    }
+    Ok(())
 }
 
 /// `None` when the two files are byte-identical; else the first difference,
 /// named by archive entry when both are archives of the same format.
-pub fn first_difference(release: &Path, rebuilt: &Path) -> std::io::Result<Option<String>> {
+/// Entries are compared only when the release archive passed `ecp lint`
+/// (`entries`), whose bounded reader vouches for its headers.
+pub fn first_difference(
+    release: &Path,
+    rebuilt: &Path,
+    entries: bool,
+) -> std::io::Result<Option<String>> {
     let mut a = std::fs::File::open(release)?;
     let mut b = std::fs::File::open(rebuilt)
         .map_err(|e| std::io::Error::new(e.kind(), "the rebuild wrote no archive of this name"))?;
@@ -692,7 +773,9 @@ pub fn first_difference(release: &Path, rebuilt: &Path) -> std::io::Result<Optio
         return Ok(None);
     };
     let name = release.to_string_lossy();
-    let entry = if name.ends_with(".tar.gz") {
+    let entry = if !entries {
+        None
+    } else if name.ends_with(".tar.gz") {
         tar_difference(release, rebuilt).ok().flatten()
     } else if name.ends_with(".zip") {
         zip_difference(release, rebuilt).ok().flatten()

@@ -10,7 +10,7 @@ use std::{
     process::{Command, Output, Stdio},
 };
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::cli::{ecp, ecp_new};
 
@@ -392,7 +392,14 @@ fn verify_accepts_a_good_release_and_names_each_kind_of_tampering() {
     }
     assert_eq!(step(&report, "rebuild").0, "not-checked");
     let (_, detail) = step(&report, "provenance");
-    assert!(detail.contains("(clean)"), "{detail}");
+    let head = String::from_utf8(run("git", &["rev-parse", "HEAD"], &dir).stdout).unwrap();
+    assert!(
+        detail.contains(&format!(
+            "built from commit {}, version 0.1.0 (clean)",
+            head.trim()
+        )),
+        "{detail}"
+    );
     // Without --key the signature is named but not claimed.
     let (code, report) = verify(&[good.to_str().unwrap()]);
     assert_eq!(code, Some(0), "{report:#}");
@@ -593,7 +600,16 @@ fn verify_accepts_a_good_release_and_names_each_kind_of_tampering() {
     );
 
     // An unsigned release with --key.
+    // (Packaged signed first: packaging again unsigned removes the
+    // envelope, which would no longer be true.)
     let unsigned = temp.path().join("unsigned");
+    package_prebuilt(
+        &dir,
+        &binary,
+        &unsigned,
+        &["--sign-key", signer.private.to_str().unwrap()],
+    );
+    assert!(unsigned.join("provenance.linux.x64.intoto.jsonl").exists());
     package_prebuilt(&dir, &binary, &unsigned, &[]);
     let archive = unsigned.join(ARCHIVE);
     let (code, report) = verify(&[archive.to_str().unwrap(), "--key", key]);
@@ -603,6 +619,61 @@ fn verify_accepts_a_good_release_and_names_each_kind_of_tampering() {
     assert!(detail.contains("is not signed"), "{detail}");
     // Packaging again unsigned removed the envelope an earlier signed run left.
     assert!(!unsigned.join("provenance.linux.x64.intoto.jsonl").exists());
+
+    // The key id is a hint: another spelling of it does not stop a
+    // signature that verifies.
+    let renamed = temp.path().join("renamed");
+    copy_folder(&release, &renamed);
+    let path = renamed.join("provenance.linux.x64.intoto.jsonl");
+    let mut envelope: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    envelope["signatures"][0]["keyid"] = "SHA256:another-format".into();
+    std::fs::write(&path, envelope.to_string()).unwrap();
+    let archive = renamed.join(ARCHIVE);
+    let (code, report) = verify(&[archive.to_str().unwrap(), "--key", key]);
+    assert_eq!(code, Some(0), "{report:#}");
+
+    // What a rebuild refuses, before it clones anything: a short commit id
+    // (a branch of that name would do), a folder outside the checkout, a
+    // target that names a file.
+    let statement_text =
+        std::fs::read_to_string(release.join("provenance.linux.x64.intoto.json")).unwrap();
+    let parameters = "/predicate/buildDefinition/externalParameters";
+    for (field, value, says) in [
+        (
+            "/source/digest/gitCommit",
+            json!("deadbee"),
+            "is not a full git commit id",
+        ),
+        (
+            "/source/path",
+            json!("../elsewhere"),
+            "is not a folder inside the repository",
+        ),
+        (
+            "/target",
+            json!("x86_64-../../tmp/x-linux.json"),
+            "is not a target triple",
+        ),
+    ] {
+        let mut statement: Value = serde_json::from_str(&statement_text).unwrap();
+        *statement
+            .pointer_mut(&format!("{parameters}{field}"))
+            .unwrap() = value;
+        let forged = temp.path().join("forged.intoto.json");
+        std::fs::write(&forged, statement.to_string()).unwrap();
+        let (code, report) = verify(&[
+            good.to_str().unwrap(),
+            "--provenance",
+            forged.to_str().unwrap(),
+            "--rebuild",
+            dir.to_str().unwrap(),
+        ]);
+        assert_eq!(code, Some(1), "{field}: {report:#}");
+        let (status, detail) = step(&report, "rebuild");
+        assert_eq!(status, "failed", "{field}: {detail}");
+        assert!(detail.contains(says), "{field}: {detail}");
+    }
 
     // Could not run: no archive.
     let output = ecp(&["verify", temp.path().join("nope.tar.gz").to_str().unwrap()]);
