@@ -453,12 +453,17 @@ async fn a_rolling_restart_behind_nginx_cuts_no_call_and_runs_none_twice() {
             }
         }
         let health = format!("http://127.0.0.1:{replica_port}/healthz");
+        let ready_by = Instant::now() + Duration::from_secs(20);
         loop {
             if let Ok(response) = http.get(&health).send().await
                 && response.status() == 200
             {
                 break;
             }
+            assert!(
+                Instant::now() < ready_by,
+                "the new replica never became ready"
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let status = replicas[index].wait(Duration::from_secs(10)).await;

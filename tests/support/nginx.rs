@@ -135,7 +135,20 @@ pub struct Nginx {
 }
 
 impl Drop for Nginx {
+    /// SIGTERM (nginx's fast shutdown, which stops its workers too; a
+    /// SIGKILL of the master would leave them running), then SIGKILL if it
+    /// is still there after 5 s.
     fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
