@@ -183,8 +183,7 @@ fn cargo_home() -> Option<PathBuf> {
 
 /// The toolchain's sysroot as rustup resolves it in `folder`.
 fn sysroot(folder: &Path) -> Option<PathBuf> {
-    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    let output = Command::new(rustc)
+    let output = Command::new(rustc())
         .args(["--print", "sysroot"])
         .current_dir(folder)
         .stdin(Stdio::null())
@@ -211,6 +210,11 @@ pub fn reproducible_rustflags(folder: &Path, target_dir: &Path) -> Vec<String> {
         }
     }
     flags
+}
+
+/// The rustc cargo runs (`RUSTC`, else `rustc` on `PATH`).
+pub fn rustc() -> String {
+    std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into())
 }
 
 fn cargo() -> String {

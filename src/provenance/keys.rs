@@ -94,7 +94,7 @@ impl std::fmt::Debug for SigningKey {
 
 impl SigningKey {
     pub fn load(path: &Path) -> Result<SigningKey, KeyError> {
-        match read_key(path)? {
+        match parse_key(&read_key_file(path)?, path)? {
             Parsed::Private(key) => Ok(key),
             Parsed::Public(_) => Err(KeyError::PublicOnly {
                 path: path.to_owned(),
@@ -124,7 +124,13 @@ impl SigningKey {
 impl VerifyingKey {
     /// A public key file, or the public half of a private key file.
     pub fn load(path: &Path) -> Result<VerifyingKey, KeyError> {
-        Ok(match read_key(path)? {
+        VerifyingKey::from_text(&read_key_file(path)?, path)
+    }
+
+    /// A verifying key from the text of a key file (`path` names it in
+    /// messages).
+    pub fn from_text(text: &str, path: &Path) -> Result<VerifyingKey, KeyError> {
+        Ok(match parse_key(text, path)? {
             Parsed::Private(key) => key.verifying_key(),
             Parsed::Public(key) => key,
         })
@@ -145,19 +151,6 @@ impl VerifyingKey {
         };
         // Encoding a valid key cannot fail.
         document.map(|d| d.as_bytes().to_vec()).unwrap_or_default()
-    }
-
-    /// PEM SubjectPublicKeyInfo, the form to publish.
-    pub fn spki_pem(&self) -> String {
-        use base64::Engine as _;
-        let body = base64::engine::general_purpose::STANDARD.encode(self.spki_der());
-        let mut pem = String::from("-----BEGIN PUBLIC KEY-----\n");
-        for line in body.as_bytes().chunks(64) {
-            pem.push_str(std::str::from_utf8(line).unwrap_or_default());
-            pem.push('\n');
-        }
-        pem.push_str("-----END PUBLIC KEY-----\n");
-        pem
     }
 
     /// The key id: the SHA-256 of [`VerifyingKey::spki_der`], in hex.
@@ -181,25 +174,12 @@ enum Parsed {
     Public(VerifyingKey),
 }
 
-fn read_key(path: &Path) -> Result<Parsed, KeyError> {
-    let text = crate::lint::files::read_text(path, None, MAX_KEY_BYTES).map_err(|problem| {
-        KeyError::Read {
-            path: path.to_owned(),
-            reason: problem.to_string(),
-        }
-    })?;
-    parse_key(&text, path)
-}
-
-impl VerifyingKey {
-    /// A verifying key from the text of a key file (`path` names it in
-    /// messages); what [`VerifyingKey::load`] does after reading.
-    pub fn from_text(text: &str, path: &Path) -> Result<VerifyingKey, KeyError> {
-        Ok(match parse_key(text, path)? {
-            Parsed::Private(key) => key.verifying_key(),
-            Parsed::Public(key) => key,
-        })
-    }
+/// A key file's text: a regular file of at most [`MAX_KEY_BYTES`].
+fn read_key_file(path: &Path) -> Result<String, KeyError> {
+    crate::lint::files::read_text(path, None, MAX_KEY_BYTES).map_err(|problem| KeyError::Read {
+        path: path.to_owned(),
+        reason: problem.to_string(),
+    })
 }
 
 fn parse_key(text: &str, path: &Path) -> Result<Parsed, KeyError> {

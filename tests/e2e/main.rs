@@ -506,35 +506,8 @@ async fn the_remote_adapter_serves_qwen_inspector_and_the_python_sdk_over_http()
     let expected = expected_envelope();
 
     let qwen = Qwen::new();
-    let settings = json!({"mcpServers": {"acme-context": {
-        "httpUrl": server.url,
-        "headers": {"Authorization": format!("Bearer {token}")},
-        "timeout": 8000,
-        "includeTools": ["context_search"],
-    }}});
-    std::fs::create_dir_all(qwen.home.path().join(".qwen")).unwrap();
-    std::fs::write(
-        qwen.home.path().join(".qwen/settings.json"),
-        settings.to_string(),
-    )
-    .unwrap();
-    let mcp = tokio::task::block_in_place(|| qwen.run(&["mcp", "list"], &[]));
-    assert!(
-        String::from_utf8_lossy(&mcp.stdout)
-            .lines()
-            .any(|l| l.contains("acme-context") && l.contains("Connected")),
-        "{}",
-        show(&mcp)
-    );
-    let headless = tokio::task::block_in_place(|| qwen.ask(&model, &[]));
-    assert!(headless.status.success(), "{}", show(&headless));
-    let (_, tool_result) = tool_result(&headless);
-    assert_eq!(tool_result["is_error"], false, "{}", show(&headless));
-    let content = tool_result["content"].as_str().unwrap();
-    assert!(
-        content.lines().any(|l| l == expected),
-        "expected line {expected}\nin {content}"
-    );
+    configure_http_server(&qwen, &server.url, &token);
+    assert_qwen_answers(&qwen, &model, &[], "acme-context");
 
     let bearer = format!("Authorization: Bearer {token}");
     let called = tokio::task::block_in_place(|| {
@@ -622,42 +595,10 @@ async fn qwen_reaches_three_replicas_over_https_through_nginx() {
 
     let token = signer.token(&jwt::claims(&url));
     let qwen = Qwen::new();
-    let settings = json!({"mcpServers": {"acme-context": {
-        "httpUrl": url,
-        "headers": {"Authorization": format!("Bearer {token}")},
-        "timeout": 8000,
-        "includeTools": ["context_search"],
-    }}});
-    std::fs::create_dir_all(qwen.home.path().join(".qwen")).unwrap();
-    std::fs::write(
-        qwen.home.path().join(".qwen/settings.json"),
-        settings.to_string(),
-    )
-    .unwrap();
+    configure_http_server(&qwen, &url, &token);
     let ca = tls.ca.to_str().unwrap().to_owned();
     let trust = [("NODE_EXTRA_CA_CERTS", ca.as_str())];
-    let mcp = tokio::task::block_in_place(|| qwen.run(&["mcp", "list"], &trust));
-    assert!(
-        String::from_utf8_lossy(&mcp.stdout)
-            .lines()
-            .any(|l| l.contains("acme-context") && l.contains("Connected")),
-        "{}",
-        show(&mcp)
-    );
-    let headless = tokio::task::block_in_place(|| qwen.ask(&model, &trust));
-    assert!(headless.status.success(), "{}", show(&headless));
-    let (_, tool_result) = tool_result(&headless);
-    assert_eq!(tool_result["is_error"], false, "{}", show(&headless));
-    let expected = expected_envelope();
-    assert!(
-        tool_result["content"]
-            .as_str()
-            .unwrap()
-            .lines()
-            .any(|l| l == expected),
-        "expected line {expected}\n{}",
-        show(&headless)
-    );
+    assert_qwen_answers(&qwen, &model, &trust, "acme-context");
     // Qwen's requests went through nginx to the replicas.
     let served: usize = replicas
         .iter()
@@ -853,15 +794,40 @@ async fn answers_through_qwen(qwen: &Qwen, server: &str) -> Upstream {
         ("ACME_CONTEXT_BASE_URL", upstream.base_url.as_str()),
         ("ACME_CONTEXT_TOKEN", "e2e-token"),
     ];
-    let mcp = tokio::task::block_in_place(|| qwen.run(&["mcp", "list"], &env));
+    assert_qwen_answers(qwen, &model, &env, server);
+    upstream
+}
+
+/// Qwen's settings with one `httpUrl` server, `acme-context`, that sends a
+/// bearer token.
+fn configure_http_server(qwen: &Qwen, url: &str, token: &str) {
+    let settings = json!({"mcpServers": {"acme-context": {
+        "httpUrl": url,
+        "headers": {"Authorization": format!("Bearer {token}")},
+        "timeout": 8000,
+        "includeTools": ["context_search"],
+    }}});
+    std::fs::create_dir_all(qwen.home.path().join(".qwen")).unwrap();
+    std::fs::write(
+        qwen.home.path().join(".qwen/settings.json"),
+        settings.to_string(),
+    )
+    .unwrap();
+}
+
+/// `qwen mcp list` reports `acme-context` Connected on a line that also
+/// names `shown`, and a headless run against the scripted `model` gets the
+/// profile's envelope from `context_search` byte for byte.
+fn assert_qwen_answers(qwen: &Qwen, model: &Upstream, env: &[(&str, &str)], shown: &str) {
+    let mcp = tokio::task::block_in_place(|| qwen.run(&["mcp", "list"], env));
     assert!(
         String::from_utf8_lossy(&mcp.stdout)
             .lines()
-            .any(|l| l.contains("acme-context") && l.contains(server) && l.contains("Connected")),
+            .any(|l| l.contains("acme-context") && l.contains(shown) && l.contains("Connected")),
         "{}",
         show(&mcp)
     );
-    let headless = tokio::task::block_in_place(|| qwen.ask(&model, &env));
+    let headless = tokio::task::block_in_place(|| qwen.ask(model, env));
     assert!(headless.status.success(), "{}", show(&headless));
     let (_, result) = tool_result(&headless);
     assert_eq!(result["is_error"], false, "{}", show(&headless));
@@ -875,7 +841,6 @@ async fn answers_through_qwen(qwen: &Qwen, server: &str) -> Upstream {
         "expected line {expected}\n{}",
         show(&headless)
     );
-    upstream
 }
 
 /// `ecp new --template local-ts` packaged: the archive Qwen installs.

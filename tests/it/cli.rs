@@ -54,6 +54,33 @@ pub fn ecp(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// A small executable standing in for a build (`ecp package --binary`).
+pub fn prebuilt(dir: &Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("prebuilt-main");
+    std::fs::write(&path, "#!/bin/sh\necho prebuilt\n").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700)).unwrap();
+    path
+}
+
+/// `ecp package DIR --out-dir OUT EXTRA...`, which must succeed.
+pub fn package_into(dir: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "package",
+        dir.to_str().unwrap(),
+        "--out-dir",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let output = ecp(&args);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
 /// `ecp new acme-context --yes --dir DIR EXTRA...`.
 pub fn ecp_new(dir: &Path, extra: &[&str]) -> Output {
     let mut args = vec![

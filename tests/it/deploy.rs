@@ -188,8 +188,20 @@ fn tools_call(
         .body(body.to_string())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn nginx_terminates_tls_for_three_replicas_and_the_profile_holds_through_it() {
+/// What the TLS tests share: a remote extension generated for
+/// `https://localhost:PORT/mcp`, a test CA for localhost, and a signer
+/// whose key set the replicas read from `jwks`.
+struct Stage {
+    temp: tempfile::TempDir,
+    port: u16,
+    url: String,
+    dir: PathBuf,
+    tls: TestCa,
+    signer: Signer,
+    jwks: PathBuf,
+}
+
+fn stage() -> Stage {
     let temp = tempfile::tempdir().unwrap();
     let port = free_port();
     let url = format!("https://localhost:{port}/mcp");
@@ -197,6 +209,28 @@ async fn nginx_terminates_tls_for_three_replicas_and_the_profile_holds_through_i
     let tls = TestCa::new(temp.path(), "localhost");
     let signer = Signer::es256("deploy");
     let jwks = jwks_file(temp.path(), &signer);
+    Stage {
+        temp,
+        port,
+        url,
+        dir,
+        tls,
+        signer,
+        jwks,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nginx_terminates_tls_for_three_replicas_and_the_profile_holds_through_it() {
+    let Stage {
+        temp,
+        port,
+        url,
+        dir,
+        tls,
+        signer,
+        jwks,
+    } = stage();
     let corpus = corpus();
     let jwks_arg = jwks.to_str().unwrap();
     let args = [
@@ -316,13 +350,15 @@ enum Outcome {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rolling_restart_behind_nginx_cuts_no_call_and_runs_none_twice() {
-    let temp = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let url = format!("https://localhost:{port}/mcp");
-    let dir = remote_extension(temp.path(), &url);
-    let tls = TestCa::new(temp.path(), "localhost");
-    let signer = Signer::es256("deploy");
-    let jwks = jwks_file(temp.path(), &signer);
+    let Stage {
+        temp,
+        port,
+        url,
+        dir,
+        tls,
+        signer,
+        jwks,
+    } = stage();
     // A provider API that takes 150 ms, so calls are in flight when a
     // replica is told to stop; it answers with the query it was asked.
     let upstream = Upstream::start(|request| {
@@ -337,33 +373,23 @@ async fn a_rolling_restart_behind_nginx_cuts_no_call_and_runs_none_twice() {
     .await;
     let jwks_arg = jwks.to_str().unwrap().to_owned();
     let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let start = |port: u16| {
-        let url = url.clone();
-        let jwks_arg = jwks_arg.clone();
-        let base = upstream.base_url.clone();
-        async move {
-            RemoteServer::start_on(
-                &[
-                    "--http",
-                    "--resource-url",
-                    &url,
-                    "--authorization-server",
-                    ISSUER,
-                    "--jwks",
-                    &jwks_arg,
-                ],
-                &[
-                    ("PROVIDER_CONTEXT_BASE_URL", base.as_str()),
-                    ("PROVIDER_CONTEXT_TOKEN", "upstream-token"),
-                ],
-                &format!("127.0.0.1:{port}"),
-            )
-            .await
-        }
-    };
+    // Every replica, first or replacement, runs with these.
+    let args = [
+        "--http",
+        "--resource-url",
+        url.as_str(),
+        "--authorization-server",
+        ISSUER,
+        "--jwks",
+        jwks_arg.as_str(),
+    ];
+    let env = [
+        ("PROVIDER_CONTEXT_BASE_URL", upstream.base_url.as_str()),
+        ("PROVIDER_CONTEXT_TOKEN", "upstream-token"),
+    ];
     let mut replicas = Vec::new();
     for &port in &ports {
-        replicas.push(start(port).await);
+        replicas.push(RemoteServer::start_on(&args, &env, &format!("127.0.0.1:{port}")).await);
     }
     let addresses: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
     let _nginx = Nginx::start(
@@ -424,23 +450,8 @@ async fn a_rolling_restart_behind_nginx_cuts_no_call_and_runs_none_twice() {
         while new.is_none() {
             // The old listener is closed at once; until then the address
             // is taken, and the new process says so and exits.
-            match RemoteServer::try_start_on(
-                &[
-                    "--http",
-                    "--resource-url",
-                    &url,
-                    "--authorization-server",
-                    ISSUER,
-                    "--jwks",
-                    &jwks_arg,
-                ],
-                &[
-                    ("PROVIDER_CONTEXT_BASE_URL", upstream.base_url.as_str()),
-                    ("PROVIDER_CONTEXT_TOKEN", "upstream-token"),
-                ],
-                &format!("127.0.0.1:{replica_port}"),
-            )
-            .await
+            match RemoteServer::try_start_on(&args, &env, &format!("127.0.0.1:{replica_port}"))
+                .await
             {
                 Some(server) => new = Some(server),
                 None => {

@@ -25,6 +25,33 @@ pub struct Server {
     stderr_task: tokio::task::JoinHandle<()>,
 }
 
+/// An rmcp client that opens with `server/discover` for revision
+/// 2026-07-28 (no `initialize`), once the server has agreed to it.
+pub async fn discover_2026<T, E, A>(transport: T) -> Client
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    use rmcp::{ClientLifecycleMode, ClientServiceExt, model::ProtocolVersion};
+    let client = ()
+        .serve_with_lifecycle(
+            transport,
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .expect("server/discover");
+    assert_eq!(
+        client
+            .peer_info()
+            .expect("the discovered server")
+            .protocol_version,
+        ProtocolVersion::V_2026_07_28
+    );
+    client
+}
+
 pub fn ecp_command(args: &[&str], env: &[(&str, &str)]) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_ecp"));
     command

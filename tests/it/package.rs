@@ -11,7 +11,7 @@ use std::{
 
 use rmcp::{ServiceExt, transport::TokioChildProcess};
 
-use crate::cli::{ecp, ecp_new, files_under, relative};
+use crate::cli::{ecp, ecp_new, files_under, prebuilt, relative};
 use serde_json::Value;
 
 fn new_extension(parent: &Path, extra: &[&str]) -> PathBuf {
@@ -162,15 +162,6 @@ async fn packages_are_reproducible_and_extract_into_a_working_extension() {
             .all(|l| l.contains("0/0") && l.contains("1980-01-01")),
         "{listing}"
     );
-}
-
-/// A small executable standing in for a cross-compiled build.
-fn prebuilt(dir: &Path) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let path = dir.join("prebuilt-main");
-    std::fs::write(&path, "#!/bin/sh\necho prebuilt\n").unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700)).unwrap();
-    path
 }
 
 fn archives_in(dir: &Path) -> Vec<String> {

@@ -12,7 +12,7 @@ use std::{
 
 use serde_json::{Value, json};
 
-use crate::cli::{ecp, ecp_new};
+use crate::cli::{ecp, ecp_new, package_into, prebuilt};
 
 const ARCHIVE: &str = "linux.x64.acme-context.tar.gz";
 
@@ -57,33 +57,13 @@ fn committed_extension(parent: &Path) -> PathBuf {
     dir
 }
 
-/// A small executable standing in for a build, for the tests that are about
-/// signatures and tampering rather than compilers.
-fn prebuilt(dir: &Path) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let path = dir.join("prebuilt-main");
-    std::fs::write(&path, "#!/bin/sh\necho prebuilt\n").unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
-}
-
+/// `ecp package DIR --binary BINARY --out-dir OUT EXTRA...`: a stand-in
+/// build, for the tests that are about signatures and tampering rather
+/// than compilers.
 fn package_prebuilt(dir: &Path, binary: &Path, out: &Path, extra: &[&str]) -> Output {
-    let mut args = vec![
-        "package",
-        dir.to_str().unwrap(),
-        "--binary",
-        binary.to_str().unwrap(),
-        "--out-dir",
-        out.to_str().unwrap(),
-    ];
+    let mut args = vec!["--binary", binary.to_str().unwrap()];
     args.extend_from_slice(extra);
-    let output = ecp(&args);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
+    package_into(dir, out, &args)
 }
 
 /// A key pair made by a real tool: (private key file, public key file).

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::cli::{ecp, ecp_new};
+use crate::cli::{ecp, ecp_new, package_into};
 
 /// The five targets of a release, with the header of a build for each.
 const TARGETS: [(&str, Header); 5] = [
@@ -55,22 +55,6 @@ fn extension(parent: &Path, template: &str) -> PathBuf {
     let output = ecp_new(&dir, &["--template", template]);
     assert!(output.status.success(), "{output:?}");
     dir
-}
-
-fn package_into(dir: &Path, out: &Path, extra: &[&str]) {
-    let mut args = vec![
-        "package",
-        dir.to_str().unwrap(),
-        "--out-dir",
-        out.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    let output = ecp(&args);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
 }
 
 /// Packages `targets` of the local template into `out`, each from a

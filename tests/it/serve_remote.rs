@@ -885,8 +885,7 @@ async fn a_key_set_that_cannot_be_had_stops_the_start_inside_the_discovery_timeo
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_2026_07_28_revision_is_served_over_http_too() {
     use rmcp::{
-        ClientLifecycleMode, ClientServiceExt,
-        model::{CallToolRequestParams, ProtocolVersion},
+        model::CallToolRequestParams,
         transport::{
             StreamableHttpClientTransport,
             streamable_http_client::StreamableHttpClientTransportConfig,
@@ -903,19 +902,7 @@ async fn the_2026_07_28_revision_is_served_over_http_too() {
         StreamableHttpClientTransportConfig::with_uri(server.url.as_str()).auth_header(token);
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
     let transport = StreamableHttpClientTransport::with_client(http, config);
-    let client = ()
-        .serve_with_lifecycle(
-            transport,
-            ClientLifecycleMode::Discover {
-                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-            },
-        )
-        .await
-        .expect("server/discover over HTTP");
-    assert_eq!(
-        client.peer_info().unwrap().protocol_version,
-        ProtocolVersion::V_2026_07_28
-    );
+    let client = crate::mcp::discover_2026(transport).await;
     let tools = client.list_all_tools().await.unwrap();
     assert_canonical_tool(&tools);
     let mut params = CallToolRequestParams::new("context_search");

@@ -265,24 +265,13 @@ fn every_request_is_answered_even_when_malformed() {
 /// it, and one that asks for a revision nobody knows gets 2025-11-25.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_2026_07_28_revision_discovers_lists_and_calls_without_initialize() {
-    use rmcp::{ClientLifecycleMode, ClientServiceExt, model::ProtocolVersion};
     let corpus = crate::cli::corpus();
     let command = crate::mcp::ecp_command(&["serve", "--fixture", &corpus], &[]);
     let (transport, _) = rmcp::transport::TokioChildProcess::builder(command)
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let client = ()
-        .serve_with_lifecycle(
-            transport,
-            ClientLifecycleMode::Discover {
-                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-            },
-        )
-        .await
-        .expect("server/discover");
-    let info = client.peer_info().expect("the discovered server");
-    assert_eq!(info.protocol_version, ProtocolVersion::V_2026_07_28);
+    let client = crate::mcp::discover_2026(transport).await;
     let tools = client.list_all_tools().await.unwrap();
     crate::mcp::assert_canonical_tool(&tools);
     let result = crate::mcp::call(&client, json!({"query": "deployment policy"})).await;
