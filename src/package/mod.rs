@@ -384,14 +384,7 @@ fn run(
             stage.add(&entry.path, true)?;
             if toolchain == Toolchain::None {
                 // Not built by this run (--skip-build, or not a Node project).
-                toolchain = Toolchain::Prebuilt {
-                    sha256: lint::release::sha256_file(&folder.join(&entry.path)).map_err(
-                        |source| PackageError::Io {
-                            path: folder.join(&entry.path),
-                            source,
-                        },
-                    )?,
-                };
+                toolchain = prebuilt(&folder.join(&entry.path))?;
             }
             None
         }
@@ -438,14 +431,7 @@ fn run(
             stage.add_entry_point(&entry_name, &binary)?;
             if settings.binary.is_some() {
                 // Staged, so readable: the digest of what ecp did not build.
-                toolchain = Toolchain::Prebuilt {
-                    sha256: lint::release::sha256_file(&binary).map_err(|source| {
-                        PackageError::Io {
-                            path: binary.clone(),
-                            source,
-                        }
-                    })?,
-                };
+                toolchain = prebuilt(&binary)?;
             }
             Some(format!("{os}.{arch}"))
         }
@@ -611,6 +597,16 @@ fn run(
         envelope,
         key_id,
     })
+}
+
+/// What the statement records of an entry point ecp did not build: its
+/// digest.
+fn prebuilt(path: &Path) -> Result<Toolchain, PackageError> {
+    let sha256 = lint::release::sha256_file(path).map_err(|source| PackageError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    Ok(Toolchain::Prebuilt { sha256 })
 }
 
 /// The lockfile a build resolved its dependencies from, and its sha256.
