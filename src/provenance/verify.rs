@@ -702,7 +702,8 @@ fn rebuild_step(
 }
 
 fn git_checkout(source: &str, commit: &str, into: &Path) -> Result<(), String> {
-    let run = |args: &[&std::ffi::OsStr]| -> Result<(), String> {
+    // git's stdout, or the last line it said on stderr.
+    let run = |args: &[&std::ffi::OsStr]| -> Result<String, String> {
         let output = std::process::Command::new("git")
             .args(args)
             .env("GIT_TERMINAL_PROMPT", "0")
@@ -710,7 +711,7 @@ fn git_checkout(source: &str, commit: &str, into: &Path) -> Result<(), String> {
             .output()
             .map_err(|e| format!("cannot run git: {e}"))?;
         if output.status.success() {
-            return Ok(());
+            return Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned());
         }
         let said = String::from_utf8_lossy(&output.stderr);
         Err(said
@@ -742,15 +743,7 @@ fn git_checkout(source: &str, commit: &str, into: &Path) -> Result<(), String> {
         &os(&format!("{commit}^{{commit}}")),
     ])?;
     // What was checked out is the recorded commit, not a ref of its name.
-    let head = std::process::Command::new("git")
-        .arg("-C")
-        .arg(into)
-        .args(["rev-parse", "HEAD"])
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run git: {e}"))?;
-    let head = String::from_utf8_lossy(&head.stdout).trim().to_owned();
+    let head = run(&[&os("-C"), into.as_os_str(), &os("rev-parse"), &os("HEAD")])?;
     if head != commit {
         return Err(format!("it checked out {head}, not the recorded commit"));
     }
