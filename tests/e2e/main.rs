@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 mod jwt;
 #[path = "../support/nginx.rs"]
 mod nginx;
+mod oauth;
 mod release;
 #[path = "../support/remote.rs"]
 mod remote;

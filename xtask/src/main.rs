@@ -66,16 +66,19 @@ fn codegen(check: bool) -> Result<(), String> {
 /// The pinned peers of the real-client suite.
 const QWEN: &str = "@qwen-code/qwen-code@0.24.4";
 const INSPECTOR: &str = "@modelcontextprotocol/inspector@2.12.0";
+/// The authorization server of the OAuth end-to-end test.
+const OIDC_PROVIDER: &str = "oidc-provider@9.13.3";
 const PYTHON_MCP: &str = "mcp==2.3.0";
 
-/// Installs `what` once: `install` runs only when `marker` is missing, and
-/// the marker is written after it succeeds.
+/// Installs `what` once: `install` runs only when `marker` does not hold
+/// `what` (missing, or written for another list), and the marker is written
+/// after it succeeds.
 fn once(
     marker: &Path,
     what: &str,
     install: impl FnOnce() -> Result<(), String>,
 ) -> Result<(), String> {
-    if marker.is_file() {
+    if std::fs::read_to_string(marker).is_ok_and(|done| done == what) {
         eprintln!("{what}: cached");
         return Ok(());
     }
@@ -103,7 +106,7 @@ fn npm_once(dir: &Path, packages: &[&str]) -> Result<(), String> {
 
 fn e2e() -> Result<(), String> {
     let cache = root().join("target/e2e-cache");
-    npm_once(&cache.join("npm"), &[QWEN, INSPECTOR])?;
+    npm_once(&cache.join("npm"), &[QWEN, INSPECTOR, OIDC_PROVIDER])?;
     let venv = cache.join("pyenv");
     let venv_str = venv.to_str().ok_or("non-UTF-8 path")?;
     once(&cache.join(".python-installed"), PYTHON_MCP, || {
