@@ -76,14 +76,18 @@ def browse(url, log):
             log["stuck_at"] = body[:2000]
             return
         form = parser.forms[0]
-        values = []
+        values, clicked = [], False
         for kind, name, value in form["fields"]:
             if kind in ("text", "email") or name == "login":
                 values.append((name, value or USER))
             elif kind == "password":
                 values.append((name, "correct horse battery staple"))
-            elif kind in ("hidden",) or (kind == "submit" and not values_has(values, name)):
+            elif kind == "hidden":
                 values.append((name, value))
+            elif kind == "submit" and not clicked:
+                # The first button, as a person clicks it.
+                values.append((name, value))
+                clicked = True
         url = urllib.parse.urljoin(url, form["action"] or url)
         method = form["method"].upper()
         encoded = urllib.parse.urlencode(values)
@@ -93,10 +97,6 @@ def browse(url, log):
         else:
             data = encoded.encode()
     log["stuck_at"] = "too many steps"
-
-
-def values_has(values, name):
-    return any(n == name for n, _ in values)
 
 
 def main():
