@@ -500,6 +500,9 @@ fn main() {
     if args.iter().any(|a| a == "--floor") {
         return floor(&args);
     }
+    if args.get(1).is_some_and(|a| a == "--hyper-ceiling") {
+        return remote::hyper_ceiling(&args);
+    }
     let settings = Settings {
         quick: args.iter().any(|a| a == "--quick"),
         ecp: arg(&args, "--ecp"),
@@ -641,7 +644,19 @@ fn main() {
         ),
     );
     eprintln!("the remote adapter over Streamable HTTP");
-    remote::bench(&settings.main, &base_url, calls, main_p50, &mut report);
+    let peers = remote::Peers {
+        node_server: settings.node_server.clone(),
+        python: arg(&args, "--python"),
+        fastmcp_server: arg(&args, "--fastmcp-server"),
+    };
+    remote::bench(
+        &settings.main,
+        &base_url,
+        calls,
+        main_p50,
+        &peers,
+        &mut report,
+    );
 
     let items: Vec<ProviderItem> =
         serde_json::from_str::<Value>(&items_json(3, 300)).unwrap()["items"]
@@ -1109,7 +1124,11 @@ The per-call figures include one loopback HTTP request to a scripted upstream, f
 (the same request on one kept-alive connection, with no MCP machinery: the adapter over it is the runtime's own cost). Cold start does not depend on result size: `initialize` calls no upstream. \
 The Streamable HTTP rows run the same dist/main with `--listen`; every call carries an ES256 JWT \
 (verified on first use, then remembered until it expires); the load generator, the upstream and \
-the server processes share the machine's cores, so on 2 cores a second process adds little.\n\n";
+the server processes share the machine's cores, so on 2 cores a second process adds little. \
+The HTTP comparison runs the same 16-client load against the adapter (OAuth on), the TypeScript SDK's and FastMCP's \
+stateless Streamable HTTP servers (no auth, which favours them; the same tool, binding, rendering and upstream) and \
+a hyper server answering the adapter's own reply as a fixed body (the ceiling); with two or more cores the load \
+generator and the upstream are pinned to CPU 0 and every server to the others (taskset).\n\n";
     text += "## Targets\n\n| target | verdict | measured |\n|---|---|---|\n";
     let cell = |s: &str| s.replace('|', "\\|");
     for (what, met, detail) in &report.targets {

@@ -3,8 +3,15 @@
 // input and output schemas) with the same Generic HTTP Search V1 binding
 // and the same rendering (render.mjs, the ECMAScript oracle of the
 // contract vectors). xtask copies it next to its node_modules.
+//
+// `--listen PORT` serves it over Streamable HTTP instead, the way the SDK's
+// stateless example does: a new McpServer and transport per request
+// (`sessionIdGenerator: undefined`), JSON responses, on
+// http://127.0.0.1:PORT/mcp. No OAuth: the peers are measured without it.
+import { createServer } from "node:http";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { z } from "zod";
 import { NOTICE, render } from "./render.mjs";
 
@@ -23,6 +30,7 @@ const item = z
   })
   .strict();
 
+function contextServer() {
 const server = new McpServer({ name: "reference-typescript", version: "0.0.0" });
 server.registerTool(
   "context_search",
@@ -68,4 +76,28 @@ server.registerTool(
     }
   },
 );
-await server.connect(new StdioServerTransport());
+return server;
+}
+
+const listen = process.argv.indexOf("--listen");
+if (listen === -1) {
+  await contextServer().connect(new StdioServerTransport());
+} else {
+  const port = Number(process.argv[listen + 1]);
+  createServer(async (req, res) => {
+    if (req.method !== "POST" || req.url !== "/mcp") {
+      res.writeHead(404).end();
+      return;
+    }
+    const chunks = [];
+    for await (const chunk of req) chunks.push(chunk);
+    const server = contextServer();
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    res.on("close", () => {
+      transport.close();
+      server.close();
+    });
+    await server.connect(transport);
+    await transport.handleRequest(req, res, JSON.parse(Buffer.concat(chunks).toString("utf8")));
+  }).listen(port, "127.0.0.1");
+}

@@ -2,14 +2,23 @@
 //! loopback: per-call latency with one client, then requests per second and
 //! p99 with concurrent clients against one process and two (round-robin by
 //! client), every call carrying a JWT the server verifies. Reported as
-//! ratios against the stdio per-call time of the same run.
+//! ratios against the stdio per-call time of the same run. Then the time
+//! from process start to the first answered `initialize` (the JWKS fetched
+//! from a URL first), and a comparison under the same load with the
+//! servers a provider would otherwise deploy: the TypeScript SDK's
+//! stateless Streamable HTTP server, FastMCP's, and a plain hyper server
+//! answering a fixed body (the ceiling of this machine), with the load
+//! generator and the servers pinned to different cores where there are two.
 
 use std::{
-    io::{BufRead, BufReader},
-    path::Path,
+    io::{BufRead, BufReader, Read, Write},
+    net::{TcpListener, TcpStream},
+    path::{Path, PathBuf},
     process::{Child, Command, Stdio},
-    time::Instant,
+    time::{Duration, Instant},
 };
+
+use ecp::check::upstream::{Reply, Upstream};
 
 use serde_json::{Value, json};
 
@@ -25,14 +34,13 @@ struct HttpServer {
 }
 
 impl HttpServer {
-    /// With OAuth from `jwks`, or `--no-auth` without.
-    fn spawn(main: &Path, base_url: &str, jwks: Option<&Path>) -> HttpServer {
-        let mut command = Command::new(main);
+    /// With OAuth from `jwks` (a file or a URL), or `--no-auth` without;
+    /// on the CPUs `pin` names, if any.
+    fn spawn(main: &Path, base_url: &str, jwks: Option<&str>, pin: Option<&str>) -> HttpServer {
+        let mut command = pinned(main, pin);
         command.args(["--listen", "127.0.0.1:0"]);
         match jwks {
-            Some(jwks) => command
-                .args(["--authorization-server", jwt::ISSUER, "--jwks"])
-                .arg(jwks),
+            Some(jwks) => command.args(["--authorization-server", jwt::ISSUER, "--jwks", jwks]),
             None => command.arg("--no-auth"),
         };
         let mut child = command
@@ -68,6 +76,165 @@ impl Drop for HttpServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// `program` started through `taskset -c CPUS` when `pin` names CPUs.
+fn pinned(program: impl AsRef<std::ffi::OsStr>, pin: Option<&str>) -> Command {
+    match pin {
+        Some(cpus) => {
+            let mut command = Command::new("taskset");
+            command.args(["-c", cpus]).arg(program);
+            command
+        }
+        None => Command::new(program),
+    }
+}
+
+/// Sets the CPUs of every thread of this process (`taskset -a -p`).
+fn pin_self(cpus: &str) {
+    let status = Command::new("taskset")
+        .args(["-a", "-c", "-p", cpus, &std::process::id().to_string()])
+        .stdout(Stdio::null())
+        .status()
+        .expect("taskset (util-linux)");
+    assert!(status.success(), "taskset -a -c -p {cpus}");
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A peer server process on a fixed port; killed when dropped.
+struct Peer {
+    child: Child,
+    url: String,
+}
+
+impl Peer {
+    /// Starts `command` and waits (up to 60 s: FastMCP's imports take
+    /// seconds) until `127.0.0.1:port` accepts connections.
+    fn spawn(mut command: Command, port: u16) -> Peer {
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {command:?}: {e}"));
+        let started = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "{command:?} ended before listening"
+            );
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "{command:?} never listened"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Peer {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        }
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The peers' programs.
+pub struct Peers {
+    /// `tests/bench/reference-server.mjs` beside the SDK's node_modules.
+    pub node_server: PathBuf,
+    /// A Python with `fastmcp` installed, and `tests/bench/fastmcp_server.py`.
+    pub python: PathBuf,
+    pub fastmcp_server: PathBuf,
+}
+
+/// The hyper ceiling (`bench --hyper-ceiling PORT BODY_FILE`): every POST is
+/// read whole and answered with the file's bytes as JSON, over HTTP/1.1
+/// keep-alive; nothing else.
+pub fn hyper_ceiling(args: &[String]) {
+    use http_body_util::{BodyExt, Full};
+    use hyper::{Request, Response, body::Incoming, service::service_fn};
+    let port: u16 = args[2].parse().unwrap();
+    let body = bytes::Bytes::from(std::fs::read(&args[3]).unwrap());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .unwrap();
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let body = body.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |request: Request<Incoming>| {
+                    let body = body.clone();
+                    async move {
+                        request.into_body().collect().await?;
+                        Ok::<_, hyper::Error>(
+                            Response::builder()
+                                .header("content-type", "application/json")
+                                .body(Full::new(body))
+                                .unwrap(),
+                        )
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+}
+
+/// Process start to the first `initialize` answered with 200 at `port`
+/// (one new connection per attempt, every millisecond), in ms.
+fn start_to_initialize(mut command: Command, port: u16, token: &str) -> f64 {
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#;
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n\
+Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let started = Instant::now();
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let answered = loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no initialize answer in 10 s"
+        );
+        if let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) {
+            let mut answer = String::new();
+            if stream.write_all(request.as_bytes()).is_ok()
+                && stream.read_to_string(&mut answer).is_ok()
+                && answer.starts_with("HTTP/1.1 200")
+            {
+                break started.elapsed();
+            }
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    answered.as_secs_f64() * 1000.0
 }
 
 /// Requests per second over the whole run and the sorted latencies (µs).
@@ -124,7 +291,14 @@ async fn load(targets: &[(String, String)], clients: usize, calls: usize) -> Loa
 }
 
 /// Measures and reports; `stdio_p50` is dist/main's stdio per-call p50 (µs).
-pub fn bench(main: &Path, base_url: &str, calls: usize, stdio_p50: f64, report: &mut Report) {
+pub fn bench(
+    main: &Path,
+    base_url: &str,
+    calls: usize,
+    stdio_p50: f64,
+    peers: &Peers,
+    report: &mut Report,
+) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     // The clients get their own threads, apart from the upstream's runtime.
     let tokio = tokio::runtime::Builder::new_multi_thread()
@@ -136,9 +310,10 @@ pub fn bench(main: &Path, base_url: &str, calls: usize, stdio_p50: f64, report: 
     let dir = tempfile::tempdir().unwrap();
     let jwks = dir.path().join("jwks.json");
     std::fs::write(&jwks, jwt::jwks(&[&signer])).unwrap();
+    let jwks_file = jwks.to_str().unwrap();
     let servers = [
-        HttpServer::spawn(main, base_url, Some(&jwks)),
-        HttpServer::spawn(main, base_url, Some(&jwks)),
+        HttpServer::spawn(main, base_url, Some(jwks_file), None),
+        HttpServer::spawn(main, base_url, Some(jwks_file), None),
     ];
     // Tokens are audience-bound: behind a balancer both processes would
     // share one resource URL; here each has its own, and its own token.
@@ -159,7 +334,7 @@ pub fn bench(main: &Path, base_url: &str, calls: usize, stdio_p50: f64, report: 
             p50 / stdio_p50
         ),
     );
-    let open_server = HttpServer::spawn(main, base_url, None);
+    let open_server = HttpServer::spawn(main, base_url, None, None);
     let open = [(open_server.url.clone(), String::new())];
     tokio.block_on(load(&open, 1, 20));
     let unauthenticated = tokio.block_on(load(&open, 1, calls));
@@ -186,4 +361,207 @@ pub fn bench(main: &Path, base_url: &str, calls: usize, stdio_p50: f64, report: 
             ),
         );
     }
+    drop(servers);
+    drop(open_server);
+    let rounds = if calls < 1000 { 5 } else { 15 };
+    start_time(main, base_url, &tokio, &signer, rounds, report);
+    compare(
+        main, base_url, calls, &tokio, &signer, jwks_file, peers, report,
+    );
+}
+
+/// Process start to the first answered `initialize`, the key set fetched
+/// from a URL at start, over `rounds` starts; and how soon a start with an
+/// unreachable key set ends.
+fn start_time(
+    main: &Path,
+    base_url: &str,
+    tokio: &tokio::runtime::Runtime,
+    signer: &jwt::Signer,
+    rounds: usize,
+    report: &mut Report,
+) {
+    let keys = jwt::jwks(&[signer]);
+    let key_server = tokio.block_on(Upstream::start(move |_| Reply::json(keys.clone())));
+    let jwks_url = format!("{}/jwks", key_server.base_url);
+    let adapter = |port: u16, jwks: &str| {
+        let mut command = Command::new(main);
+        command
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--authorization-server", jwt::ISSUER, "--jwks", jwks])
+            .env("ACME_CONTEXT_BASE_URL", base_url)
+            .env("ACME_CONTEXT_TOKEN", "bench-token");
+        command
+    };
+    let mut times: Vec<f64> = (0..rounds)
+        .map(|_| {
+            let port = free_port();
+            let token = signer.token(&jwt::claims(&format!("http://127.0.0.1:{port}/mcp")));
+            start_to_initialize(adapter(port, &jwks_url), port, &token)
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    let worst = times[times.len() - 1];
+    report.row(
+        "Streamable HTTP, process start to the first answered initialize (JWKS from a URL)",
+        format!(
+            "{:.1} ms [{:.1}-{worst:.1}] over {rounds} starts",
+            percentile(&times, 0.5),
+            times[0]
+        ),
+    );
+    report.target(
+        "HTTP start to first initialize well inside Qwen's 5 s discovery timeout",
+        worst < 1000.0,
+        format!("{worst:.0} ms at worst"),
+    );
+    // Port 1 on loopback refuses connections.
+    let started = Instant::now();
+    let status = adapter(free_port(), "http://127.0.0.1:1/jwks")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    let refused = started.elapsed().as_secs_f64() * 1000.0;
+    assert!(!status.success(), "started without its key set");
+    report.row(
+        "Streamable HTTP start with the JWKS host refusing connections",
+        format!(
+            "exit status {} after {refused:.0} ms",
+            status.code().unwrap_or(-1)
+        ),
+    );
+    report.target(
+        "an unreachable JWKS ends the start within 1 s",
+        refused < 1000.0,
+        format!("{refused:.0} ms"),
+    );
+}
+
+/// The same load (16 clients, keep-alive, `tools/call` with the same query
+/// to the same upstream) against the adapter with OAuth on one and two
+/// processes, the TypeScript SDK's and FastMCP's stateless Streamable HTTP
+/// servers, and the hyper ceiling; the load generator (and the upstream)
+/// on CPU 0, the servers on the others, when there are two or more.
+#[allow(clippy::too_many_arguments)]
+fn compare(
+    main: &Path,
+    base_url: &str,
+    calls: usize,
+    tokio: &tokio::runtime::Runtime,
+    signer: &jwt::Signer,
+    jwks: &str,
+    peers: &Peers,
+    report: &mut Report,
+) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let servers_on = (cores >= 2).then(|| format!("1-{}", cores - 1));
+    let pin = servers_on.as_deref();
+    if cores >= 2 {
+        pin_self("0");
+    }
+    let ours: Vec<HttpServer> = (0..2)
+        .map(|_| HttpServer::spawn(main, base_url, Some(jwks), pin))
+        .collect();
+    let ours: Vec<(String, String)> = ours
+        .iter()
+        .map(|server| (server.url.clone(), signer.token(&jwt::claims(&server.url))))
+        .collect();
+
+    let node_port = free_port();
+    let mut node = pinned("node", pin);
+    node.arg(&peers.node_server)
+        .args(["--listen", &node_port.to_string()])
+        .current_dir(peers.node_server.parent().unwrap())
+        .env("PROVIDER_CONTEXT_BASE_URL", base_url)
+        .env("PROVIDER_CONTEXT_TOKEN", "bench-token");
+    let node = Peer::spawn(node, node_port);
+
+    let fastmcp_port = free_port();
+    let mut fastmcp = pinned(&peers.python, pin);
+    fastmcp
+        .arg(&peers.fastmcp_server)
+        .arg(fastmcp_port.to_string())
+        .env("PROVIDER_CONTEXT_BASE_URL", base_url)
+        .env("PROVIDER_CONTEXT_TOKEN", "bench-token");
+    let fastmcp = Peer::spawn(fastmcp, fastmcp_port);
+
+    // The ceiling answers with the adapter's own answer to the call.
+    let answer = tokio.block_on(async {
+        reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .unwrap()
+            .post(&ours[0].0)
+            .bearer_auth(&ours[0].1)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"context_search","arguments":{"query":"deployment policy"}}}"#)
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap()
+    });
+    let body_file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(body_file.path(), &answer).unwrap();
+    let hyper_port = free_port();
+    let mut hyper = pinned(std::env::current_exe().unwrap(), pin);
+    hyper
+        .args(["--hyper-ceiling", &hyper_port.to_string()])
+        .arg(body_file.path());
+    let hyper = Peer::spawn(hyper, hyper_port);
+
+    let open = |peer: &Peer| vec![(peer.url.clone(), String::new())];
+    let runs: [(&str, Vec<(String, String)>); 5] = [
+        ("ecp dist/main, OAuth, 1 process", ours[..1].to_vec()),
+        ("ecp dist/main, OAuth, 2 processes", ours.clone()),
+        ("TypeScript SDK 1.32.2, stateless, no auth", open(&node)),
+        ("FastMCP 4.2.3, stateless, no auth", open(&fastmcp)),
+        ("hyper, a fixed body (the ceiling)", open(&hyper)),
+    ];
+    let clients = 16;
+    let per_client = (calls / 4).max(50);
+    let mut measured = Vec::new();
+    for (label, targets) in &runs {
+        tokio.block_on(load(targets, 4, 20)); // warm up
+        let loaded = tokio.block_on(load(targets, clients, per_client));
+        let (p50, p99) = (
+            percentile(&loaded.latencies, 0.5) / 1000.0,
+            percentile(&loaded.latencies, 0.99) / 1000.0,
+        );
+        report.row(
+            format!("HTTP comparison, {label}, {clients} clients"),
+            format!(
+                "{:.0} req/s, p50 {p50:.2} ms, p99 {p99:.2} ms",
+                loaded.per_second
+            ),
+        );
+        measured.push((loaded.per_second, p99));
+    }
+    if cores >= 2 {
+        pin_self(&format!("0-{}", cores - 1));
+    }
+    let (ecp_rate, ecp_p99) = measured[0];
+    let (node_rate, node_p99) = measured[2];
+    report.target(
+        "HTTP req/s at least 5x the TypeScript SDK's, at a lower p99",
+        ecp_rate >= 5.0 * node_rate && ecp_p99 < node_p99,
+        format!(
+            "{:.1}x, p99 {ecp_p99:.2} ms against {node_p99:.2} ms",
+            ecp_rate / node_rate
+        ),
+    );
+    report.target(
+        "HTTP req/s at least 3x FastMCP's",
+        ecp_rate >= 3.0 * measured[3].0,
+        format!("{:.1}x", ecp_rate / measured[3].0),
+    );
+    report.target(
+        "HTTP req/s at least a third of the hyper ceiling",
+        ecp_rate * 3.0 >= measured[4].0,
+        format!("{:.2} of it", ecp_rate / measured[4].0),
+    );
 }

@@ -153,6 +153,8 @@ fn same_tree(a: &Path, b: &Path) -> bool {
 const TS_SDK: &str = "@modelcontextprotocol/sdk@1.32.2";
 const ZOD: &str = "zod@3.25.76";
 const MCPB: &str = "@anthropic-ai/mcpb@2.1.2";
+/// The Python peer of the HTTP comparison, from PyPI.
+const FASTMCP: &str = "fastmcp==4.2.3";
 
 fn bench(quick: bool) -> Result<(), String> {
     let target = root().join("target");
@@ -235,7 +237,29 @@ fn bench(quick: bool) -> Result<(), String> {
         std::fs::copy(root().join(from), npm.join(to)).map_err(|e| format!("{from}: {e}"))?;
     }
 
+    let venv = target.join("bench-cache/pyenv");
+    let venv_str = venv.to_str().ok_or("non-UTF-8 path")?;
+    once(
+        &target.join("bench-cache/.python-installed"),
+        FASTMCP,
+        || {
+            run("python3", &["-m", "venv", venv_str])?;
+            let pip = venv.join("bin/pip");
+            run(
+                pip.to_str().ok_or("non-UTF-8 path")?,
+                &["install", "--quiet", FASTMCP],
+            )
+        },
+    )?;
+
     let mut args = vec![
+        "--python".to_owned(),
+        venv.join("bin/python").display().to_string(),
+        "--fastmcp-server".to_owned(),
+        root()
+            .join("tests/bench/fastmcp_server.py")
+            .display()
+            .to_string(),
         "--ecp".to_owned(),
         ecp_str.to_owned(),
         "--main".to_owned(),
