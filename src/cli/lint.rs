@@ -23,11 +23,18 @@ fn diagnostic(error: &LintError) -> String {
             let snippet = report::window(&masked, column - 1, 1);
             let file = report::escape_controls(file, 300);
             let message = report::escape_controls(message, 300);
-            let gutter = " ".repeat(line.to_string().len());
-            format!(
-                "error: {file} is not JSON: {message}\n{gutter}--> {file}:{line}:{column}\n{gutter} |\n{line} | {}\n{gutter} | {}^\n{gutter} = help: fix the syntax; qwen-extension.json is strict JSON (no comments, no trailing commas)\n",
-                snippet.text,
-                " ".repeat(snippet.caret)
+            report::frame(
+                Severity::Error,
+                None,
+                &format!("{file} is not JSON: {message}"),
+                &file,
+                Some(report::At {
+                    line: *line,
+                    column: *column,
+                    snippet: &snippet,
+                }),
+                "fix the syntax; qwen-extension.json is strict JSON (no comments, no trailing commas)",
+                false,
             )
         }
         other => {

@@ -15,7 +15,6 @@ use super::{
 
 const ERROR: Style = AnsiColor::Red.on_default().bold();
 const WARNING: Style = AnsiColor::Yellow.on_default().bold();
-const ACCENT: Style = AnsiColor::Blue.on_default().bold();
 const BOLD: Style = Style::new().bold();
 
 fn severity_style(severity: Severity) -> Style {
@@ -193,6 +192,85 @@ pub fn human_size(bytes: u64) -> String {
     }
 }
 
+/// A place to point at: the 1-based line and column shown in `-->`, and
+/// the prepared source line with its caret.
+pub struct At<'a> {
+    pub line: usize,
+    pub column: usize,
+    pub snippet: &'a Snippet,
+}
+
+/// One diagnostic as rustc draws it, `LEVEL[ID]: message`, ` --> file:L:C`,
+/// the line with carets under the span and `= help:`, rendered by
+/// annotate-snippets: the one frame printer of ecp, for lint findings and
+/// for `ecp lint`'s could-not-run errors. Every text is already escaped;
+/// the location names the real line and column even when the line shown is
+/// a window of a longer one.
+pub fn frame(
+    severity: Severity,
+    id: Option<&str>,
+    message: &str,
+    file: &str,
+    at: Option<At<'_>>,
+    help: &str,
+    color: bool,
+) -> String {
+    use annotate_snippets::{AnnotationKind, Level, Origin, Renderer, Snippet as Source};
+    let level = match severity {
+        Severity::Error => Level::ERROR,
+        Severity::Warning => Level::WARNING,
+    };
+    let mut title = level.primary_title(message);
+    if let Some(id) = id {
+        title = title.id(id);
+    }
+    let group = match &at {
+        Some(at) => {
+            let text = &at.snippet.text;
+            // Byte offsets of the caret's characters in the shown text.
+            let byte = |chars: usize| {
+                text.char_indices()
+                    .nth(chars)
+                    .map_or(text.len(), |(i, _)| i)
+            };
+            let start = byte(at.snippet.caret);
+            let end = byte(at.snippet.caret + at.snippet.width).max(start);
+            title
+                .element(
+                    Source::source(text.as_str())
+                        .path(file)
+                        .line_start(at.line)
+                        .annotation(AnnotationKind::Primary.span(start..end)),
+                )
+                .element(Level::HELP.message(help))
+        }
+        None => title
+            .element(Origin::path(file))
+            .element(Level::HELP.message(help)),
+    };
+    let renderer = if color {
+        Renderer::styled()
+    } else {
+        Renderer::plain()
+    };
+    let mut out = renderer.render(&[group]);
+    // annotate-snippets takes the column from the caret's place in the text
+    // it shows; a window of a long line starts later, so the location line
+    // (the first after the title) gets the real column back.
+    if let Some(at) = at.filter(|at| at.snippet.caret + 1 != at.column) {
+        let shown = format!("{file}:{}:{}", at.line, at.snippet.caret + 1);
+        let real = format!("{file}:{}:{}", at.line, at.column);
+        if let Some(title_end) = out.find('\n')
+            && let Some(place) = out[title_end..].find(&shown)
+        {
+            let place = title_end + place;
+            out.replace_range(place..place + shown.len(), &real);
+        }
+    }
+    out.push('\n');
+    out
+}
+
 /// rustc-style text. Linear in the sources and the (capped) findings.
 pub fn human(report: &Report, color: bool) -> String {
     let mut out = String::new();
@@ -206,66 +284,37 @@ pub fn human(report: &Report, color: bool) -> String {
         })
         .collect();
     for finding in &report.findings {
-        let severity = finding.severity.to_string();
         let file = escape_controls(&finding.file, 300);
-        let _ = writeln!(
-            out,
-            "{} {}",
-            paint(
-                color,
-                severity_style(finding.severity),
-                &format!("{severity}[{}]:", finding.rule)
-            ),
-            paint(color, BOLD, &escape_controls(&finding.message, 1000))
-        );
+        let message = escape_controls(&finding.message, 1000);
         let help = escape_controls(&finding.help, 1000);
-        match finding.position {
-            Some(position) => {
-                let gutter = position.line.to_string().len();
-                let pad = " ".repeat(gutter);
-                let _ = writeln!(
-                    out,
-                    "{pad}{} {file}:{}:{}",
-                    paint(color, ACCENT, "-->"),
-                    position.line,
-                    position.column
-                );
-                let source = report.sources.iter().position(|s| s.file == finding.file);
-                if let Some(at) = source {
-                    let (index, redactions) = &indexes[at];
-                    let line = masked_line(&report.sources[at], index, redactions, position.line);
-                    let width = if position.end_line == position.line {
-                        position.end_column.saturating_sub(position.column).max(1)
-                    } else {
-                        line.len().saturating_sub(position.column - 1).max(1)
-                    };
-                    let snippet = window(&line, position.column - 1, width);
-                    let bar = paint(color, ACCENT, "|");
-                    let _ = writeln!(out, "{pad} {bar}");
-                    let _ = writeln!(
-                        out,
-                        "{} {bar} {}",
-                        paint(color, ACCENT, &position.line.to_string()),
-                        snippet.text
-                    );
-                    let _ = writeln!(
-                        out,
-                        "{pad} {bar} {}{}",
-                        " ".repeat(snippet.caret),
-                        paint(
-                            color,
-                            severity_style(finding.severity),
-                            &"^".repeat(snippet.width)
-                        )
-                    );
-                }
-                let _ = writeln!(out, "{pad} {} help: {help}", paint(color, ACCENT, "="));
+        let source = report.sources.iter().position(|s| s.file == finding.file);
+        let shown = match (finding.position, source) {
+            (Some(position), Some(at)) => {
+                let (index, redactions) = &indexes[at];
+                let line = masked_line(&report.sources[at], index, redactions, position.line);
+                let width = if position.end_line == position.line {
+                    position.end_column.saturating_sub(position.column).max(1)
+                } else {
+                    line.len().saturating_sub(position.column - 1).max(1)
+                };
+                Some((position, window(&line, position.column - 1, width)))
             }
-            None => {
-                let _ = writeln!(out, "  {} {file}", paint(color, ACCENT, "-->"));
-                let _ = writeln!(out, "  {} help: {help}", paint(color, ACCENT, "="));
-            }
-        }
+            _ => None,
+        };
+        let at = shown.as_ref().map(|(position, snippet)| At {
+            line: position.line,
+            column: position.column,
+            snippet,
+        });
+        out.push_str(&frame(
+            finding.severity,
+            Some(finding.rule.id()),
+            &message,
+            &file,
+            at,
+            &help,
+            color,
+        ));
         out.push('\n');
     }
     for (rule, omitted) in &report.omitted {
