@@ -1127,8 +1127,9 @@ The Streamable HTTP rows run the same dist/main with `--listen`; every call carr
 the server processes share the machine's cores, so on 2 cores a second process adds little. \
 The HTTP comparison runs the same 16-client load against the adapter (OAuth on), the TypeScript SDK's and FastMCP's \
 stateless Streamable HTTP servers (no auth, which favours them; the same tool, binding, rendering and upstream) and \
-a hyper server answering the adapter's own reply as a fixed body (the ceiling); with two or more cores the load \
-generator and the upstream are pinned to CPU 0 and every server to the others (taskset).\n\n";
+a hyper server answering the adapter's own reply as a fixed body (the ceiling), all servers calling one upstream \
+(hyper with the scripted answer); with two or more cores the load generator and that upstream are pinned to CPU 0 \
+and every server to the others (taskset).\n\n";
     text += "## Targets\n\n| target | verdict | measured |\n|---|---|---|\n";
     let cell = |s: &str| s.replace('|', "\\|");
     for (what, met, detail) in &report.targets {

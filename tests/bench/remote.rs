@@ -159,7 +159,8 @@ pub struct Peers {
     pub fastmcp_server: PathBuf,
 }
 
-/// The hyper ceiling (`bench --hyper-ceiling PORT BODY_FILE`): every POST is
+/// The hyper ceiling, and the fixed upstream of the comparison (`bench
+/// --hyper-ceiling PORT BODY_FILE`): every POST is
 /// read whole and answered with the file's bytes as JSON, over HTTP/1.1
 /// keep-alive; nothing else.
 pub fn hyper_ceiling(args: &[String]) {
@@ -442,8 +443,9 @@ fn start_time(
 /// The same load (16 clients, keep-alive, `tools/call` with the same query
 /// to the same upstream) against the adapter with OAuth on one and two
 /// processes, the TypeScript SDK's and FastMCP's stateless Streamable HTTP
-/// servers, and the hyper ceiling; the load generator (and the upstream)
-/// on CPU 0, the servers on the others, when there are two or more.
+/// servers, and the hyper ceiling; the load generator and the upstream (a
+/// hyper process with a fixed answer) on CPU 0, the servers on the others,
+/// when there are two or more.
 #[allow(clippy::too_many_arguments)]
 fn compare(
     main: &Path,
@@ -458,9 +460,37 @@ fn compare(
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let servers_on = (cores >= 2).then(|| format!("1-{}", cores - 1));
     let pin = servers_on.as_deref();
-    if cores >= 2 {
-        pin_self("0");
+    let clients_on = (cores >= 2).then_some("0");
+    if let Some(cpus) = clients_on {
+        pin_self(cpus);
     }
+    // Every server calls the same upstream: a hyper process (beside the
+    // load generator) answering with the scripted upstream's body, so that
+    // the upstream's own bookkeeping weighs on no one.
+    let items = tokio.block_on(async {
+        reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .unwrap()
+            .post(format!("{base_url}/v1/context/search"))
+            .body("{}")
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap()
+    });
+    let items_file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(items_file.path(), &items).unwrap();
+    let upstream_port = free_port();
+    let mut upstream = pinned(std::env::current_exe().unwrap(), clients_on);
+    upstream
+        .args(["--hyper-ceiling", &upstream_port.to_string()])
+        .arg(items_file.path());
+    let _upstream = Peer::spawn(upstream, upstream_port);
+    let upstream_url = format!("http://127.0.0.1:{upstream_port}");
+    let base_url = upstream_url.as_str();
     let ours: Vec<HttpServer> = (0..2)
         .map(|_| HttpServer::spawn(main, base_url, Some(jwks), pin))
         .collect();

@@ -202,6 +202,7 @@ impl Qwen {
             .arg(super::qwen_entry())
             .env("HOME", work)
             .env("DISPLAY", ":0")
+            .env("TERM", "xterm-256color")
             .env("BROWSER", &browser)
             .env("ECP_BROWSER_LOG", &browser_log)
             .env_remove("CI")
