@@ -560,9 +560,18 @@ fn main() {
     );
 
     eprintln!("per call, {calls} sequential tools/call through a loopback upstream");
-    let (main_calls, main_rss) = per_call(&main_cmd, &base_url, calls);
+    // dist/main and the floor in alternating rounds, so that a slow moment
+    // of the shared machine falls on both; the RSS is after all the calls of
+    // one process.
+    let (mut main_calls, main_rss) = per_call(&main_cmd, &base_url, calls);
     let (node_calls, node_rss) = per_call(&node_cmd, &base_url, calls);
-    let (floor_calls, _) = per_call(&floor_cmd, &base_url, calls);
+    let mut floor_calls = Vec::new();
+    for _ in 0..5 {
+        floor_calls.extend(per_call(&floor_cmd, &base_url, calls / 5).0);
+        main_calls.extend(per_call(&main_cmd, &base_url, calls / 5).0);
+    }
+    main_calls.sort_by(f64::total_cmp);
+    floor_calls.sort_by(f64::total_cmp);
     for (name, samples) in [
         ("dist/main", &main_calls),
         ("TypeScript SDK server", &node_calls),
@@ -1129,7 +1138,9 @@ The HTTP comparison runs the same 16-client load against the adapter (OAuth on),
 stateless Streamable HTTP servers (no auth, which favours them; the same tool, binding, rendering and upstream) and \
 a hyper server answering the adapter's own reply as a fixed body (the ceiling), all servers calling one upstream \
 (hyper with the scripted answer); with two or more cores the load generator and that upstream are pinned to CPU 0 \
-and every server to the others (taskset).\n\n";
+and every server to the others (taskset). Each run lasts a fixed time; the adapter and the ceiling run several \
+rounds, interleaved, and show their median round; server CPU per call is the servers' user plus system time \
+(/proc) over the calls answered, which does not depend on how fast the load generator is.\n\n";
     text += "## Targets\n\n| target | verdict | measured |\n|---|---|---|\n";
     let cell = |s: &str| s.replace('|', "\\|");
     for (what, met, detail) in &report.targets {

@@ -78,6 +78,24 @@ impl Drop for HttpServer {
     }
 }
 
+/// User plus system CPU time of process `pid` so far, in seconds
+/// (`/proc/PID/stat`, in the kernel's 100 Hz user ticks). `taskset` execs
+/// the program, so a pinned child's pid is the server's own.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command name, which is in parentheses.
+    let after_name = stat.rsplit_once(") ").map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let ticks = |at: usize| {
+        fields
+            .get(at)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
 /// `program` started through `taskset -c CPUS` when `pin` names CPUs.
 fn pinned(program: impl AsRef<std::ffi::OsStr>, pin: Option<&str>) -> Command {
     match pin {
@@ -248,6 +266,16 @@ struct Load {
 /// its own keep-alive connection to `targets[client % targets.len()]`
 /// (a URL and a token for it): round-robin by client.
 async fn load(targets: &[(String, String)], clients: usize, calls: usize) -> Load {
+    load_until(targets, clients, calls, None).await
+}
+
+/// [`load`], each client stopping early at `deadline` when one is given.
+async fn load_until(
+    targets: &[(String, String)],
+    clients: usize,
+    calls: usize,
+    deadline: Option<Instant>,
+) -> Load {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "context_search", "arguments": {"query": "deployment policy"}}})
     .to_string();
@@ -258,8 +286,11 @@ async fn load(targets: &[(String, String)], clients: usize, calls: usize) -> Loa
         let body = body.clone();
         tasks.spawn(async move {
             let http = reqwest::Client::builder().no_proxy().build().unwrap();
-            let mut latencies = Vec::with_capacity(calls);
+            let mut latencies = Vec::with_capacity(calls.min(1 << 16));
             for _ in 0..calls {
+                if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                    break;
+                }
                 let call_started = Instant::now();
                 let answer = http
                     .post(&url)
@@ -279,7 +310,7 @@ async fn load(targets: &[(String, String)], clients: usize, calls: usize) -> Loa
             latencies
         });
     }
-    let mut latencies = Vec::with_capacity(clients * calls);
+    let mut latencies = Vec::new();
     while let Some(done) = tasks.join_next().await {
         latencies.extend(done.unwrap());
     }
@@ -491,10 +522,10 @@ fn compare(
     let _upstream = Peer::spawn(upstream, upstream_port);
     let upstream_url = format!("http://127.0.0.1:{upstream_port}");
     let base_url = upstream_url.as_str();
-    let ours: Vec<HttpServer> = (0..2)
+    let servers: Vec<HttpServer> = (0..2)
         .map(|_| HttpServer::spawn(main, base_url, Some(jwks), pin))
         .collect();
-    let ours: Vec<(String, String)> = ours
+    let ours: Vec<(String, String)> = servers
         .iter()
         .map(|server| (server.url.clone(), signer.token(&jwt::claims(&server.url))))
         .collect();
@@ -545,27 +576,85 @@ fn compare(
     let hyper = Peer::spawn(hyper, hyper_port);
 
     let open = |peer: &Peer| vec![(peer.url.clone(), String::new())];
-    let runs: [(&str, Vec<(String, String)>); 5] = [
-        ("ecp dist/main, OAuth, 1 process", ours[..1].to_vec()),
-        ("ecp dist/main, OAuth, 2 processes", ours.clone()),
-        ("TypeScript SDK 1.32.2, stateless, no auth", open(&node)),
-        ("FastMCP 4.2.3, stateless, no auth", open(&fastmcp)),
-        ("hyper, a fixed body (the ceiling)", open(&hyper)),
+    // (label, the servers the clients spread over, their processes)
+    type Run<'a> = (&'a str, Vec<(String, String)>, Vec<u32>);
+    let runs: [Run; 5] = [
+        (
+            "ecp dist/main, OAuth, 1 process",
+            ours[..1].to_vec(),
+            vec![servers[0].child.id()],
+        ),
+        (
+            "ecp dist/main, OAuth, 2 processes",
+            ours.clone(),
+            servers.iter().map(|s| s.child.id()).collect(),
+        ),
+        (
+            "TypeScript SDK 1.32.2, stateless, no auth",
+            open(&node),
+            vec![node.child.id()],
+        ),
+        (
+            "FastMCP 4.2.3, stateless, no auth",
+            open(&fastmcp),
+            vec![fastmcp.child.id()],
+        ),
+        (
+            "hyper, a fixed body (the ceiling)",
+            open(&hyper),
+            vec![hyper.child.id()],
+        ),
     ];
+    // Each run is time-boxed; the fast servers run several rounds,
+    // interleaved so that a slow moment of the shared machine falls on all
+    // of them, and each reports its median round.
     let clients = 16;
-    let per_client = (calls / 4).max(50);
-    let mut measured = Vec::new();
-    for (label, targets) in &runs {
+    let (rounds, round_time) = if calls >= 1000 {
+        (5, Duration::from_millis(1500))
+    } else {
+        (3, Duration::from_millis(600))
+    };
+    for (_, targets, _) in &runs {
         tokio.block_on(load(targets, 4, 20)); // warm up
-        let loaded = tokio.block_on(load(targets, clients, per_client));
+    }
+    let mut results: Vec<Vec<(Load, f64)>> = runs.iter().map(|_| Vec::new()).collect();
+    for round in 0..rounds {
+        for (index, (_, targets, pids)) in runs.iter().enumerate() {
+            // The slow servers answer a few hundred calls a round: one is enough.
+            if round > 0 && (index == 2 || index == 3) {
+                continue;
+            }
+            let cpu_before: f64 = pids.iter().map(|&pid| cpu_seconds(pid)).sum();
+            let deadline = Instant::now() + round_time;
+            let loaded = tokio.block_on(load_until(targets, clients, usize::MAX, Some(deadline)));
+            let cpu: f64 = pids.iter().map(|&pid| cpu_seconds(pid)).sum::<f64>() - cpu_before;
+            let cpu_per_call = cpu * 1e6 / loaded.latencies.len().max(1) as f64;
+            results[index].push((loaded, cpu_per_call));
+        }
+    }
+    let mut measured = Vec::new();
+    for ((label, _, _), mut rounds_of) in runs.iter().zip(results) {
+        rounds_of.sort_by(|a, b| a.0.per_second.total_cmp(&b.0.per_second));
+        let count = rounds_of.len();
+        let (loaded, cpu_per_call) = &rounds_of[count / 2];
         let (p50, p99) = (
             percentile(&loaded.latencies, 0.5) / 1000.0,
             percentile(&loaded.latencies, 0.99) / 1000.0,
         );
+        let of_rounds = if count > 1 {
+            format!(
+                " (median of {count} rounds of {:.1} s, {:.0}-{:.0})",
+                round_time.as_secs_f64(),
+                rounds_of[0].0.per_second,
+                rounds_of[count - 1].0.per_second
+            )
+        } else {
+            format!(" (one round of {:.1} s)", round_time.as_secs_f64())
+        };
         report.row(
             format!("HTTP comparison, {label}, {clients} clients"),
             format!(
-                "{:.0} req/s, p50 {p50:.2} ms, p99 {p99:.2} ms",
+                "{:.0} req/s, p50 {p50:.2} ms, p99 {p99:.2} ms, server CPU {cpu_per_call:.0} µs/call{of_rounds}",
                 loaded.per_second
             ),
         );

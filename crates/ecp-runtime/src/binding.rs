@@ -104,7 +104,15 @@ fn is_loopback_host(url: &Url) -> bool {
 
 /// The search endpoint for a base URL, or the rule it breaks.
 pub fn search_endpoint(base_url: &str) -> Result<Url, &'static str> {
-    let url = Url::parse(base_url.trim()).map_err(|_| "it is not an absolute URL")?;
+    let url = Url::parse(base_url.trim()).map_err(|error| match error {
+        // A name no Unicode table maps, or any non-ASCII name where url's
+        // tables are left out (an extension that pins `idna_adapter` 1.0,
+        // the opt-in in its Cargo.toml).
+        url::ParseError::IdnaError => {
+            "its host name cannot be mapped to ASCII; write it in its xn-- (punycode) form"
+        }
+        _ => "it is not an absolute URL",
+    })?;
     match url.scheme() {
         "https" => {}
         "http" if is_loopback_host(&url) => {}
@@ -370,6 +378,12 @@ mod tests {
         ] {
             assert!(search_endpoint(bad).is_err(), "{bad}");
         }
+        // A host no Unicode table maps (U+FFFF is a noncharacter): the same
+        // answer with url's tables and without them (the generated crate).
+        assert_eq!(
+            search_endpoint("https://a\u{ffff}b.example"),
+            Err("its host name cannot be mapped to ASCII; write it in its xn-- (punycode) form")
+        );
     }
 
     #[test]

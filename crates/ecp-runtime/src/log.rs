@@ -2,7 +2,7 @@
 //! line over HTTP (for log collectors). Callers pass only redacted text:
 //! never a query, a token, an endpoint's credential or an upstream body.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// How stderr lines are written.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -43,22 +43,53 @@ pub fn event(
 ) {
     let line = match format {
         LogFormat::Plain => format!("{server}: {message}\n"),
-        LogFormat::Json => {
-            let mut line = Map::new();
-            line.insert("time".into(), Value::String(rfc3339_now()));
-            line.insert("level".into(), Value::String(level.as_str().into()));
-            line.insert("server".into(), Value::String(server.into()));
-            line.insert("event".into(), Value::String(event.into()));
-            line.insert("message".into(), Value::String(message.to_string()));
-            for (name, value) in fields {
-                line.insert((*name).into(), value.clone());
-            }
-            format!("{}\n", Value::Object(line))
-        }
+        LogFormat::Json => json_line(server, level, event, message, fields),
     };
     // One write per line: stderr is unbuffered, and formatting straight into
     // it would cost a system call per fragment (and interleave lines).
     let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
+}
+
+/// The JSON object of one line, written straight into its buffer (no
+/// intermediate map: this runs for every HTTP request). A field named like
+/// one of the fixed keys would repeat it; callers use other names.
+fn json_line(
+    server: &str,
+    level: Level,
+    event: &str,
+    message: std::fmt::Arguments<'_>,
+    fields: &[(&str, Value)],
+) -> String {
+    let message = match message.as_str() {
+        Some(fixed) => std::borrow::Cow::Borrowed(fixed),
+        None => std::borrow::Cow::Owned(message.to_string()),
+    };
+    let time = rfc3339_now();
+    let fixed = [
+        ("time", time.as_str()),
+        ("level", level.as_str()),
+        ("server", server),
+        ("event", event),
+        ("message", &message),
+    ];
+    let mut line = Vec::with_capacity(256);
+    // Writing JSON into a Vec cannot fail.
+    let key = |line: &mut Vec<u8>, name: &str| {
+        line.push(if line.is_empty() { b'{' } else { b',' });
+        let _ = serde_json::to_writer(&mut *line, name);
+        line.push(b':');
+    };
+    for (name, text) in fixed {
+        key(&mut line, name);
+        let _ = serde_json::to_writer(&mut line, text);
+    }
+    for (name, value) in fields {
+        key(&mut line, name);
+        let _ = serde_json::to_writer(&mut line, value);
+    }
+    line.extend_from_slice(b"}\n");
+    // serde_json writes UTF-8 only.
+    String::from_utf8(line).unwrap_or_default()
 }
 
 /// The current UTC time as `2026-11-29T22:35:47.123Z`.
@@ -74,7 +105,45 @@ fn rfc3339(time: std::time::SystemTime) -> String {
 mod tests {
     use std::time::{Duration, UNIX_EPOCH};
 
-    use super::rfc3339;
+    use serde_json::{Value, json};
+
+    use super::{Level, json_line, rfc3339};
+
+    #[test]
+    fn json_lines_are_one_object_in_a_fixed_key_order() {
+        let weird = "a \"quoted\" \\ name\n\u{1}";
+        let line = json_line(
+            weird,
+            Level::Warn,
+            "request",
+            format_args!("POST {} {}", "mcp", 200),
+            &[("status", json!(200)), ("reason", json!("x\"y"))],
+        );
+        assert!(
+            line.ends_with("}\n") && line.matches('\n').count() == 1,
+            "{line}"
+        );
+        let parsed: Value = serde_json::from_str(&line).unwrap();
+        let keys: Vec<&str> = parsed
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "time", "level", "server", "event", "message", "status", "reason"
+            ]
+        );
+        assert_eq!(parsed["server"], weird);
+        assert_eq!(parsed["level"], "warn");
+        assert_eq!(parsed["message"], "POST mcp 200");
+        assert_eq!(parsed["status"], 200);
+        assert_eq!(parsed["reason"], "x\"y");
+        let time = parsed["time"].as_str().unwrap();
+        assert!(time.len() == 24 && time.ends_with('Z'), "{time}");
+    }
 
     #[test]
     fn timestamps_are_rfc3339_utc() {

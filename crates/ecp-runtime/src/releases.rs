@@ -20,6 +20,14 @@ pub struct Release {
 /// Newest first; the first is [`VERSION`].
 pub const RELEASES: &[Release] = &[
     Release {
+        version: "0.2.2",
+        notes: &[
+            "rendering counts and escapes strings a byte at a time (the same text, byte for byte; the UTF-16 lengths of the bound from one table), and a string within its code-point bound is no longer walked to find its end",
+            "JSON log lines (one per HTTP request) are written straight into their buffer instead of through a map",
+        ],
+        security_fix: None,
+    },
+    Release {
         version: "0.2.1",
         notes: &[
             "`--listen` with a JWKS URL: an unreachable key set host is reported within 1 s and a key set that does not arrive within 3 s stops the start, so a replica answers its first `initialize` well inside a client's 5 s discovery timeout or exits",

@@ -10,12 +10,39 @@ use std::borrow::Cow;
 
 use std::fmt::Write as _;
 
-/// Length of `s` in UTF-16 code units (JavaScript `string.length`).
-pub fn utf16_len(s: &str) -> usize {
-    s.chars().map(char::len_utf16).sum()
+/// UTF-16 units per UTF-8 byte: a lead byte counts its character's units
+/// (1, or 2 for a 4-byte sequence), a continuation byte 0.
+const fn utf16_units_of_byte(b: u8) -> u8 {
+    match b {
+        0x80..=0xBF => 0,
+        0xF0..=0xFF => 2,
+        _ => 1,
+    }
 }
 
-/// UTF-16 length of what [`write_escaped_str`] writes for one character.
+/// What [`write_json_string`] writes for one byte, in UTF-16 units: the
+/// escapes are all ASCII, so a byte table over valid UTF-8 counts the
+/// escaped form exactly.
+const ESCAPED_UTF16_UNITS: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = match b as u8 {
+            b'"' | b'\\' | 0x08 | 0x0C | b'\n' | b'\r' | b'\t' => 2,
+            b'<' | b'>' | 0x00..=0x1F => 6,
+            other => utf16_units_of_byte(other),
+        };
+        b += 1;
+    }
+    table
+};
+
+/// Length of `s` in UTF-16 code units (JavaScript `string.length`).
+pub fn utf16_len(s: &str) -> usize {
+    s.bytes().map(|b| usize::from(utf16_units_of_byte(b))).sum()
+}
+
+/// UTF-16 length of what [`write_json_string`] writes for one character.
 pub fn escaped_char_utf16_len(c: char) -> usize {
     match c {
         '"' | '\\' | '\u{8}' | '\u{c}' | '\n' | '\r' | '\t' => 2,
@@ -27,36 +54,42 @@ pub fn escaped_char_utf16_len(c: char) -> usize {
 
 /// UTF-16 length of `s` once quoted and escaped by [`write_json_string`].
 pub fn quoted_utf16_len(s: &str) -> usize {
-    2 + s.chars().map(escaped_char_utf16_len).sum::<usize>()
+    2 + s
+        .bytes()
+        .map(|b| usize::from(ESCAPED_UTF16_UNITS[usize::from(b)]))
+        .sum::<usize>()
 }
 
 /// Appends `s` as a quoted JSON string the way `JSON.stringify` writes it,
 /// then with every `<` as `\u003c` and every `>` as `\u003e`.
 pub fn write_json_string(out: &mut String, s: &str) {
+    out.reserve(s.len() + 2);
     out.push('"');
     let mut clean_from = 0;
-    for (at, c) in s.char_indices() {
-        let escape: Option<&str> = match c {
-            '"' => Some("\\\""),
-            '\\' => Some("\\\\"),
-            '\u{8}' => Some("\\b"),
-            '\u{c}' => Some("\\f"),
-            '\n' => Some("\\n"),
-            '\r' => Some("\\r"),
-            '\t' => Some("\\t"),
-            '<' => Some("\\u003c"),
-            '>' => Some("\\u003e"),
-            c if (c as u32) < 0x20 => None,
+    // Every byte that needs an escape is ASCII, so `at` is always a
+    // character boundary.
+    for (at, b) in s.bytes().enumerate() {
+        let escape: Option<&str> = match b {
+            b'"' => Some("\\\""),
+            b'\\' => Some("\\\\"),
+            0x08 => Some("\\b"),
+            0x0C => Some("\\f"),
+            b'\n' => Some("\\n"),
+            b'\r' => Some("\\r"),
+            b'\t' => Some("\\t"),
+            b'<' => Some("\\u003c"),
+            b'>' => Some("\\u003e"),
+            0x00..=0x1F => None,
             _ => continue,
         };
         out.push_str(&s[clean_from..at]);
         match escape {
             Some(escape) => out.push_str(escape),
             None => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
+                let _ = write!(out, "\\u{b:04x}");
             }
         }
-        clean_from = at + c.len_utf8();
+        clean_from = at + 1;
     }
     out.push_str(&s[clean_from..]);
     out.push('"');
@@ -309,5 +342,54 @@ mod tests {
             assert_eq!(quoted_utf16_len(s), utf16_len(&q), "{s:?}");
         }
         assert_eq!(utf16_len("😀"), 2);
+    }
+
+    /// The byte tables agree with the character-by-character definitions
+    /// (JavaScript's `length`, and the escapes one character at a time) on
+    /// strings drawn from every kind of character.
+    #[test]
+    fn byte_tables_agree_with_the_character_definitions() {
+        let palette: Vec<char> = (0u32..0x80)
+            .filter_map(char::from_u32)
+            .chain([
+                'é', 'ß', '\u{7ff}', '\u{800}', '\u{2028}', '\u{fffd}', '\u{ffff}',
+            ])
+            .chain(['😀', '\u{10000}', '\u{10ffff}'])
+            .collect();
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        for _ in 0..2000 {
+            let mut s = String::new();
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            for _ in 0..(state % 24) {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                s.push(palette[(state % palette.len() as u64) as usize]);
+            }
+            let chars_utf16: usize = s.chars().map(char::len_utf16).sum();
+            assert_eq!(utf16_len(&s), chars_utf16, "{s:?}");
+            let escaped: usize = s.chars().map(escaped_char_utf16_len).sum();
+            assert_eq!(quoted_utf16_len(&s), escaped + 2, "{s:?}");
+            let mut by_char = String::from("\"");
+            for c in s.chars() {
+                match c {
+                    '"' => by_char.push_str("\\\""),
+                    '\\' => by_char.push_str("\\\\"),
+                    '\u{8}' => by_char.push_str("\\b"),
+                    '\u{c}' => by_char.push_str("\\f"),
+                    '\n' => by_char.push_str("\\n"),
+                    '\r' => by_char.push_str("\\r"),
+                    '\t' => by_char.push_str("\\t"),
+                    '<' => by_char.push_str("\\u003c"),
+                    '>' => by_char.push_str("\\u003e"),
+                    c if (c as u32) < 0x20 => by_char.push_str(&format!("\\u{:04x}", c as u32)),
+                    c => by_char.push(c),
+                }
+            }
+            by_char.push('"');
+            assert_eq!(quoted(&s), by_char, "{s:?}");
+        }
     }
 }

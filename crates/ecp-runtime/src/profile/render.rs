@@ -73,6 +73,10 @@ pub struct Envelope {
 }
 
 fn truncate(s: &str, max_code_points: usize) -> &str {
+    // No string has more code points than bytes.
+    if s.len() <= max_code_points {
+        return s;
+    }
     match s.char_indices().nth(max_code_points) {
         Some((end, _)) => &s[..end],
         None => s,
