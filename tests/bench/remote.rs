@@ -78,6 +78,20 @@ impl Drop for HttpServer {
     }
 }
 
+/// This program's `--hyper-ceiling` server answering every POST with
+/// `body`, on the CPUs `pin` names; the file it serves lives as long as the
+/// returned handle.
+fn fixed_body_server(body: &[u8], pin: Option<&str>) -> (Peer, tempfile::NamedTempFile) {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), body).unwrap();
+    let port = free_port();
+    let mut command = pinned(std::env::current_exe().unwrap(), pin);
+    command
+        .args(["--hyper-ceiling", &port.to_string()])
+        .arg(file.path());
+    (Peer::spawn(command, port), file)
+}
+
 /// User plus system CPU time of process `pid` so far, in seconds
 /// (`/proc/PID/stat`, in the kernel's 100 Hz user ticks). `taskset` execs
 /// the program, so a pinned child's pid is the server's own.
@@ -512,15 +526,8 @@ fn compare(
             .await
             .unwrap()
     });
-    let items_file = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(items_file.path(), &items).unwrap();
-    let upstream_port = free_port();
-    let mut upstream = pinned(std::env::current_exe().unwrap(), clients_on);
-    upstream
-        .args(["--hyper-ceiling", &upstream_port.to_string()])
-        .arg(items_file.path());
-    let _upstream = Peer::spawn(upstream, upstream_port);
-    let upstream_url = format!("http://127.0.0.1:{upstream_port}");
+    let (upstream, _items_file) = fixed_body_server(&items, clients_on);
+    let upstream_url = upstream.url.trim_end_matches("/mcp").to_owned();
     let base_url = upstream_url.as_str();
     let servers: Vec<HttpServer> = (0..2)
         .map(|_| HttpServer::spawn(main, base_url, Some(jwks), pin))
@@ -566,14 +573,7 @@ fn compare(
             .await
             .unwrap()
     });
-    let body_file = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(body_file.path(), &answer).unwrap();
-    let hyper_port = free_port();
-    let mut hyper = pinned(std::env::current_exe().unwrap(), pin);
-    hyper
-        .args(["--hyper-ceiling", &hyper_port.to_string()])
-        .arg(body_file.path());
-    let hyper = Peer::spawn(hyper, hyper_port);
+    let (hyper, _body_file) = fixed_body_server(&answer, pin);
 
     let open = |peer: &Peer| vec![(peer.url.clone(), String::new())];
     // (label, the servers the clients spread over, their processes)
