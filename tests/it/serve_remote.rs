@@ -918,3 +918,112 @@ async fn the_2026_07_28_revision_is_served_over_http_too() {
     assert!(text_of(&result).contains("deployment policy"));
     client.cancel().await.unwrap();
 }
+
+/// Sends `body` to `url` with `accept` and `version`, returning the status,
+/// the content type and the body bytes.
+async fn exchange(
+    url: &str,
+    token: Option<&str>,
+    accept: &str,
+    version: Option<&str>,
+    body: &Value,
+) -> (u16, String, Vec<u8>) {
+    let mut request = http()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", accept)
+        .body(body.to_string());
+    if let Some(version) = version {
+        request = request.header("mcp-protocol-version", version);
+    }
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let kind = response
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    (status, kind, response.bytes().await.unwrap().to_vec())
+}
+
+/// The direct path (a plain stateless `tools/call`) answers every call
+/// byte for byte as rmcp's Streamable HTTP service does: the same request
+/// is sent once plainly and once with an `Accept` parameter, which only
+/// rmcp takes, across revisions, ids, queries that pass and fail, and with
+/// OAuth on and off; the access log shows which path answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_direct_path_answers_byte_for_byte_as_rmcp_does() {
+    let guarded = adapter(&[]).await;
+    let corpus = crate::cli::corpus();
+    let open = RemoteServer::start(&["--fixture", &corpus, "--no-auth"], &[]).await;
+    let servers = [
+        (&guarded.server, Some(guarded.token.as_str())),
+        (&open, None),
+    ];
+    let long = "q".repeat(2001);
+    let arguments = [
+        json!({"query": "  where <is> the   manual \u{2028}\"é\" 😀 "}),
+        json!({"query": "install"}),
+        json!({"query": ""}),
+        json!({"query": long}),
+        json!({"query": 5}),
+        json!({"query": "x", "corpus": "all"}),
+        json!({}),
+    ];
+    let ids = [json!(7), json!("req-\u{1F600}"), json!(i64::MAX), json!(-3)];
+    let versions = [
+        None,
+        Some("2024-11-05"),
+        Some("2025-03-26"),
+        Some("2025-06-18"),
+        Some("2025-11-25"),
+    ];
+    let mut plain_sent = [0usize; 2];
+    for (at, (server, token)) in servers.iter().enumerate() {
+        for (n, arguments) in arguments.iter().enumerate() {
+            let id = &ids[n % ids.len()];
+            let version = versions[n % versions.len()];
+            let body = json!({
+                "jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "context_search", "arguments": arguments},
+            });
+            let direct = exchange(
+                &server.url,
+                *token,
+                "application/json, text/event-stream",
+                version,
+                &body,
+            )
+            .await;
+            plain_sent[at] += 1;
+            let through_rmcp = exchange(
+                &server.url,
+                *token,
+                "application/json;q=1, text/event-stream",
+                version,
+                &body,
+            )
+            .await;
+            assert_eq!(direct.0, 200, "{}", String::from_utf8_lossy(&direct.2));
+            assert_eq!(
+                (direct.0, &direct.1, String::from_utf8_lossy(&direct.2)),
+                (
+                    through_rmcp.0,
+                    &through_rmcp.1,
+                    String::from_utf8_lossy(&through_rmcp.2)
+                ),
+                "{body} with {version:?}"
+            );
+        }
+    }
+    for (at, (server, _)) in servers.iter().enumerate() {
+        server.settle().await;
+        let requests = server.events("request");
+        let direct = requests.iter().filter(|e| e["direct"] == true).count();
+        assert_eq!(direct, plain_sent[at], "{}", server.stderr());
+        assert_eq!(requests.len(), 2 * plain_sent[at], "{}", server.stderr());
+    }
+}

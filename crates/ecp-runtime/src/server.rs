@@ -7,8 +7,8 @@ use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-        ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
-        Tool,
+        JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+        ServerConfig, Tool,
     },
     service::RequestContext,
 };
@@ -89,6 +89,47 @@ impl<P: Provider> ContextSearchServer<P> {
         }
     }
 
+    /// One `context_search` call with its `arguments`, until `cancelled`:
+    /// what rmcp's `tools/call` handler and the remote adapter's direct path
+    /// (`remote::direct`) both answer.
+    pub(crate) async fn call(
+        &self,
+        arguments: Option<&JsonObject>,
+        cancelled: CancellationToken,
+    ) -> CallToolResult {
+        let query = match query_from_arguments(arguments) {
+            Ok(query) => query,
+            Err(error) => return failure(error.message()),
+        };
+        match self.search(query, cancelled).await {
+            Outcome::Found(items) => {
+                let envelope = render(&items);
+                let mut result = CallToolResult::success(vec![ContentBlock::text(envelope.text)]);
+                result.structured_content = Some(envelope.structured);
+                result
+            }
+            Outcome::Failed(error) => {
+                self.log(
+                    "context_search_failed",
+                    format_args!("context_search failed: {error}"),
+                );
+                failure(SEARCH_FAILED)
+            }
+            Outcome::Cancelled => {
+                self.log_cancelled();
+                failure(SEARCH_FAILED)
+            }
+        }
+    }
+
+    /// The stderr line of a call its client gave up on.
+    pub(crate) fn log_cancelled(&self) {
+        self.log(
+            "context_search_cancelled",
+            format_args!("context_search cancelled by the client"),
+        );
+    }
+
     fn log(&self, event: &str, message: std::fmt::Arguments<'_>) {
         log::event(
             self.log_format,
@@ -142,32 +183,9 @@ impl<P: Provider> ServerHandler for ContextSearchServer<P> {
                 None,
             ));
         }
-        let query = match query_from_arguments(request.arguments.as_ref()) {
-            Ok(query) => query,
-            Err(error) => return Ok(failure(error.message()).into()),
-        };
-        let result = match self.search(query, context.ct).await {
-            Outcome::Found(items) => {
-                let envelope = render(&items);
-                let mut result = CallToolResult::success(vec![ContentBlock::text(envelope.text)]);
-                result.structured_content = Some(envelope.structured);
-                result
-            }
-            Outcome::Failed(error) => {
-                self.log(
-                    "context_search_failed",
-                    format_args!("context_search failed: {error}"),
-                );
-                failure(SEARCH_FAILED)
-            }
-            Outcome::Cancelled => {
-                self.log(
-                    "context_search_cancelled",
-                    format_args!("context_search cancelled by the client"),
-                );
-                failure(SEARCH_FAILED)
-            }
-        };
-        Ok(result.into())
+        Ok(self
+            .call(request.arguments.as_ref(), context.ct)
+            .await
+            .into())
     }
 }

@@ -30,7 +30,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
-use super::{REQUIRED_SCOPE, RemoteConfig, auth::Authenticator, auth::Refusal};
+use super::{REQUIRED_SCOPE, RemoteConfig, auth::Authenticator, auth::Refusal, direct};
 use crate::{
     ContextSearchServer, Provider, RuntimeConfig,
     log::{self, Level, LogFormat},
@@ -57,6 +57,8 @@ const HEALTH_RESERVE: usize = 16;
 /// Everything a request needs, shared by all connections.
 pub(super) struct App<P: Provider> {
     name: String,
+    /// The handler, for the direct path ([`super::direct`]).
+    server: ContextSearchServer<P>,
     mcp: StreamableHttpService<ContextSearchServer<P>, NeverSessionManager>,
     /// The path the MCP endpoint is served on (the resource URL's path).
     mcp_path: String,
@@ -105,8 +107,9 @@ impl<P: Provider> App<P> {
         } else {
             mcp_config
         };
+        let for_rmcp = server.clone();
         let mcp = StreamableHttpService::new(
-            move || Ok(server.clone()),
+            move || Ok(for_rmcp.clone()),
             Arc::new(NeverSessionManager::default()),
             mcp_config,
         );
@@ -128,6 +131,7 @@ impl<P: Provider> App<P> {
         });
         Arc::new(App {
             name,
+            server,
             mcp,
             mcp_path,
             resource,
@@ -263,6 +267,9 @@ impl<P: Provider> App<P> {
                 Value::from((started.elapsed().as_secs_f64() * 1e4).round() / 10.0),
             ),
         ];
+        if response.extensions().get::<direct::Answered>().is_some() {
+            fields.push(("direct", Value::from(true)));
+        }
         if let Some(note) = note {
             fields.push(("reason", Value::from(note)));
         }
@@ -373,7 +380,6 @@ impl<P: Provider> App<P> {
             }
             Ok(Ok(collected)) => collected.to_bytes(),
         };
-        let request = Request::from_parts(parts, Full::new(body));
         let Ok(_slot) = self.slots.clone().try_acquire_owned() else {
             let response = busy(format!(
                 "{} requests are in flight, the most this server takes at once; retry shortly",
@@ -381,6 +387,25 @@ impl<P: Provider> App<P> {
             ));
             return (response, Some("concurrency limit".to_owned()));
         };
+        let loopback_only = self.authenticator.is_none();
+        if parts.method == Method::POST
+            && let Some(call) = direct::recognize(&parts.headers, &body, loopback_only)
+        {
+            return match direct::answer(&self.server, call, &self.cancel).await {
+                Ok(answer) => {
+                    let mut response = json_response(StatusCode::OK, answer.into());
+                    response.extensions_mut().insert(direct::Answered);
+                    (response, None)
+                }
+                Err(_) => {
+                    let body = json!({"error": "internal_error", "error_description": "the answer could not be written"});
+                    let response =
+                        json_response(StatusCode::INTERNAL_SERVER_ERROR, body.to_string().into());
+                    (response, Some("unserializable answer".to_owned()))
+                }
+            };
+        }
+        let request = Request::from_parts(parts, Full::new(body));
         (self.mcp.handle(request).await, None)
     }
 

@@ -2,7 +2,9 @@
 //! HTTP, as a provider-operated OAuth resource server.
 //!
 //! - Stateless (rmcp's stateless mode, JSON responses): no session affinity,
-//!   so any load balancer may spread requests across replicas.
+//!   so any load balancer may spread requests across replicas. The plain
+//!   `tools/call` of `context_search` takes a direct path to the same
+//!   handler, with the same bytes ([`direct`]).
 //! - Every request to the MCP path carries a bearer JWT, checked by
 //!   [`auth::Authenticator`] before any provider work; the protected
 //!   resource metadata (RFC 9728) is served at
@@ -24,6 +26,7 @@
 //! adapter speaks plain HTTP and expects a proxy or load balancer in front.
 
 pub mod auth;
+mod direct;
 mod http;
 mod settings;
 

@@ -1,0 +1,299 @@
+//! The direct path: the one request a client repeats, a stateless
+//! `tools/call` of `context_search`, answered without rmcp's per-request
+//! service (a one-shot transport, a service task and its channels for every
+//! request, and a parse into rmcp's untagged message enum), by the same
+//! handler ([`ContextSearchServer::call`]) and as the same bytes: the
+//! answer is rmcp's own response type, serialized as rmcp serializes it.
+//!
+//! [`recognize`] takes a request only when every check rmcp's Streamable
+//! HTTP service would make is one it passes on its face:
+//!
+//! - a `Host` that is a valid authority (and, without OAuth, one of rmcp's
+//!   loopback names: `localhost`, `127.0.0.1`, `::1`);
+//! - one `Accept` list naming both `application/json` and
+//!   `text/event-stream`, with no parameters (a `q=0` is rmcp's to judge);
+//! - one `Content-Type` whose media type is `application/json`;
+//! - no `MCP-Protocol-Version`, or one of the revisions before 2026-07-28
+//!   (where neither per-request metadata nor the standard `Mcp-*` request
+//!   headers apply), and no other `Mcp-*` header;
+//! - a body that is exactly `{"jsonrpc":"2.0","id":…,"method":"tools/call",
+//!   "params":{"name":"context_search","arguments":{…}}}` (no `_meta`, no
+//!   task, no other member, in any order).
+//!
+//! Anything else goes to rmcp unchanged, which keeps every error, every
+//! revision and every other method exactly as rmcp answers them. The tests
+//! hold the two paths to the same bytes (`tests/it/serve_remote.rs`).
+
+use hyper::{
+    HeaderMap,
+    header::{ACCEPT, CONTENT_TYPE, HOST},
+    http::uri::Authority,
+};
+use rmcp::model::{
+    JsonObject, JsonRpcVersion2_0, ProtocolVersion, RequestId, ServerJsonRpcMessage, ServerResult,
+};
+use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::{ContextSearchServer, Provider, profile::TOOL_NAME};
+
+const JSON: &str = "application/json";
+const EVENT_STREAM: &str = "text/event-stream";
+const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
+/// rmcp's default `Host` allow-list, which `--no-auth` keeps.
+const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+/// Marks a response of the direct path (the access log line says
+/// `"direct": true`).
+#[derive(Clone, Copy)]
+pub(super) struct Answered;
+
+/// A request the direct path answers.
+pub(super) struct DirectCall {
+    id: RequestId,
+    arguments: JsonObject,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Message {
+    #[allow(dead_code)] // its type admits only "2.0"
+    jsonrpc: JsonRpcVersion2_0,
+    id: RequestId,
+    method: String,
+    params: Params,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    name: String,
+    arguments: JsonObject,
+}
+
+/// The call in `body`, when this request takes the direct path; `None`
+/// sends it to rmcp. `loopback_only` is true without OAuth.
+pub(super) fn recognize(
+    headers: &HeaderMap,
+    body: &[u8],
+    loopback_only: bool,
+) -> Option<DirectCall> {
+    if !(host_passes(headers, loopback_only)
+        && accepts_both(headers)
+        && sends_json(headers)
+        && plain_revision(headers))
+    {
+        return None;
+    }
+    let message: Message = serde_json::from_slice(body).ok()?;
+    (message.method == "tools/call" && message.params.name == TOOL_NAME).then_some(DirectCall {
+        id: message.id,
+        arguments: message.params.arguments,
+    })
+}
+
+fn only<'a>(headers: &'a HeaderMap, name: impl hyper::header::AsHeaderName) -> Option<&'a str> {
+    let mut values = headers.get_all(name).iter();
+    let value = values.next()?;
+    if values.next().is_some() {
+        return None;
+    }
+    value.to_str().ok()
+}
+
+fn host_passes(headers: &HeaderMap, loopback_only: bool) -> bool {
+    let Some(authority) = only(headers, HOST).and_then(|h| Authority::try_from(h).ok()) else {
+        return false;
+    };
+    if !loopback_only {
+        return true;
+    }
+    let host = authority
+        .host()
+        .trim_matches(['[', ']'])
+        .to_ascii_lowercase();
+    LOOPBACK_HOSTS.contains(&host.as_str())
+}
+
+fn accepts_both(headers: &HeaderMap) -> bool {
+    let Some(accept) = only(headers, ACCEPT) else {
+        return false;
+    };
+    let (mut json, mut stream) = (false, false);
+    for range in accept.split(',') {
+        if range.contains([';', '"']) {
+            return false;
+        }
+        let range = range.trim();
+        json |= range.eq_ignore_ascii_case(JSON);
+        stream |= range.eq_ignore_ascii_case(EVENT_STREAM);
+    }
+    json && stream
+}
+
+fn sends_json(headers: &HeaderMap) -> bool {
+    only(headers, CONTENT_TYPE).is_some_and(|value| {
+        let essence = value.split_once(';').map_or(value, |(essence, _)| essence);
+        essence.trim().eq_ignore_ascii_case(JSON)
+    })
+}
+
+/// No `MCP-Protocol-Version`, or a known revision before 2026-07-28; and no
+/// other `Mcp-*` header (session ids, the standard request headers).
+fn plain_revision(headers: &HeaderMap) -> bool {
+    let other_mcp_header = headers.keys().any(|name| {
+        let name = name.as_str();
+        name.len() > 4 && name[..4].eq_ignore_ascii_case("mcp-") && name != PROTOCOL_VERSION_HEADER
+    });
+    if other_mcp_header {
+        return false;
+    }
+    if !headers.contains_key(PROTOCOL_VERSION_HEADER) {
+        return true;
+    }
+    only(headers, PROTOCOL_VERSION_HEADER).is_some_and(|version| {
+        version < ProtocolVersion::V_2026_07_28.as_str()
+            && ProtocolVersion::KNOWN_VERSIONS
+                .iter()
+                .any(|known| known.as_str() == version)
+    })
+}
+
+/// Logs the cancellation when the client leaves before the answer (hyper
+/// drops the request future, and with it the provider task).
+struct LeftEarly<'a, P: Provider> {
+    server: &'a ContextSearchServer<P>,
+    armed: bool,
+}
+
+impl<P: Provider> Drop for LeftEarly<'_, P> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.server.log_cancelled();
+        }
+    }
+}
+
+/// Runs `call` and returns the JSON-RPC response body, byte for byte what
+/// rmcp would send for it; `cancel` is the drain's token.
+pub(super) async fn answer<P: Provider>(
+    server: &ContextSearchServer<P>,
+    call: DirectCall,
+    cancel: &CancellationToken,
+) -> Result<Vec<u8>, serde_json::Error> {
+    let mut left_early = LeftEarly {
+        server,
+        armed: true,
+    };
+    let result = server
+        .call(Some(&call.arguments), cancel.child_token())
+        .await;
+    left_early.armed = false;
+    // What rmcp's handler does for a peer before 2026-07-28, the only
+    // revisions this path takes.
+    let mut result = ServerResult::CallToolResult(result);
+    result.strip_result_type_for_legacy_peer();
+    result.strip_non_object_output_for_legacy_peer();
+    let message = ServerJsonRpcMessage::response(result, call.id);
+    serde_json::to_vec(&message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hyper::header::HeaderValue;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(
+                hyper::header::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                HeaderValue::from_str(value).unwrap(),
+            );
+        }
+        map
+    }
+
+    const CALL: &str = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"context_search","arguments":{"query":"x"}}}"#;
+
+    fn plain() -> Vec<(&'static str, &'static str)> {
+        vec![
+            ("host", "127.0.0.1:8080"),
+            ("accept", "application/json, text/event-stream"),
+            ("content-type", "application/json"),
+            ("mcp-protocol-version", "2025-06-18"),
+        ]
+    }
+
+    fn taken(pairs: &[(&str, &str)], body: &str, loopback_only: bool) -> bool {
+        recognize(&headers(pairs), body.as_bytes(), loopback_only).is_some()
+    }
+
+    #[test]
+    fn the_plain_call_is_taken() {
+        assert!(taken(&plain(), CALL, true));
+        let mut without_version = plain();
+        without_version.pop();
+        assert!(taken(&without_version, CALL, true));
+        for version in ["2024-11-05", "2025-03-26", "2025-11-25"] {
+            let mut pairs = plain();
+            pairs[3].1 = version;
+            assert!(taken(&pairs, CALL, true), "{version}");
+        }
+        let reordered = r#"{"params":{"arguments":{"query":"x"},"name":"context_search"},"method":"tools/call","id":"a","jsonrpc":"2.0"}"#;
+        assert!(taken(&plain(), reordered, true));
+    }
+
+    #[test]
+    fn anything_rmcp_might_judge_otherwise_is_not() {
+        let bodies = [
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"context_search","arguments":{"query":"x"},"_meta":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"other","arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"name":"context_search","arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"context_search","arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"context_search"}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"context_search","arguments":null}}"#,
+            r#"{"jsonrpc":"1.0","id":7,"method":"tools/call","params":{"name":"context_search","arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"context_search","arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"id":8,"method":"tools/call","params":{"name":"context_search","arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"context_search","arguments":{}},"x":1}"#,
+            r#"[{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"context_search","arguments":{}}}]"#,
+            "not json",
+        ];
+        for body in bodies {
+            assert!(!taken(&plain(), body, true), "{body}");
+        }
+        let changes: [(usize, &str); 9] = [
+            (0, "example.com"),
+            (0, "not a host/"),
+            (1, "application/json"),
+            (1, "application/json, text/event-stream;q=0"),
+            (1, "application/json;q=0, text/event-stream"),
+            (2, "text/plain"),
+            (3, "2026-07-28"),
+            (3, "2099-01-01"),
+            (3, "bogus"),
+        ];
+        for (at, value) in changes {
+            let mut pairs = plain();
+            pairs[at].1 = value;
+            assert!(!taken(&pairs, CALL, true), "{pairs:?}");
+        }
+        // Any host passes with OAuth on (rmcp's allow-list is off then).
+        let mut proxied = plain();
+        proxied[0].1 = "context.example.com";
+        assert!(taken(&proxied, CALL, false));
+        for extra in [
+            ("mcp-session-id", "abc"),
+            ("mcp-method", "tools/call"),
+            ("host", "127.0.0.1:8080"),
+            ("content-type", "application/json"),
+            ("accept", "*/*"),
+            ("mcp-protocol-version", "2025-06-18"),
+        ] {
+            let mut pairs = plain();
+            pairs.push(extra);
+            assert!(!taken(&pairs, CALL, true), "{extra:?}");
+        }
+    }
+}
