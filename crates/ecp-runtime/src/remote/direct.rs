@@ -92,7 +92,7 @@ pub(super) fn recognize(
     })
 }
 
-fn only<'a>(headers: &'a HeaderMap, name: impl hyper::header::AsHeaderName) -> Option<&'a str> {
+fn only(headers: &HeaderMap, name: impl hyper::header::AsHeaderName) -> Option<&str> {
     let mut values = headers.get_all(name).iter();
     let value = values.next()?;
     if values.next().is_some() {
