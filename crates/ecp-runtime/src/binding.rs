@@ -233,8 +233,7 @@ impl HttpSearchProvider {
     }
 
     async fn fetch(&self, query: &str, limit: usize) -> Result<Vec<u8>, ProviderError> {
-        let body = serde_json::to_vec(&serde_json::json!({ "query": query, "limit": limit }))
-            .map_err(|_| ProviderError::Internal)?;
+        let body = search_request(query, limit).map_err(|_| ProviderError::Internal)?;
         let mut response = self
             .client()?
             .post(self.config.endpoint.clone())
@@ -281,6 +280,15 @@ impl Provider for HttpSearchProvider {
     }
 }
 
+/// The request body, `{"query":…,"limit":…}`, written without a map.
+fn search_request(query: &str, limit: usize) -> Result<Vec<u8>, serde_json::Error> {
+    let mut body = Vec::with_capacity(query.len() + 32);
+    body.extend_from_slice(br#"{"query":"#);
+    serde_json::to_writer(&mut body, query)?;
+    body.extend_from_slice(format!(r#","limit":{limit}}}"#).as_bytes());
+    Ok(body)
+}
+
 /// Maps a response body to the first `limit` valid items.
 pub fn parse_search_response(
     body: &[u8],
@@ -290,13 +298,15 @@ pub fn parse_search_response(
     let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
     let text = std::str::from_utf8(body).map_err(|_| ProviderError::InvalidUtf8)?;
     let document = parse_json_like_javascript(text).ok_or(ProviderError::Malformed)?;
-    let items = document
-        .get("items")
-        .and_then(Value::as_array)
-        .ok_or(ProviderError::Malformed)?;
+    let Value::Object(mut document) = document else {
+        return Err(ProviderError::Malformed);
+    };
+    let Some(Value::Array(items)) = document.remove("items") else {
+        return Err(ProviderError::Malformed);
+    };
     Ok(items
-        .iter()
-        .map(provider_item_from_json)
+        .into_iter()
+        .map(provider_item_from_owned_json)
         .filter(|item| !item.id.is_empty() && !item.content.is_empty())
         .take(limit)
         .collect())
@@ -307,21 +317,37 @@ pub fn parse_search_response(
 /// it), non-string optional fields and non-finite scores are absent, and
 /// `updated_at` wins over `updatedAt` when present and not null.
 pub fn provider_item_from_json(item: &Value) -> ProviderItem {
-    let string = |key: &str| item.get(key).and_then(Value::as_str).map(str::to_owned);
-    let updated_at = match item.get("updated_at") {
-        Some(value) if !value.is_null() => value.as_str().map(str::to_owned),
-        _ => string("updatedAt"),
+    provider_item_from_owned_json(item.clone())
+}
+
+/// [`provider_item_from_json`] for an item the caller owns: its strings are
+/// moved, not copied.
+pub fn provider_item_from_owned_json(item: Value) -> ProviderItem {
+    let Value::Object(mut item) = item else {
+        return ProviderItem::default();
+    };
+    let score = item
+        .get("score")
+        .and_then(Value::as_f64)
+        .filter(|score| score.is_finite());
+    // `updated_at` wins when present and not null, even when it is not a
+    // string (then there is none).
+    let snake_case = item.get("updated_at").is_some_and(|value| !value.is_null());
+    let mut string = |key: &str| match item.remove(key) {
+        Some(Value::String(text)) => Some(text),
+        _ => None,
     };
     ProviderItem {
         id: string("id").unwrap_or_default(),
         content: string("content").unwrap_or_default(),
         title: string("title"),
         uri: string("uri"),
-        score: item
-            .get("score")
-            .and_then(Value::as_f64)
-            .filter(|score| score.is_finite()),
-        updated_at,
+        score,
+        updated_at: string(if snake_case {
+            "updated_at"
+        } else {
+            "updatedAt"
+        }),
     }
 }
 
@@ -411,6 +437,16 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(!shown.contains("hunter2"), "{shown}");
+    }
+
+    #[test]
+    fn the_request_body_is_what_json_writes() {
+        for (query, limit) in [("deployment policy", 5), ("\"<é>\\\u{1}😀", 0)] {
+            assert_eq!(
+                search_request(query, limit).unwrap(),
+                serde_json::to_vec(&serde_json::json!({"query": query, "limit": limit})).unwrap()
+            );
+        }
     }
 
     #[test]

@@ -19,7 +19,7 @@ use super::{
     Provider, ProviderError, RuntimeConfig, context_search_tool,
     log::{self, Level, LogFormat},
 };
-use crate::profile::{PROVIDER_LIMIT, SEARCH_FAILED, TOOL_NAME, query_from_arguments, render};
+use crate::profile::{PROVIDER_LIMIT, Rendered, SEARCH_FAILED, TOOL_NAME, query_from_arguments};
 
 /// The newest protocol revision served: 2026-07-28 (`server/discover`,
 /// self-contained requests, no `initialize`, negotiated by rmcp); older ones
@@ -41,6 +41,27 @@ impl<P> Clone for ContextSearchServer<P> {
             provider: self.provider.clone(),
             config: self.config.clone(),
             log_format: self.log_format,
+        }
+    }
+}
+
+/// What a `tools/call` answers: the rendered envelope, or a failure text
+/// (an input message or the stable [`SEARCH_FAILED`]) with `isError`.
+pub(crate) enum Answer {
+    Envelope(Rendered),
+    Failure(&'static str),
+}
+
+impl Answer {
+    pub(crate) fn into_result(self) -> CallToolResult {
+        match self {
+            Answer::Envelope(rendered) => {
+                let envelope = rendered.into_envelope();
+                let mut result = CallToolResult::success(vec![ContentBlock::text(envelope.text)]);
+                result.structured_content = Some(envelope.structured);
+                result
+            }
+            Answer::Failure(text) => failure(text),
         }
     }
 }
@@ -97,27 +118,31 @@ impl<P: Provider> ContextSearchServer<P> {
         arguments: Option<&JsonObject>,
         cancelled: CancellationToken,
     ) -> CallToolResult {
+        self.answer(arguments, cancelled).await.into_result()
+    }
+
+    /// [`Self::call`] before it becomes rmcp's result type.
+    pub(crate) async fn answer(
+        &self,
+        arguments: Option<&JsonObject>,
+        cancelled: CancellationToken,
+    ) -> Answer {
         let query = match query_from_arguments(arguments) {
             Ok(query) => query,
-            Err(error) => return failure(error.message()),
+            Err(error) => return Answer::Failure(error.message()),
         };
         match self.search(query, cancelled).await {
-            Outcome::Found(items) => {
-                let envelope = render(&items);
-                let mut result = CallToolResult::success(vec![ContentBlock::text(envelope.text)]);
-                result.structured_content = Some(envelope.structured);
-                result
-            }
+            Outcome::Found(items) => Answer::Envelope(Rendered::new(&items)),
             Outcome::Failed(error) => {
                 self.log(
                     "context_search_failed",
                     format_args!("context_search failed: {error}"),
                 );
-                failure(SEARCH_FAILED)
+                Answer::Failure(SEARCH_FAILED)
             }
             Outcome::Cancelled => {
                 self.log_cancelled();
-                failure(SEARCH_FAILED)
+                Answer::Failure(SEARCH_FAILED)
             }
         }
     }

@@ -15,7 +15,7 @@ pub mod render;
 pub use query::{MAX_QUERY_CODE_POINTS, QueryError, normalize_query, query_from_arguments};
 pub use render::{
     ContextItem, Envelope, MAX_CONTENT, MAX_ID, MAX_ITEMS, MAX_TEXT_UTF16, MAX_TITLE,
-    MAX_UPDATED_AT, MAX_URI, NOTICE, ProviderItem, render, serialize,
+    MAX_UPDATED_AT, MAX_URI, NOTICE, ProviderItem, Rendered, render, serialize,
 };
 
 /// The one tool a profile server offers.

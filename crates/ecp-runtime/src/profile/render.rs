@@ -107,8 +107,10 @@ impl ContextItem {
         })
     }
 
-    /// UTF-16 length of everything in the serialized item but its content.
-    fn utf16_len_without_content(&self) -> usize {
+    /// UTF-16 length of everything in the serialized item but its content;
+    /// `score_len` is the length of the score's text ([`format_number`] is
+    /// run once an item, not at every measure).
+    fn utf16_len_without_content(&self, score_len: usize) -> usize {
         let optional = |key: &str, value: &Option<String>| {
             value
                 .as_deref()
@@ -120,43 +122,48 @@ impl ContextItem {
             + 2
             + optional(TITLE_KEY, &self.title)
             + optional(URI_KEY, &self.uri)
-            + self
-                .score
-                .map_or(0, |score| SCORE_KEY.len() + format_number(score).len())
+            + self.score.map_or(0, |_| SCORE_KEY.len() + score_len)
             + optional(UPDATED_AT_KEY, &self.updated_at)
             + ITEM_TAIL.len()
     }
 
     /// UTF-16 length of the serialized item.
-    fn utf16_len(&self) -> usize {
-        self.utf16_len_without_content() + quoted_utf16_len(&self.content) - 2
+    fn utf16_len(&self, score_len: usize) -> usize {
+        self.utf16_len_without_content(score_len) + quoted_utf16_len(&self.content) - 2
+    }
+
+    /// The score as the envelope writes it.
+    fn score_text(&self) -> Option<String> {
+        self.score.map(format_number)
     }
 
     /// Step 4: make the item fit into `budget` UTF-16 units by dropping
     /// optional fields (score, updatedAt, title, uri) one at a time, then
     /// keeping the longest content prefix that fits. `None` when not even one
     /// code point of content fits.
-    fn fit(mut self, budget: usize) -> Option<ContextItem> {
-        if self.utf16_len() <= budget {
+    fn fit(mut self, budget: usize, score_text: &mut Option<String>) -> Option<ContextItem> {
+        let score_len = score_text.as_ref().map_or(0, String::len);
+        if self.utf16_len(score_len) <= budget {
             return Some(self);
         }
         self.score = None;
-        if self.utf16_len() <= budget {
+        *score_text = None;
+        if self.utf16_len(0) <= budget {
             return Some(self);
         }
         self.updated_at = None;
-        if self.utf16_len() <= budget {
+        if self.utf16_len(0) <= budget {
             return Some(self);
         }
         self.title = None;
-        if self.utf16_len() <= budget {
+        if self.utf16_len(0) <= budget {
             return Some(self);
         }
         self.uri = None;
-        if self.utf16_len() <= budget {
+        if self.utf16_len(0) <= budget {
             return Some(self);
         }
-        let mut used = self.utf16_len_without_content();
+        let mut used = self.utf16_len_without_content(0);
         let mut end = 0;
         for (at, c) in self.content.char_indices() {
             used += escaped_char_utf16_len(c);
@@ -172,7 +179,8 @@ impl ContextItem {
         Some(self)
     }
 
-    fn write(&self, out: &mut String) {
+    /// Writes the item; `score_text` is [`Self::score_text`].
+    fn write(&self, out: &mut String, score_text: Option<&str>) {
         out.push_str(ID_KEY);
         write_json_string(out, &self.id);
         out.push_str(CONTENT_KEY);
@@ -185,9 +193,9 @@ impl ContextItem {
             out.push_str(URI_KEY);
             write_json_string(out, uri);
         }
-        if let Some(score) = self.score {
+        if let Some(score) = score_text {
             out.push_str(SCORE_KEY);
-            out.push_str(&format_number(score));
+            out.push_str(score);
         }
         if let Some(updated_at) = &self.updated_at {
             out.push_str(UPDATED_AT_KEY);
@@ -196,7 +204,7 @@ impl ContextItem {
         out.push_str(ITEM_TAIL);
     }
 
-    fn to_value(&self) -> Value {
+    fn to_value(&self, score_text: Option<&str>) -> Value {
         let mut object = Map::new();
         object.insert("id".into(), self.id.clone().into());
         object.insert("content".into(), self.content.clone().into());
@@ -206,8 +214,8 @@ impl ContextItem {
         if let Some(uri) = &self.uri {
             object.insert("uri".into(), uri.clone().into());
         }
-        if let Some(score) = self.score {
-            object.insert("score".into(), score_value(score));
+        if let (Some(score), Some(text)) = (self.score, score_text) {
+            object.insert("score".into(), score_value(score, text));
         }
         if let Some(updated_at) = &self.updated_at {
             object.insert("updatedAt".into(), updated_at.clone().into());
@@ -218,8 +226,8 @@ impl ContextItem {
 
 /// The score exactly as parsing its text gives it (`1` an integer, `0.91` a
 /// float), so that `structured` equals `JSON.parse(text)` value for value.
-fn score_value(score: f64) -> Value {
-    serde_json::from_str(&format_number(score)).unwrap_or_else(|_| Value::from(score))
+fn score_value(score: f64, text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| Value::from(score))
 }
 
 fn envelope_utf16_len_without_items() -> usize {
@@ -230,15 +238,21 @@ fn envelope_utf16_len_without_items() -> usize {
 /// in order, no whitespace, `JSON.stringify` escaping plus `\u003c`/`\u003e`,
 /// ECMAScript numbers. No bound is applied here.
 pub fn serialize(items: &[ContextItem]) -> String {
+    let scores: Vec<Option<String>> = items.iter().map(ContextItem::score_text).collect();
+    serialize_with(items, &scores)
+}
+
+/// [`serialize`] with each item's score text already written.
+fn serialize_with(items: &[ContextItem], scores: &[Option<String>]) -> String {
     let mut text = String::with_capacity(256 + items.len() * 256);
     text.push_str(ENVELOPE_HEAD);
     write_json_string(&mut text, NOTICE);
     text.push_str(ITEMS_HEAD);
-    for (index, item) in items.iter().enumerate() {
+    for (index, (item, score)) in items.iter().zip(scores).enumerate() {
         if index > 0 {
             text.push(',');
         }
-        item.write(&mut text);
+        item.write(&mut text, score.as_deref());
     }
     text.push_str(ENVELOPE_TAIL);
     text
@@ -246,7 +260,96 @@ pub fn serialize(items: &[ContextItem]) -> String {
 
 /// Renders provider items, in provider order, into the bounded envelope.
 pub fn render(provider_items: &[ProviderItem]) -> Envelope {
+    Rendered::new(provider_items).into_envelope()
+}
+
+/// A rendered envelope before its `structuredContent` value is built: what
+/// a writer that needs no [`Value`] (the remote adapter's direct path)
+/// writes from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rendered {
+    pub items: Vec<ContextItem>,
+    /// Each item's score as the text writes it.
+    scores: Vec<Option<String>>,
+    /// The serialized envelope, as [`Envelope::text`].
+    pub text: String,
+}
+
+impl Rendered {
+    /// Renders provider items, in provider order, into the bounded envelope.
+    pub fn new(provider_items: &[ProviderItem]) -> Rendered {
+        let (items, scores, text) = bounded(provider_items);
+        Rendered {
+            items,
+            scores,
+            text,
+        }
+    }
+
+    /// The envelope with its `structuredContent` value.
+    pub fn into_envelope(self) -> Envelope {
+        let mut envelope = Map::new();
+        envelope.insert("notice".into(), NOTICE.into());
+        envelope.insert(
+            "items".into(),
+            Value::Array(
+                self.items
+                    .iter()
+                    .zip(&self.scores)
+                    .map(|(item, score)| item.to_value(score.as_deref()))
+                    .collect(),
+            ),
+        );
+        let mut structured = Map::new();
+        structured.insert("untrusted_external_context".into(), Value::Object(envelope));
+        Envelope {
+            items: self.items,
+            text: self.text,
+            structured: Value::Object(structured),
+        }
+    }
+
+    /// Writes `structuredContent` as serde_json writes [`Envelope::structured`]
+    /// (its escaping, its numbers), without building the value.
+    pub fn write_structured(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        out.extend_from_slice(br#"{"untrusted_external_context":{"notice":"#);
+        serde_json::to_writer(&mut *out, NOTICE)?;
+        out.extend_from_slice(br#","items":["#);
+        for (index, (item, score)) in self.items.iter().zip(&self.scores).enumerate() {
+            if index > 0 {
+                out.push(b',');
+            }
+            let field = |out: &mut Vec<u8>, key: &[u8], value: &str| {
+                out.extend_from_slice(key);
+                serde_json::to_writer(&mut *out, value)
+            };
+            field(out, br#"{"id":"#, &item.id)?;
+            field(out, br#","content":"#, &item.content)?;
+            if let Some(title) = &item.title {
+                field(out, br#","title":"#, title)?;
+            }
+            if let Some(uri) = &item.uri {
+                field(out, br#","uri":"#, uri)?;
+            }
+            if let (Some(value), Some(text)) = (item.score, score) {
+                out.extend_from_slice(br#","score":"#);
+                serde_json::to_writer(&mut *out, &score_value(value, text))?;
+            }
+            if let Some(updated_at) = &item.updated_at {
+                field(out, br#","updatedAt":"#, updated_at)?;
+            }
+            out.push(b'}');
+        }
+        out.extend_from_slice(b"]}}");
+        Ok(())
+    }
+}
+
+/// Steps 2 to 6 of the algorithm: the items kept (each with its score's
+/// text) and the bounded text.
+fn bounded(provider_items: &[ProviderItem]) -> (Vec<ContextItem>, Vec<Option<String>>, String) {
     let mut items: Vec<ContextItem> = Vec::with_capacity(MAX_ITEMS);
+    let mut scores: Vec<Option<String>> = Vec::with_capacity(MAX_ITEMS);
     let mut used = envelope_utf16_len_without_items();
     // Slice first, filter after: an invalid item among the first five still
     // takes one of the five places.
@@ -256,30 +359,17 @@ pub fn render(provider_items: &[ProviderItem]) -> Envelope {
         };
         let separator = usize::from(!items.is_empty());
         let budget = MAX_TEXT_UTF16.saturating_sub(used + separator);
-        let Some(item) = item.fit(budget) else {
+        let mut score = item.score_text();
+        let Some(item) = item.fit(budget, &mut score) else {
             break;
         };
-        used += separator + item.utf16_len();
+        used += separator + item.utf16_len(score.as_ref().map_or(0, String::len));
         items.push(item);
+        scores.push(score);
     }
-
-    let text = serialize(&items);
+    let text = serialize_with(&items, &scores);
     debug_assert_eq!(utf16_len(&text), used);
-
-    let mut envelope = Map::new();
-    envelope.insert("notice".into(), NOTICE.into());
-    envelope.insert(
-        "items".into(),
-        Value::Array(items.iter().map(ContextItem::to_value).collect()),
-    );
-    let mut structured = Map::new();
-    structured.insert("untrusted_external_context".into(), Value::Object(envelope));
-
-    Envelope {
-        items,
-        text,
-        structured: Value::Object(structured),
-    }
+    (items, scores, text)
 }
 
 #[cfg(test)]

@@ -2,8 +2,10 @@
 //! `tools/call` of `context_search`, answered without rmcp's per-request
 //! service (a one-shot transport, a service task and its channels for every
 //! request, and a parse into rmcp's untagged message enum), by the same
-//! handler ([`ContextSearchServer::call`]) and as the same bytes: the
-//! answer is rmcp's own response type, serialized as rmcp serializes it.
+//! handler ([`ContextSearchServer::answer`]) and as the same bytes: a
+//! success is written straight from the rendered envelope (no
+//! `structuredContent` value built and serialized again), a failure is
+//! rmcp's own response type after rmcp's legacy-peer stripping.
 //!
 //! [`recognize`] takes a request only when every check rmcp's Streamable
 //! HTTP service would make is one it passes on its face:
@@ -30,12 +32,17 @@ use hyper::{
     http::uri::Authority,
 };
 use rmcp::model::{
-    JsonObject, JsonRpcVersion2_0, ProtocolVersion, RequestId, ServerJsonRpcMessage, ServerResult,
+    CallToolResult, JsonObject, JsonRpcVersion2_0, ProtocolVersion, RequestId,
+    ServerJsonRpcMessage, ServerResult,
 };
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::{ContextSearchServer, Provider, profile::TOOL_NAME};
+use crate::{
+    ContextSearchServer, Provider,
+    profile::{Rendered, TOOL_NAME},
+    server::Answer,
+};
 
 const JSON: &str = "application/json";
 const EVENT_STREAM: &str = "text/event-stream";
@@ -185,22 +192,45 @@ pub(super) async fn answer<P: Provider>(
         server,
         armed: true,
     };
-    let result = server
-        .call(Some(&call.arguments), cancel.child_token())
+    let answer = server
+        .answer(Some(&call.arguments), cancel.child_token())
         .await;
     left_early.armed = false;
-    // What rmcp's handler does for a peer before 2026-07-28, the only
-    // revisions this path takes.
+    match answer {
+        Answer::Envelope(rendered) => success(&call.id, &rendered),
+        failure => rmcp_bytes(failure.into_result(), call.id),
+    }
+}
+
+/// A result as rmcp's handler sends it to a peer before 2026-07-28 (the only
+/// revisions this path takes): without `resultType`, and with only object
+/// output.
+fn rmcp_bytes(result: CallToolResult, id: RequestId) -> Result<Vec<u8>, serde_json::Error> {
     let mut result = ServerResult::CallToolResult(result);
     result.strip_result_type_for_legacy_peer();
     result.strip_non_object_output_for_legacy_peer();
-    let message = ServerJsonRpcMessage::response(result, call.id);
-    serde_json::to_vec(&message)
+    serde_json::to_vec(&ServerJsonRpcMessage::response(result, id))
+}
+
+/// A successful result written straight from the rendered envelope: the
+/// bytes of [`rmcp_bytes`] for the same result (a test holds them equal),
+/// without building the `structuredContent` value and rmcp's result first.
+fn success(id: &RequestId, rendered: &Rendered) -> Result<Vec<u8>, serde_json::Error> {
+    let mut out = Vec::with_capacity(2 * rendered.text.len() + 256);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    serde_json::to_writer(&mut out, id)?;
+    out.extend_from_slice(br#","result":{"content":[{"type":"text","text":"#);
+    serde_json::to_writer(&mut out, rendered.text.as_str())?;
+    out.extend_from_slice(br#"}],"structuredContent":"#);
+    rendered.write_structured(&mut out)?;
+    out.extend_from_slice(br#","isError":false}}"#);
+    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ProviderItem;
     use hyper::header::HeaderValue;
 
     fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
@@ -294,6 +324,68 @@ mod tests {
             let mut pairs = plain();
             pairs.push(extra);
             assert!(!taken(&pairs, CALL, true), "{extra:?}");
+        }
+    }
+
+    /// Every render vector of `contracts/v1`, and items whose strings and
+    /// scores stress the two writers' escaping and numbers.
+    #[test]
+    fn a_written_success_is_rmcp_s_bytes() {
+        // The vectors hold numbers serde_json refuses (JSON.parse reads them).
+        let vectors =
+            crate::binding::parse_json_like_javascript(crate::contracts::RENDER_VECTORS_JSON)
+                .unwrap();
+        let vectors = vectors.as_array().unwrap();
+        assert!(vectors.len() > 10);
+        let mut cases: Vec<Vec<ProviderItem>> = vectors
+            .iter()
+            .map(|v| {
+                v["providerItems"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(crate::binding::provider_item_from_json)
+                    .collect()
+            })
+            .collect();
+        let awkward = "\u{0}\u{1f}\"\\/\u{7f}\u{2028}\u{2029}<>&\u{fffd}é😀\n\t\r\u{8}\u{c}";
+        let scores = [
+            0.91,
+            1.0,
+            0.0,
+            -0.0,
+            1e21,
+            1e-7,
+            123456789012345680000.0,
+            5e-324,
+            -2.5,
+            0.1 + 0.2,
+        ];
+        cases.push(
+            scores
+                .iter()
+                .enumerate()
+                .map(|(n, score)| ProviderItem {
+                    id: format!("{awkward}{n}"),
+                    content: awkward.repeat(n + 1),
+                    title: (n % 2 == 0).then(|| awkward.to_owned()),
+                    uri: (n % 3 == 0).then(|| format!("https://x.example/{awkward}")),
+                    score: Some(*score),
+                    updated_at: (n % 2 == 1).then(|| "2026-08-13T00:00:00Z".to_owned()),
+                })
+                .collect(),
+        );
+        for items in &cases {
+            for id in [RequestId::Number(7), RequestId::String("r-😀\"".into())] {
+                let rendered = Rendered::new(items);
+                let written = success(&id, &rendered).unwrap();
+                let result = Answer::Envelope(rendered).into_result();
+                let expected = rmcp_bytes(result, id).unwrap();
+                assert_eq!(
+                    String::from_utf8(written).unwrap(),
+                    String::from_utf8(expected).unwrap()
+                );
+            }
         }
     }
 }
