@@ -20,6 +20,15 @@ pub struct Release {
 /// Newest first; the first is [`VERSION`].
 pub const RELEASES: &[Release] = &[
     Release {
+        version: "0.2.3",
+        notes: &[
+            "`--listen`: a plain stateless `tools/call` of `context_search` (any revision before 2026-07-28, no `_meta`) is answered by a direct path to the same handler, with the bytes rmcp would send, instead of through rmcp's per-request service; every other request still goes to rmcp",
+            "rendering formats each score once, and a successful HTTP answer is written from the rendered envelope without building `structuredContent` as a value first",
+            "the HTTP binding writes its request body without a map and moves the strings out of the parsed upstream document",
+        ],
+        security_fix: None,
+    },
+    Release {
         version: "0.2.2",
         notes: &[
             "rendering counts and escapes strings a byte at a time (the same text, byte for byte; the UTF-16 lengths of the bound from one table), and a string within its code-point bound is no longer walked to find its end",
