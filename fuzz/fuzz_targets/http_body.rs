@@ -1,10 +1,21 @@
 //! The provider body parser of the Generic HTTP Search V1 binding, then the
-//! renderer over whatever items it kept.
+//! renderer over whatever items it kept; and the runtime's typed reader
+//! held to the binding's reading by value wherever it answers.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
+    if let Ok(text) = std::str::from_utf8(data) {
+        for limit in [1, 5] {
+            if let Some(fast) = ecp::runtime::search_response::read_items(text, limit) {
+                assert_eq!(
+                    Ok(fast),
+                    ecp::providers::http::parse_search_document(text, limit)
+                );
+            }
+        }
+    }
     if let Ok(items) = ecp::providers::http::parse_search_response(data, 5) {
         let envelope = ecp::profile::render(&items);
         assert!(ecp::profile::ecmascript::utf16_len(&envelope.text) <= 4000);

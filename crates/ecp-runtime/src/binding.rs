@@ -297,6 +297,17 @@ pub fn parse_search_response(
     // A leading BOM is dropped, as JavaScript's TextDecoder does.
     let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
     let text = std::str::from_utf8(body).map_err(|_| ProviderError::InvalidUtf8)?;
+    // The typed reader answers the documents it can decide alone.
+    if let Some(items) = ecp_runtime::search_response::read_items(text, limit) {
+        return Ok(items);
+    }
+    parse_search_document(text, limit)
+}
+
+/// The binding's reading of a response document by value, the reference of
+/// [`ecp_runtime::search_response::read_items`] (they agree wherever that
+/// one answers; the fuzz target `http_body` holds them to it).
+pub fn parse_search_document(text: &str, limit: usize) -> Result<Vec<ProviderItem>, ProviderError> {
     let document = parse_json_like_javascript(text).ok_or(ProviderError::Malformed)?;
     let Value::Object(mut document) = document else {
         return Err(ProviderError::Malformed);

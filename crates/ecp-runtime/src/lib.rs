@@ -37,6 +37,7 @@ pub mod profile;
 pub mod proxy;
 pub mod releases;
 pub mod remote;
+pub mod search_response;
 pub use framing::{MAX_LINE_BYTES, serve_lines};
 mod server;
 mod tool;

@@ -24,7 +24,7 @@ pub const RELEASES: &[Release] = &[
         notes: &[
             "`--listen`: a plain stateless `tools/call` of `context_search` (any revision before 2026-07-28, no `_meta`) is answered by a direct path to the same handler, with the bytes rmcp would send, instead of through rmcp's per-request service; every other request still goes to rmcp",
             "rendering formats each score once, and a successful HTTP answer is written from the rendered envelope without building `structuredContent` as a value first",
-            "the HTTP binding writes its request body without a map and moves the strings out of the parsed upstream document",
+            "the HTTP binding writes its request body without a map and reads the upstream document with a typed reader (`search_response::read_items`), falling back to the reading by value for what that one does not decide",
         ],
         security_fix: None,
     },

@@ -1,0 +1,403 @@
+//! A fast reader of a Generic HTTP Search V1 response: the `items` of the
+//! document read straight into [`ProviderItem`]s, without a
+//! [`serde_json::Value`] tree (its maps, hashes and copied strings) first.
+//!
+//! It agrees with the binding's reading by value
+//! (`binding::parse_search_document`, the reference) on every document it
+//! answers, and answers `None` for everything it does not decide itself, so
+//! that the caller falls back to the reference: a document serde_json
+//! refuses (an overflowing number, a lone surrogate, nesting past 128
+//! levels, a top level that is not an object, `items` that is not an array).
+//! Duplicate keys keep the last value, as `JSON.parse` and the value
+//! reading do. The fuzz target `http_body` holds the two readings equal.
+
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+use crate::profile::ProviderItem;
+
+/// The first `limit` items with an `id` and a `content`, in order; `None`
+/// when the reference must decide.
+pub fn read_items(text: &str, limit: usize) -> Option<Vec<ProviderItem>> {
+    let document: Document = serde_json::from_str(text).ok()?;
+    let items = document.items?;
+    Some(
+        items
+            .into_iter()
+            .filter(|item| !item.id.is_empty() && !item.content.is_empty())
+            .take(limit)
+            .collect(),
+    )
+}
+
+/// The top-level object; `items` is `None` when absent (the reference
+/// decides: malformed).
+struct Document {
+    items: Option<Vec<ProviderItem>>,
+}
+
+impl<'de> serde::Deserialize<'de> for Document {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(DocumentVisitor)
+    }
+}
+
+struct DocumentVisitor;
+
+impl<'de> Visitor<'de> for DocumentVisitor {
+    type Value = Document;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a search response object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Document, A::Error> {
+        let mut items = None;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == "items" {
+                // A non-array `items` fails here: the reference decides.
+                items = Some(map.next_value::<Items>()?.0);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(Document { items })
+    }
+}
+
+struct Items(Vec<ProviderItem>);
+
+impl<'de> serde::Deserialize<'de> for Items {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_seq(ItemsVisitor)
+    }
+}
+
+struct ItemsVisitor;
+
+impl<'de> Visitor<'de> for ItemsVisitor {
+    type Value = Items;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an items array")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Items, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+        while let Some(item) = seq.next_element::<Item>()? {
+            items.push(item.0);
+        }
+        Ok(Items(items))
+    }
+}
+
+/// One item of any JSON type: a non-object is an item without `id`.
+struct Item(ProviderItem);
+
+impl<'de> serde::Deserialize<'de> for Item {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ItemVisitor)
+    }
+}
+
+/// A field as the reference reads it: a string, or something else.
+enum Field {
+    Text(String),
+    Null,
+    Other,
+}
+
+impl Field {
+    fn text(self) -> Option<String> {
+        match self {
+            Field::Text(text) => Some(text),
+            Field::Null | Field::Other => None,
+        }
+    }
+}
+
+struct ItemVisitor;
+
+impl<'de> Visitor<'de> for ItemVisitor {
+    type Value = Item;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an item")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Item, A::Error> {
+        let (mut id, mut content, mut title, mut uri) = (None, None, None, None);
+        let (mut snake, mut camel) = (None, None);
+        let mut score = None;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            let slot = match key.as_ref() {
+                "id" => &mut id,
+                "content" => &mut content,
+                "title" => &mut title,
+                "uri" => &mut uri,
+                "updated_at" => &mut snake,
+                "updatedAt" => &mut camel,
+                "score" => {
+                    score = map.next_value::<Score>()?.0;
+                    continue;
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+            };
+            *slot = Some(map.next_value::<FieldValue>()?.0);
+        }
+        let text = |field: Option<Field>| field.and_then(Field::text);
+        // `updated_at` wins when present and not null, even when it is not
+        // a string (then there is none).
+        let updated_at = match snake {
+            Some(Field::Null) | None => text(camel),
+            Some(field) => field.text(),
+        };
+        Ok(Item(ProviderItem {
+            id: text(id).unwrap_or_default(),
+            content: text(content).unwrap_or_default(),
+            title: text(title),
+            uri: text(uri),
+            score: score.filter(|score: &f64| score.is_finite()),
+            updated_at,
+        }))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Item, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Item(ProviderItem::default()))
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Item, E> {
+        Ok(Item(ProviderItem::default()))
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Item, E> {
+        Ok(Item(ProviderItem::default()))
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Item, E> {
+        Ok(Item(ProviderItem::default()))
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Item, E> {
+        Ok(Item(ProviderItem::default()))
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Item, E> {
+        Ok(Item(ProviderItem::default()))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Item, E> {
+        Ok(Item(ProviderItem::default()))
+    }
+}
+
+struct FieldValue(Field);
+
+impl<'de> serde::Deserialize<'de> for FieldValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(FieldVisitor)
+    }
+}
+
+struct FieldVisitor;
+
+impl<'de> Visitor<'de> for FieldVisitor {
+    type Value = FieldValue;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<FieldValue, E> {
+        Ok(FieldValue(Field::Text(text.to_owned())))
+    }
+
+    fn visit_string<E: de::Error>(self, text: String) -> Result<FieldValue, E> {
+        Ok(FieldValue(Field::Text(text)))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<FieldValue, E> {
+        Ok(FieldValue(Field::Null))
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<FieldValue, E> {
+        Ok(FieldValue(Field::Other))
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<FieldValue, E> {
+        Ok(FieldValue(Field::Other))
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<FieldValue, E> {
+        Ok(FieldValue(Field::Other))
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<FieldValue, E> {
+        Ok(FieldValue(Field::Other))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<FieldValue, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(FieldValue(Field::Other))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<FieldValue, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(FieldValue(Field::Other))
+    }
+}
+
+/// A score: a number as a double, anything else none.
+struct Score(Option<f64>);
+
+impl<'de> serde::Deserialize<'de> for Score {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ScoreVisitor)
+    }
+}
+
+struct ScoreVisitor;
+
+impl<'de> Visitor<'de> for ScoreVisitor {
+    type Value = Score;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_i64<E: de::Error>(self, n: i64) -> Result<Score, E> {
+        Ok(Score(Some(n as f64)))
+    }
+
+    fn visit_u64<E: de::Error>(self, n: u64) -> Result<Score, E> {
+        Ok(Score(Some(n as f64)))
+    }
+
+    fn visit_f64<E: de::Error>(self, n: f64) -> Result<Score, E> {
+        Ok(Score(Some(n)))
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Score, E> {
+        Ok(Score(None))
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Score, E> {
+        Ok(Score(None))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Score, E> {
+        Ok(Score(None))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Score, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Score(None))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Score, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Score(None))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_items;
+    use crate::binding::parse_search_document;
+
+    /// Documents built from every kind of field value, key order,
+    /// duplicate and item shape: wherever the typed reader answers, it
+    /// answers what the reference does.
+    #[test]
+    fn the_typed_reader_agrees_with_the_reference() {
+        let values = [
+            r#""plain""#,
+            r#""esc\"aped \u00e9 \ud83d\ude00 \n""#,
+            r#""""#,
+            "null",
+            "0",
+            "-0",
+            "0.91",
+            "1e21",
+            "18446744073709551615",
+            "-9223372036854775808",
+            "true",
+            "[1,[2]]",
+            r#"{"a":{"b":null}}"#,
+        ];
+        let keys = [
+            "id",
+            "content",
+            "title",
+            "uri",
+            "score",
+            "updated_at",
+            "updatedAt",
+            "other",
+        ];
+        let mut documents = vec![
+            r#"{"items":[]}"#.to_owned(),
+            r#"{"items":{}}"#.to_owned(),
+            r#"{"items":null}"#.to_owned(),
+            r#"{}"#.to_owned(),
+            r#"[]"#.to_owned(),
+            r#"{"items":[1,"x",null,[],true]}"#.to_owned(),
+            r#"{"items":[{"id":"a","content":"b"}],"items":[{"id":"c","content":"d"}]}"#.to_owned(),
+            r#"{"items":[{"id":"a","content":"b"}],"items":7}"#.to_owned(),
+            r#"{"items":7,"items":[{"id":"a","content":"b"}]}"#.to_owned(),
+            r#"{"items":[{"id":"a","content":"b","score":1e400}]}"#.to_owned(),
+            r#"{"items":[{"id":"\ud800","content":"b"}]}"#.to_owned(),
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for _ in 0..3000 {
+            let mut items = Vec::new();
+            for _ in 0..next(8) {
+                let mut fields = vec![
+                    format!(r#""id":"i{}""#, next(3)),
+                    format!(r#""content":"c{}""#, next(3)),
+                ];
+                for _ in 0..next(9) {
+                    fields.push(format!(
+                        r#""{}":{}"#,
+                        keys[next(keys.len())],
+                        values[next(values.len())]
+                    ));
+                }
+                // Shuffle by rotating: duplicates may now come first or last.
+                let turn = next(fields.len());
+                fields.rotate_left(turn);
+                items.push(format!("{{{}}}", fields.join(",")));
+            }
+            documents.push(format!(
+                r#"{{"x":1,"items":[{}],"y":[{{}}]}}"#,
+                items.join(",")
+            ));
+        }
+        let mut answered = 0;
+        for document in &documents {
+            for limit in [0, 1, 5] {
+                if let Some(fast) = read_items(document, limit) {
+                    answered += 1;
+                    assert_eq!(
+                        Ok(fast),
+                        parse_search_document(document, limit),
+                        "{document}"
+                    );
+                }
+            }
+        }
+        assert!(answered > 9000, "the typed reader answered only {answered}");
+        for refused in [r#"{"items":{}}"#, "[]", r#"{"items":[{"score":1e400}]}"#] {
+            assert_eq!(read_items(refused, 5), None, "{refused}");
+        }
+    }
+}
