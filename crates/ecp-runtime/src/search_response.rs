@@ -99,18 +99,20 @@ impl<'de> serde::Deserialize<'de> for Item {
     }
 }
 
-/// A field as the reference reads it: a string, or something else.
-enum Field {
+/// A field value as the reference reads it: a string, a number (for
+/// `score`), null, or something else.
+enum Scalar {
     Text(String),
+    Number(f64),
     Null,
     Other,
 }
 
-impl Field {
+impl Scalar {
     fn text(self) -> Option<String> {
         match self {
-            Field::Text(text) => Some(text),
-            Field::Null | Field::Other => None,
+            Scalar::Text(text) => Some(text),
+            _ => None,
         }
     }
 }
@@ -126,8 +128,8 @@ impl<'de> Visitor<'de> for ItemVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Item, A::Error> {
         let (mut id, mut content, mut title, mut uri) = (None, None, None, None);
-        let (mut snake, mut camel) = (None, None);
-        let mut score = None;
+        let (mut snake, mut camel, mut score) = (None, None, None);
+        // Duplicate keys keep the last value, as JSON.parse does.
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
             let slot = match key.as_ref() {
                 "id" => &mut id,
@@ -136,30 +138,31 @@ impl<'de> Visitor<'de> for ItemVisitor {
                 "uri" => &mut uri,
                 "updated_at" => &mut snake,
                 "updatedAt" => &mut camel,
-                "score" => {
-                    score = map.next_value::<Score>()?.0;
-                    continue;
-                }
+                "score" => &mut score,
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                     continue;
                 }
             };
-            *slot = Some(map.next_value::<FieldValue>()?.0);
+            *slot = Some(map.next_value::<Scalar>()?);
         }
-        let text = |field: Option<Field>| field.and_then(Field::text);
+        let text = |field: Option<Scalar>| field.and_then(Scalar::text);
         // `updated_at` wins when present and not null, even when it is not
         // a string (then there is none).
         let updated_at = match snake {
-            Some(Field::Null) | None => text(camel),
+            Some(Scalar::Null) | None => text(camel),
             Some(field) => field.text(),
+        };
+        let score = match score {
+            Some(Scalar::Number(score)) if score.is_finite() => Some(score),
+            _ => None,
         };
         Ok(Item(ProviderItem {
             id: text(id).unwrap_or_default(),
             content: text(content).unwrap_or_default(),
             title: text(title),
             uri: text(uri),
-            score: score.filter(|score: &f64| score.is_finite()),
+            score,
             updated_at,
         }))
     }
@@ -194,112 +197,58 @@ impl<'de> Visitor<'de> for ItemVisitor {
     }
 }
 
-struct FieldValue(Field);
-
-impl<'de> serde::Deserialize<'de> for FieldValue {
+impl<'de> serde::Deserialize<'de> for Scalar {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(FieldVisitor)
+        deserializer.deserialize_any(ScalarVisitor)
     }
 }
 
-struct FieldVisitor;
+struct ScalarVisitor;
 
-impl<'de> Visitor<'de> for FieldVisitor {
-    type Value = FieldValue;
+impl<'de> Visitor<'de> for ScalarVisitor {
+    type Value = Scalar;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("any JSON value")
     }
 
-    fn visit_str<E: de::Error>(self, text: &str) -> Result<FieldValue, E> {
-        Ok(FieldValue(Field::Text(text.to_owned())))
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<Scalar, E> {
+        Ok(Scalar::Text(text.to_owned()))
     }
 
-    fn visit_string<E: de::Error>(self, text: String) -> Result<FieldValue, E> {
-        Ok(FieldValue(Field::Text(text)))
+    fn visit_string<E: de::Error>(self, text: String) -> Result<Scalar, E> {
+        Ok(Scalar::Text(text))
     }
 
-    fn visit_unit<E: de::Error>(self) -> Result<FieldValue, E> {
-        Ok(FieldValue(Field::Null))
+    fn visit_unit<E: de::Error>(self) -> Result<Scalar, E> {
+        Ok(Scalar::Null)
     }
 
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<FieldValue, E> {
-        Ok(FieldValue(Field::Other))
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Scalar, E> {
+        Ok(Scalar::Other)
     }
 
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<FieldValue, E> {
-        Ok(FieldValue(Field::Other))
+    // As `Value::as_f64` reads numbers.
+    fn visit_i64<E: de::Error>(self, n: i64) -> Result<Scalar, E> {
+        Ok(Scalar::Number(n as f64))
     }
 
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<FieldValue, E> {
-        Ok(FieldValue(Field::Other))
+    fn visit_u64<E: de::Error>(self, n: u64) -> Result<Scalar, E> {
+        Ok(Scalar::Number(n as f64))
     }
 
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<FieldValue, E> {
-        Ok(FieldValue(Field::Other))
+    fn visit_f64<E: de::Error>(self, n: f64) -> Result<Scalar, E> {
+        Ok(Scalar::Number(n))
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<FieldValue, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Scalar, A::Error> {
         while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(FieldValue(Field::Other))
+        Ok(Scalar::Other)
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<FieldValue, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Scalar, A::Error> {
         while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(FieldValue(Field::Other))
-    }
-}
-
-/// A score: a number as a double, anything else none.
-struct Score(Option<f64>);
-
-impl<'de> serde::Deserialize<'de> for Score {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(ScoreVisitor)
-    }
-}
-
-struct ScoreVisitor;
-
-impl<'de> Visitor<'de> for ScoreVisitor {
-    type Value = Score;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("any JSON value")
-    }
-
-    fn visit_i64<E: de::Error>(self, n: i64) -> Result<Score, E> {
-        Ok(Score(Some(n as f64)))
-    }
-
-    fn visit_u64<E: de::Error>(self, n: u64) -> Result<Score, E> {
-        Ok(Score(Some(n as f64)))
-    }
-
-    fn visit_f64<E: de::Error>(self, n: f64) -> Result<Score, E> {
-        Ok(Score(Some(n)))
-    }
-
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Score, E> {
-        Ok(Score(None))
-    }
-
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Score, E> {
-        Ok(Score(None))
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Score, E> {
-        Ok(Score(None))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Score, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(Score(None))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Score, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(Score(None))
+        Ok(Scalar::Other)
     }
 }
 
