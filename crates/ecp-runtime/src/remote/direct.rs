@@ -28,7 +28,7 @@
 
 use hyper::{
     HeaderMap,
-    header::{ACCEPT, CONTENT_TYPE, HOST},
+    header::{ACCEPT, CONTENT_TYPE, HOST, HeaderName},
     http::uri::Authority,
 };
 use rmcp::model::{
@@ -46,7 +46,7 @@ use crate::{
 
 const JSON: &str = "application/json";
 const EVENT_STREAM: &str = "text/event-stream";
-const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
+const PROTOCOL_VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
 /// rmcp's default `Host` allow-list, which `--no-auth` keeps.
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
@@ -148,17 +148,17 @@ fn sends_json(headers: &HeaderMap) -> bool {
 /// No `MCP-Protocol-Version`, or a known revision before 2026-07-28; and no
 /// other `Mcp-*` header (session ids, the standard request headers).
 fn plain_revision(headers: &HeaderMap) -> bool {
-    let other_mcp_header = headers.keys().any(|name| {
-        let name = name.as_str();
-        name.len() > 4 && name[..4].eq_ignore_ascii_case("mcp-") && name != PROTOCOL_VERSION_HEADER
-    });
+    // Header names are lower case in a `HeaderMap`.
+    let other_mcp_header = headers
+        .keys()
+        .any(|name| *name != PROTOCOL_VERSION_HEADER && name.as_str().starts_with("mcp-"));
     if other_mcp_header {
         return false;
     }
-    if !headers.contains_key(PROTOCOL_VERSION_HEADER) {
+    if !headers.contains_key(&PROTOCOL_VERSION_HEADER) {
         return true;
     }
-    only(headers, PROTOCOL_VERSION_HEADER).is_some_and(|version| {
+    only(headers, &PROTOCOL_VERSION_HEADER).is_some_and(|version| {
         version < ProtocolVersion::V_2026_07_28.as_str()
             && ProtocolVersion::KNOWN_VERSIONS
                 .iter()
