@@ -375,6 +375,19 @@ mod tests {
                 })
                 .collect(),
         );
+        // Every string over its bound, in multi-byte characters.
+        let long = |n: usize| "é😀".repeat(n);
+        cases.push(vec![
+            ProviderItem {
+                id: long(400),
+                content: long(3000),
+                title: Some(long(400)),
+                uri: Some(long(3000)),
+                score: Some(0.5),
+                updated_at: Some(long(100)),
+            };
+            6
+        ]);
         for items in &cases {
             for id in [RequestId::Number(7), RequestId::String("r-😀\"".into())] {
                 let rendered = Rendered::new(items);
