@@ -9,11 +9,69 @@
 //! refuses (an overflowing number, a lone surrogate, nesting past 128
 //! levels, a top level that is not an object, `items` that is not an array).
 //! Duplicate keys keep the last value, as `JSON.parse` and the value
-//! reading do. The fuzz target `http_body` holds the two readings equal.
+//! reading do. Values it does not keep are still walked through
+//! serde_json's `deserialize_any` ([`Skip`], not serde's `IgnoredAny`,
+//! whose skipping serde_json does without its nesting limit), so a document
+//! nested too deeply anywhere is refused here as the reference refuses it.
+//! The fuzz target `http_body` holds the two readings equal.
 
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use crate::profile::ProviderItem;
+
+/// A value read only to be passed over, through `deserialize_any` so that
+/// serde_json counts its nesting as it does for a `Value`.
+struct Skip;
+
+impl<'de> serde::Deserialize<'de> for Skip {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(SkipVisitor)
+    }
+}
+
+struct SkipVisitor;
+
+impl<'de> Visitor<'de> for SkipVisitor {
+    type Value = Skip;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
+        while seq.next_element::<Skip>()?.is_some() {}
+        Ok(Skip)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
+        while map.next_entry::<Skip, Skip>()?.is_some() {}
+        Ok(Skip)
+    }
+}
 
 /// The first `limit` items with an `id` and a `content`, in order; `None`
 /// when the reference must decide.
@@ -57,7 +115,7 @@ impl<'de> Visitor<'de> for DocumentVisitor {
                 // A non-array `items` fails here: the reference decides.
                 items = Some(map.next_value::<Items>()?.0);
             } else {
-                map.next_value::<IgnoredAny>()?;
+                map.next_value::<Skip>()?;
             }
         }
         Ok(Document { items })
@@ -140,7 +198,7 @@ impl<'de> Visitor<'de> for ItemVisitor {
                 "updatedAt" => &mut camel,
                 "score" => &mut score,
                 _ => {
-                    map.next_value::<IgnoredAny>()?;
+                    map.next_value::<Skip>()?;
                     continue;
                 }
             };
@@ -168,7 +226,7 @@ impl<'de> Visitor<'de> for ItemVisitor {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Item, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        while seq.next_element::<Skip>()?.is_some() {}
         Ok(Item(ProviderItem::default()))
     }
 
@@ -242,12 +300,12 @@ impl<'de> Visitor<'de> for ScalarVisitor {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Scalar, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        while seq.next_element::<Skip>()?.is_some() {}
         Ok(Scalar::Other)
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Scalar, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        while map.next_entry::<Skip, Skip>()?.is_some() {}
         Ok(Scalar::Other)
     }
 }
@@ -300,6 +358,19 @@ mod tests {
             r#"{"items":[{"id":"a","content":"b","score":1e400}]}"#.to_owned(),
             r#"{"items":[{"id":"\ud800","content":"b"}]}"#.to_owned(),
         ];
+        // Nesting past serde_json's 128 levels, in every place a value is
+        // passed over: the reference refuses these documents.
+        for depth in [120, 126, 127, 128, 200] {
+            let deep = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+            for place in [
+                format!(r#"{{"items":[{{"id":"a","content":"b"}}],"x":{deep}}}"#),
+                format!(r#"{{"items":[{{"id":"a","content":"b","other":{deep}}}]}}"#),
+                format!(r#"{{"items":[{{"id":"a","content":"b","title":{deep}}}]}}"#),
+                format!(r#"{{"items":[{deep},{{"id":"a","content":"b"}}]}}"#),
+            ] {
+                documents.push(place);
+            }
+        }
         let mut seed = 0x2545_f491_4f6c_dd1du64;
         let mut next = |n: usize| {
             seed ^= seed << 13;
@@ -345,8 +416,22 @@ mod tests {
             }
         }
         assert!(answered > 9000, "the typed reader answered only {answered}");
-        for refused in [r#"{"items":{}}"#, "[]", r#"{"items":[{"score":1e400}]}"#] {
+        let deep = format!(
+            r#"{{"items":[],"x":{}{}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        for refused in [
+            r#"{"items":{}}"#,
+            "[]",
+            r#"{"items":[{"score":1e400}]}"#,
+            &deep,
+        ] {
             assert_eq!(read_items(refused, 5), None, "{refused}");
         }
+        assert_eq!(
+            parse_search_document(&deep, 5),
+            Err(crate::ProviderError::Malformed)
+        );
     }
 }

@@ -268,11 +268,10 @@ pub fn render(provider_items: &[ProviderItem]) -> Envelope {
 /// writes from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rendered {
-    pub items: Vec<ContextItem>,
+    items: Vec<ContextItem>,
     /// Each item's score as the text writes it.
     scores: Vec<Option<String>>,
-    /// The serialized envelope, as [`Envelope::text`].
-    pub text: String,
+    text: String,
 }
 
 impl Rendered {
@@ -284,6 +283,16 @@ impl Rendered {
             scores,
             text,
         }
+    }
+
+    /// The items kept, as the envelope holds them.
+    pub fn items(&self) -> &[ContextItem] {
+        &self.items
+    }
+
+    /// The serialized envelope, as [`Envelope::text`].
+    pub fn text(&self) -> &str {
+        &self.text
     }
 
     /// The envelope with its `structuredContent` value.

@@ -25,6 +25,12 @@
 //! Anything else goes to rmcp unchanged, which keeps every error, every
 //! revision and every other method exactly as rmcp answers them. The tests
 //! hold the two paths to the same bytes (`tests/it/serve_remote.rs`).
+//!
+//! One difference, on purpose: a call still running when a drain runs out
+//! of time (past the provider budget plus a second, which the budget itself
+//! prevents unless the process stalls) is answered here with the stable
+//! failure (`200`, `isError`), as every other ended call is; rmcp's service
+//! answers such a call `500` with a plain-text body.
 
 use hyper::{
     HeaderMap,
@@ -216,11 +222,11 @@ fn rmcp_bytes(result: CallToolResult, id: RequestId) -> Result<Vec<u8>, serde_js
 /// bytes of [`rmcp_bytes`] for the same result (a test holds them equal),
 /// without building the `structuredContent` value and rmcp's result first.
 fn success(id: &RequestId, rendered: &Rendered) -> Result<Vec<u8>, serde_json::Error> {
-    let mut out = Vec::with_capacity(2 * rendered.text.len() + 256);
+    let mut out = Vec::with_capacity(2 * rendered.text().len() + 256);
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     serde_json::to_writer(&mut out, id)?;
     out.extend_from_slice(br#","result":{"content":[{"type":"text","text":"#);
-    serde_json::to_writer(&mut out, rendered.text.as_str())?;
+    serde_json::to_writer(&mut out, rendered.text())?;
     out.extend_from_slice(br#"}],"structuredContent":"#);
     rendered.write_structured(&mut out)?;
     out.extend_from_slice(br#","isError":false}}"#);
