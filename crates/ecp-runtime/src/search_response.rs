@@ -81,6 +81,7 @@ pub fn read_items(text: &str, limit: usize) -> Option<Vec<ProviderItem>> {
     Some(
         items
             .into_iter()
+            .map(|item| item.0)
             .filter(|item| !item.id.is_empty() && !item.content.is_empty())
             .take(limit)
             .collect(),
@@ -90,7 +91,7 @@ pub fn read_items(text: &str, limit: usize) -> Option<Vec<ProviderItem>> {
 /// The top-level object; `items` is `None` when absent (the reference
 /// decides: malformed).
 struct Document {
-    items: Option<Vec<ProviderItem>>,
+    items: Option<Vec<Item>>,
 }
 
 impl<'de> serde::Deserialize<'de> for Document {
@@ -113,38 +114,12 @@ impl<'de> Visitor<'de> for DocumentVisitor {
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
             if key == "items" {
                 // A non-array `items` fails here: the reference decides.
-                items = Some(map.next_value::<Items>()?.0);
+                items = Some(map.next_value::<Vec<Item>>()?);
             } else {
                 map.next_value::<Skip>()?;
             }
         }
         Ok(Document { items })
-    }
-}
-
-struct Items(Vec<ProviderItem>);
-
-impl<'de> serde::Deserialize<'de> for Items {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_seq(ItemsVisitor)
-    }
-}
-
-struct ItemsVisitor;
-
-impl<'de> Visitor<'de> for ItemsVisitor {
-    type Value = Items;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("an items array")
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Items, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
-        while let Some(item) = seq.next_element::<Item>()? {
-            items.push(item.0);
-        }
-        Ok(Items(items))
     }
 }
 

@@ -277,17 +277,32 @@ pub struct Rendered {
 impl Rendered {
     /// Renders provider items, in provider order, into the bounded envelope.
     pub fn new(provider_items: &[ProviderItem]) -> Rendered {
-        let (items, scores, text) = bounded(provider_items);
+        let mut items: Vec<ContextItem> = Vec::with_capacity(MAX_ITEMS);
+        let mut scores: Vec<Option<String>> = Vec::with_capacity(MAX_ITEMS);
+        let mut used = envelope_utf16_len_without_items();
+        // Slice first, filter after: an invalid item among the first five
+        // still takes one of the five places.
+        for provider_item in provider_items.iter().take(MAX_ITEMS) {
+            let Some(item) = ContextItem::compact(provider_item) else {
+                continue;
+            };
+            let separator = usize::from(!items.is_empty());
+            let budget = MAX_TEXT_UTF16.saturating_sub(used + separator);
+            let mut score = item.score_text();
+            let Some(item) = item.fit(budget, &mut score) else {
+                break;
+            };
+            used += separator + item.utf16_len(score.as_ref().map_or(0, String::len));
+            items.push(item);
+            scores.push(score);
+        }
+        let text = serialize_with(&items, &scores);
+        debug_assert_eq!(utf16_len(&text), used);
         Rendered {
             items,
             scores,
             text,
         }
-    }
-
-    /// The items kept, as the envelope holds them.
-    pub fn items(&self) -> &[ContextItem] {
-        &self.items
     }
 
     /// The serialized envelope, as [`Envelope::text`].
@@ -352,33 +367,6 @@ impl Rendered {
         out.extend_from_slice(b"]}}");
         Ok(())
     }
-}
-
-/// Steps 2 to 6 of the algorithm: the items kept (each with its score's
-/// text) and the bounded text.
-fn bounded(provider_items: &[ProviderItem]) -> (Vec<ContextItem>, Vec<Option<String>>, String) {
-    let mut items: Vec<ContextItem> = Vec::with_capacity(MAX_ITEMS);
-    let mut scores: Vec<Option<String>> = Vec::with_capacity(MAX_ITEMS);
-    let mut used = envelope_utf16_len_without_items();
-    // Slice first, filter after: an invalid item among the first five still
-    // takes one of the five places.
-    for provider_item in provider_items.iter().take(MAX_ITEMS) {
-        let Some(item) = ContextItem::compact(provider_item) else {
-            continue;
-        };
-        let separator = usize::from(!items.is_empty());
-        let budget = MAX_TEXT_UTF16.saturating_sub(used + separator);
-        let mut score = item.score_text();
-        let Some(item) = item.fit(budget, &mut score) else {
-            break;
-        };
-        used += separator + item.utf16_len(score.as_ref().map_or(0, String::len));
-        items.push(item);
-        scores.push(score);
-    }
-    let text = serialize_with(&items, &scores);
-    debug_assert_eq!(utf16_len(&text), used);
-    (items, scores, text)
 }
 
 #[cfg(test)]
