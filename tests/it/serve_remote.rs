@@ -38,7 +38,7 @@ fn echo(request: &SeenRequest) -> Reply {
 }
 
 /// A JWKS file with `signers` in a fresh folder.
-fn jwks_file(signers: &[&Signer]) -> (TempDir, std::path::PathBuf) {
+pub fn jwks_file(signers: &[&Signer]) -> (TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("jwks.json");
     std::fs::write(&path, jwks(signers)).unwrap();
@@ -958,12 +958,13 @@ async fn exchange(
 }
 
 /// The direct path (a plain stateless `tools/call`) answers every call
-/// byte for byte as rmcp's Streamable HTTP service does: the same request
-/// is sent once plainly and once with an `Accept` parameter, which only
-/// rmcp takes, across revisions, ids, queries that pass and fail, and with
-/// OAuth on and off; the access log shows which path answered.
+/// byte for byte as the general path does (which `http_protocol` holds to
+/// rmcp's Streamable HTTP service): the same request is sent once plainly
+/// and once with an `Accept` parameter, which only the general path takes,
+/// across revisions, ids, queries that pass and fail, and with OAuth on and
+/// off, through an HTTP provider; the access log shows which path answered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_direct_path_answers_byte_for_byte_as_rmcp_does() {
+async fn the_direct_path_answers_byte_for_byte_as_the_general_path_does() {
     let guarded = adapter(&[]).await;
     let corpus = crate::cli::corpus();
     let open = RemoteServer::start(&["--fixture", &corpus, "--no-auth"], &[]).await;
@@ -1007,7 +1008,7 @@ async fn the_direct_path_answers_byte_for_byte_as_rmcp_does() {
             )
             .await;
             plain_sent[at] += 1;
-            let through_rmcp = exchange(
+            let general = exchange(
                 &server.url,
                 *token,
                 "application/json;q=1, text/event-stream",
@@ -1018,11 +1019,7 @@ async fn the_direct_path_answers_byte_for_byte_as_rmcp_does() {
             assert_eq!(direct.0, 200, "{}", String::from_utf8_lossy(&direct.2));
             assert_eq!(
                 (direct.0, &direct.1, String::from_utf8_lossy(&direct.2)),
-                (
-                    through_rmcp.0,
-                    &through_rmcp.1,
-                    String::from_utf8_lossy(&through_rmcp.2)
-                ),
+                (general.0, &general.1, String::from_utf8_lossy(&general.2)),
                 "{body} with {version:?}"
             );
         }

@@ -20,6 +20,14 @@ pub struct Release {
 /// Newest first; the first is [`VERSION`].
 pub const RELEASES: &[Release] = &[
     Release {
+        version: "0.2.4",
+        notes: &[
+            "`--listen`: the MCP endpoint is the runtime's own port of rmcp's stateless Streamable HTTP rules (the same checks, statuses and bytes, held to rmcp's service by a test over more than 900 requests), with rmcp's model types and the same handler; rmcp's HTTP service (its per-request service loop, SSE and session code) is no longer built into `dist/main`, which is about 300 KB smaller",
+            "a call cut short by the drain timeout is answered with the stable failure on every path (rmcp's service answered it `500` in plain text)",
+        ],
+        security_fix: None,
+    },
+    Release {
         version: "0.2.3",
         notes: &[
             "`--listen`: a plain stateless `tools/call` of `context_search` (any revision before 2026-07-28, no `_meta`) is answered by a direct path to the same handler, with the bytes rmcp would send, instead of through rmcp's per-request service; every other request still goes to rmcp",

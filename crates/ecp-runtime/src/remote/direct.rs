@@ -1,19 +1,18 @@
 //! The direct path: the one request a client repeats, a stateless
-//! `tools/call` of `context_search`, answered without rmcp's per-request
-//! service (a one-shot transport, a service task and its channels for every
-//! request, and a parse into rmcp's untagged message enum), by the same
+//! `tools/call` of `context_search`, answered before the general path of
+//! [`super::mcp`] parses it into rmcp's untagged message enum, by the same
 //! handler ([`ContextSearchServer::answer`]) and as the same bytes: a
 //! success is written straight from the rendered envelope (no
 //! `structuredContent` value built and serialized again), a failure is
 //! rmcp's own response type after rmcp's legacy-peer stripping.
 //!
-//! [`recognize`] takes a request only when every check rmcp's Streamable
-//! HTTP service would make is one it passes on its face:
+//! [`recognize`] takes a request (whose `Host` [`super::mcp`] has already
+//! checked) only when every later check of the general path is one it
+//! passes on its face:
 //!
-//! - a `Host` that is a valid authority (and, without OAuth, one of rmcp's
-//!   loopback names: `localhost`, `127.0.0.1`, `::1`);
 //! - one `Accept` list naming both `application/json` and
-//!   `text/event-stream`, with no parameters (a `q=0` is rmcp's to judge);
+//!   `text/event-stream`, with no parameters (a `q=0` is the general
+//!   path's to judge);
 //! - one `Content-Type` whose media type is `application/json`;
 //! - no `MCP-Protocol-Version`, or one of the revisions before 2026-07-28
 //!   (where neither per-request metadata nor the standard `Mcp-*` request
@@ -22,20 +21,19 @@
 //!   "params":{"name":"context_search","arguments":{…}}}` (no `_meta`, no
 //!   task, no other member, in any order).
 //!
-//! Anything else goes to rmcp unchanged, which keeps every error, every
-//! revision and every other method exactly as rmcp answers them. The tests
-//! hold the two paths to the same bytes (`tests/it/serve_remote.rs`).
+//! Anything else takes the general path. The tests hold the two paths to
+//! the same bytes (`tests/it/serve_remote.rs`), and both to rmcp's
+//! Streamable HTTP service (`tests/it/http_protocol.rs`).
 //!
-//! One difference, on purpose: a call still running when a drain runs out
-//! of time (past the provider budget plus a second, which the budget itself
-//! prevents unless the process stalls) is answered here with the stable
-//! failure (`200`, `isError`), as every other ended call is; rmcp's service
-//! answers such a call `500` with a plain-text body.
+//! One difference from rmcp's service, on purpose: a call still running
+//! when a drain runs out of time (past the provider budget plus a second,
+//! which the budget itself prevents unless the process stalls) is answered
+//! with the stable failure (`200`, `isError`), as every other ended call
+//! is; rmcp's service answered such a call `500` with a plain-text body.
 
 use hyper::{
     HeaderMap,
-    header::{ACCEPT, CONTENT_TYPE, HOST, HeaderName},
-    http::uri::Authority,
+    header::{ACCEPT, CONTENT_TYPE, HeaderName},
 };
 use rmcp::model::{
     CallToolResult, JsonObject, JsonRpcVersion2_0, ProtocolVersion, RequestId,
@@ -53,13 +51,6 @@ use crate::{
 const JSON: &str = "application/json";
 const EVENT_STREAM: &str = "text/event-stream";
 const PROTOCOL_VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
-/// rmcp's default `Host` allow-list, which `--no-auth` keeps.
-const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
-
-/// Marks a response of the direct path (the access log line says
-/// `"direct": true`).
-#[derive(Clone, Copy)]
-pub(super) struct Answered;
 
 /// A request the direct path answers.
 pub(super) struct DirectCall {
@@ -85,17 +76,10 @@ struct Params {
 }
 
 /// The call in `body`, when this request takes the direct path; `None`
-/// sends it to rmcp. `loopback_only` is true without OAuth.
-pub(super) fn recognize(
-    headers: &HeaderMap,
-    body: &[u8],
-    loopback_only: bool,
-) -> Option<DirectCall> {
-    if !(host_passes(headers, loopback_only)
-        && accepts_both(headers)
-        && sends_json(headers)
-        && plain_revision(headers))
-    {
+/// sends it to the general path ([`super::mcp`]), which has already
+/// checked the `Host`.
+pub(super) fn recognize(headers: &HeaderMap, body: &[u8]) -> Option<DirectCall> {
+    if !(accepts_both(headers) && sends_json(headers) && plain_revision(headers)) {
         return None;
     }
     let message: Message = serde_json::from_slice(body).ok()?;
@@ -112,20 +96,6 @@ fn only(headers: &HeaderMap, name: impl hyper::header::AsHeaderName) -> Option<&
         return None;
     }
     value.to_str().ok()
-}
-
-fn host_passes(headers: &HeaderMap, loopback_only: bool) -> bool {
-    let Some(authority) = only(headers, HOST).and_then(|h| Authority::try_from(h).ok()) else {
-        return false;
-    };
-    if !loopback_only {
-        return true;
-    }
-    let host = authority
-        .host()
-        .trim_matches(['[', ']'])
-        .to_ascii_lowercase();
-    LOOPBACK_HOSTS.contains(&host.as_str())
 }
 
 fn accepts_both(headers: &HeaderMap) -> bool {
@@ -194,18 +164,27 @@ pub(super) async fn answer<P: Provider>(
     call: DirectCall,
     cancel: &CancellationToken,
 ) -> Result<Vec<u8>, serde_json::Error> {
+    match answer_logged(server, Some(&call.arguments), cancel).await {
+        Answer::Envelope(rendered) => success(&call.id, &rendered),
+        failure => rmcp_bytes(failure.into_result(), call.id),
+    }
+}
+
+/// The handler's answer to a call with `arguments`, with the cancellation
+/// logged when the client leaves first (hyper drops the request future, and
+/// with it the provider task).
+pub(super) async fn answer_logged<P: Provider>(
+    server: &ContextSearchServer<P>,
+    arguments: Option<&JsonObject>,
+    cancel: &CancellationToken,
+) -> Answer {
     let mut left_early = LeftEarly {
         server,
         armed: true,
     };
-    let answer = server
-        .answer(Some(&call.arguments), cancel.child_token())
-        .await;
+    let answer = server.answer(arguments, cancel.child_token()).await;
     left_early.armed = false;
-    match answer {
-        Answer::Envelope(rendered) => success(&call.id, &rendered),
-        failure => rmcp_bytes(failure.into_result(), call.id),
-    }
+    answer
 }
 
 /// A result as rmcp's handler sends it to a peer before 2026-07-28 (the only
@@ -261,23 +240,23 @@ mod tests {
         ]
     }
 
-    fn taken(pairs: &[(&str, &str)], body: &str, loopback_only: bool) -> bool {
-        recognize(&headers(pairs), body.as_bytes(), loopback_only).is_some()
+    fn taken(pairs: &[(&str, &str)], body: &str) -> bool {
+        recognize(&headers(pairs), body.as_bytes()).is_some()
     }
 
     #[test]
     fn the_plain_call_is_taken() {
-        assert!(taken(&plain(), CALL, true));
+        assert!(taken(&plain(), CALL));
         let mut without_version = plain();
         without_version.pop();
-        assert!(taken(&without_version, CALL, true));
+        assert!(taken(&without_version, CALL));
         for version in ["2024-11-05", "2025-03-26", "2025-11-25"] {
             let mut pairs = plain();
             pairs[3].1 = version;
-            assert!(taken(&pairs, CALL, true), "{version}");
+            assert!(taken(&pairs, CALL), "{version}");
         }
         let reordered = r#"{"params":{"arguments":{"query":"x"},"name":"context_search"},"method":"tools/call","id":"a","jsonrpc":"2.0"}"#;
-        assert!(taken(&plain(), reordered, true));
+        assert!(taken(&plain(), reordered));
     }
 
     #[test]
@@ -297,11 +276,9 @@ mod tests {
             "not json",
         ];
         for body in bodies {
-            assert!(!taken(&plain(), body, true), "{body}");
+            assert!(!taken(&plain(), body), "{body}");
         }
-        let changes: [(usize, &str); 9] = [
-            (0, "example.com"),
-            (0, "not a host/"),
+        let changes: [(usize, &str); 7] = [
             (1, "application/json"),
             (1, "application/json, text/event-stream;q=0"),
             (1, "application/json;q=0, text/event-stream"),
@@ -313,23 +290,18 @@ mod tests {
         for (at, value) in changes {
             let mut pairs = plain();
             pairs[at].1 = value;
-            assert!(!taken(&pairs, CALL, true), "{pairs:?}");
+            assert!(!taken(&pairs, CALL), "{pairs:?}");
         }
-        // Any host passes with OAuth on (rmcp's allow-list is off then).
-        let mut proxied = plain();
-        proxied[0].1 = "context.example.com";
-        assert!(taken(&proxied, CALL, false));
         for extra in [
             ("mcp-session-id", "abc"),
             ("mcp-method", "tools/call"),
-            ("host", "127.0.0.1:8080"),
             ("content-type", "application/json"),
             ("accept", "*/*"),
             ("mcp-protocol-version", "2025-06-18"),
         ] {
             let mut pairs = plain();
             pairs.push(extra);
-            assert!(!taken(&pairs, CALL, true), "{extra:?}");
+            assert!(!taken(&pairs, CALL), "{extra:?}");
         }
     }
 

@@ -1,6 +1,6 @@
 //! The HTTP side of the remote adapter: the accept loop, routing, the
-//! bearer check and concurrency cap in front of rmcp's Streamable HTTP
-//! service, the operational endpoints, access logs and the drain.
+//! bearer check and concurrency cap in front of the MCP endpoint
+//! ([`super::mcp`]), the operational endpoints, access logs and the drain.
 
 use std::{
     convert::Infallible,
@@ -17,26 +17,28 @@ use hyper::{
     Method, Request, Response, StatusCode,
     body::Incoming,
     header::{
-        AUTHORIZATION, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HOST, HeaderValue, RETRY_AFTER,
-        WWW_AUTHENTICATE,
+        ALLOW, AUTHORIZATION, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HOST, HeaderValue,
+        RETRY_AFTER, WWW_AUTHENTICATE,
     },
 };
 use hyper_util::{rt::TokioIo, server::graceful::GracefulShutdown};
-use rmcp::transport::streamable_http_server::{
-    StreamableHttpServerConfig, StreamableHttpService, session::never::NeverSessionManager,
-};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
-use super::{REQUIRED_SCOPE, RemoteConfig, auth::Authenticator, auth::Refusal, direct};
+use super::{REQUIRED_SCOPE, RemoteConfig, auth::Authenticator, auth::Refusal, mcp};
 use crate::{
     ContextSearchServer, Provider, RuntimeConfig,
     log::{self, Level, LogFormat},
 };
 
 type Body = BoxBody<Bytes, Infallible>;
+
+/// Marks a response of the direct path (the access log line says
+/// `"direct": true`).
+#[derive(Clone, Copy)]
+struct Direct;
 
 const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 /// Slow clients get this long to send their request headers.
@@ -57,9 +59,8 @@ const HEALTH_RESERVE: usize = 16;
 /// Everything a request needs, shared by all connections.
 pub(super) struct App<P: Provider> {
     name: String,
-    /// The handler, for the direct path ([`super::direct`]).
+    /// The handler behind the MCP endpoint ([`super::mcp`]).
     server: ContextSearchServer<P>,
-    mcp: StreamableHttpService<ContextSearchServer<P>, NeverSessionManager>,
     /// The path the MCP endpoint is served on (the resource URL's path).
     mcp_path: String,
     resource: Url,
@@ -74,7 +75,7 @@ pub(super) struct App<P: Provider> {
     health_connections: Arc<Semaphore>,
     max_body_bytes: usize,
     draining: AtomicBool,
-    /// Cancels rmcp's in-flight handlers when the drain runs out of time.
+    /// Cancels the calls in flight when the drain runs out of time.
     cancel: CancellationToken,
 }
 
@@ -90,29 +91,6 @@ impl<P: Provider> App<P> {
         let server =
             ContextSearchServer::new(Arc::new(provider), config).with_log_format(LogFormat::Json);
         let cancel = CancellationToken::new();
-        let mcp_config = StreamableHttpServerConfig::default()
-            .with_legacy_session_mode(false)
-            .with_json_response(true)
-            .with_sse_keep_alive(None)
-            .with_sse_retry(None)
-            .with_max_request_body_bytes(remote.max_body_bytes)
-            .with_cancellation_token(cancel.child_token());
-        // `Host` validation guards servers without authentication against
-        // DNS rebinding, so `--no-auth` (loopback only) keeps rmcp's
-        // loopback list. With OAuth a rebinding page has no token to send,
-        // and proxies rewrite `Host` freely (nginx sends the upstream
-        // name), so any host is accepted.
-        let mcp_config = if remote.auth.is_some() {
-            mcp_config.disable_allowed_hosts()
-        } else {
-            mcp_config
-        };
-        let for_rmcp = server.clone();
-        let mcp = StreamableHttpService::new(
-            move || Ok(for_rmcp.clone()),
-            Arc::new(NeverSessionManager::default()),
-            mcp_config,
-        );
         let mcp_path = resource.path().to_owned();
         let metadata_url = format!(
             "{}{METADATA_PATH}{}",
@@ -132,7 +110,6 @@ impl<P: Provider> App<P> {
         Arc::new(App {
             name,
             server,
-            mcp,
             mcp_path,
             resource,
             metadata_url,
@@ -267,7 +244,7 @@ impl<P: Provider> App<P> {
                 Value::from((started.elapsed().as_secs_f64() * 1e4).round() / 10.0),
             ),
         ];
-        if response.extensions().get::<direct::Answered>().is_some() {
+        if response.extensions().get::<Direct>().is_some() {
             fields.push(("direct", Value::from(true)));
         }
         if let Some(note) = note {
@@ -388,25 +365,31 @@ impl<P: Provider> App<P> {
             return (response, Some("concurrency limit".to_owned()));
         };
         let loopback_only = self.authenticator.is_none();
-        if parts.method == Method::POST
-            && let Some(call) = direct::recognize(&parts.headers, &body, loopback_only)
-        {
-            return match direct::answer(&self.server, call, &self.cancel).await {
-                Ok(answer) => {
-                    let mut response = json_response(StatusCode::OK, answer.into());
-                    response.extensions_mut().insert(direct::Answered);
-                    (response, None)
-                }
-                Err(_) => {
-                    let body = json!({"error": "internal_error", "error_description": "the answer could not be written"});
-                    let response =
-                        json_response(StatusCode::INTERNAL_SERVER_ERROR, body.to_string().into());
-                    (response, Some("unserializable answer".to_owned()))
-                }
-            };
+        let reply = mcp::respond(
+            &self.server,
+            &parts.method,
+            &parts.headers,
+            &body,
+            loopback_only,
+            &self.cancel,
+        )
+        .await;
+        let mut response = Response::new(Full::new(reply.body).boxed());
+        *response.status_mut() = reply.status;
+        if let Some(kind) = reply.content_type {
+            response
+                .headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static(kind));
         }
-        let request = Request::from_parts(parts, Full::new(body));
-        (self.mcp.handle(request).await, None)
+        if reply.allow_post {
+            response
+                .headers_mut()
+                .insert(ALLOW, HeaderValue::from_static("POST"));
+        }
+        if reply.direct {
+            response.extensions_mut().insert(Direct);
+        }
+        (response, None)
     }
 
     fn too_large(&self) -> Response<Body> {

@@ -28,6 +28,7 @@
 pub mod auth;
 mod direct;
 mod http;
+mod mcp;
 mod settings;
 
 use std::{future::Future, net::SocketAddr, time::Duration};
