@@ -439,6 +439,7 @@ const FUZZ_TARGETS: &[&str] = &[
     "jwt",
     "release_assets",
     "provenance",
+    "http_mcp",
 ];
 
 fn fuzz(seconds: u64) -> Result<(), String> {

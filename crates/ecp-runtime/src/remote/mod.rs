@@ -134,6 +134,37 @@ pub async fn serve_http<P: Provider>(
     Ok(())
 }
 
+/// What the MCP endpoint answered, for [`answer_mcp`].
+#[doc(hidden)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpAnswer {
+    pub status: u16,
+    pub content_type: Option<&'static str>,
+    pub allow: Option<&'static str>,
+    pub body: bytes::Bytes,
+}
+
+/// What the MCP endpoint answers to one request that has passed the checks
+/// around it (bearer token, body cap, concurrency), in this process: for
+/// the fuzz target that holds it to rmcp's Streamable HTTP service.
+#[doc(hidden)]
+pub async fn answer_mcp<P: Provider>(
+    server: &super::ContextSearchServer<P>,
+    method: &hyper::Method,
+    headers: &hyper::HeaderMap,
+    body: &[u8],
+    oauth: bool,
+) -> McpAnswer {
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let reply = mcp::respond(server, method, headers, body, !oauth, &cancel).await;
+    McpAnswer {
+        status: reply.status.as_u16(),
+        content_type: reply.content_type,
+        allow: reply.allow_post.then_some("POST"),
+        body: reply.body,
+    }
+}
+
 /// SIGTERM (on Unix) or Ctrl-C.
 pub async fn shutdown_signal() {
     #[cfg(unix)]
