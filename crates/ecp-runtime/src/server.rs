@@ -111,8 +111,8 @@ impl<P: Provider> ContextSearchServer<P> {
     }
 
     /// One `context_search` call with its `arguments`, until `cancelled`:
-    /// what rmcp's `tools/call` handler and the remote adapter's direct path
-    /// (`remote::direct`) both answer.
+    /// what rmcp's `tools/call` handler on stdio and the remote adapter
+    /// (`remote::mcp`, `remote::direct`) answer.
     pub(crate) async fn call(
         &self,
         arguments: Option<&JsonObject>,

@@ -1,10 +1,11 @@
 //! The remote adapter: the same `context_search` server over MCP Streamable
 //! HTTP, as a provider-operated OAuth resource server.
 //!
-//! - Stateless (rmcp's stateless mode, JSON responses): no session affinity,
-//!   so any load balancer may spread requests across replicas. The plain
-//!   `tools/call` of `context_search` takes a direct path to the same
-//!   handler, with the same bytes ([`direct`]).
+//! - Stateless, JSON responses ([`mcp`], a port of rmcp's Streamable HTTP
+//!   rules for that mode, held to rmcp's service by ecp's tests): no
+//!   session affinity, so any load balancer may spread requests across
+//!   replicas. The plain `tools/call` of `context_search` takes a direct
+//!   path to the same handler, with the same bytes ([`direct`]).
 //! - Every request to the MCP path carries a bearer JWT, checked by
 //!   [`auth::Authenticator`] before any provider work; the protected
 //!   resource metadata (RFC 9728) is served at
