@@ -1,7 +1,8 @@
 //! The remote adapter's MCP endpoint held to rmcp's Streamable HTTP service,
 //! configured as runtime 0.2.3 ran it, on any request: the first byte picks
-//! the HTTP method and whether OAuth is on, `name: value` lines up to a
-//! blank line are the headers, the rest is the body. Both answer in this
+//! the HTTP method, whether OAuth is on and the request target (`/mcp` or
+//! an absolute one), `name: value` lines up to a blank line are the
+//! headers, the rest is the body. Both answer in this
 //! process around the same handler and corpus; status, content type,
 //! `Allow` and body must be the same bytes.
 #![no_main]
@@ -85,6 +86,12 @@ fuzz_target!(|data: &[u8]| {
     };
     let method = METHODS[usize::from(first & 7)].clone();
     let oauth = first & 8 != 0;
+    let target = match first >> 4 & 3 {
+        1 => "http://127.0.0.1:8080/mcp",
+        2 => "http://example.com/mcp",
+        _ => "/mcp",
+    };
+    let uri: hyper::Uri = target.parse().unwrap();
     let split = rest.windows(2).position(|w| w == b"\n\n");
     let (head, body) = match split {
         Some(at) => (&rest[..at], &rest[at + 2..]),
@@ -109,8 +116,8 @@ fuzz_target!(|data: &[u8]| {
     }
     let sides = sides();
     sides.runtime.block_on(async {
-        let ours = remote::answer_mcp(&sides.server, &method, &headers, body, oauth).await;
-        let mut request = hyper::Request::builder().method(method).uri("/mcp");
+        let ours = remote::answer_mcp(&sides.server, &method, &uri, &headers, body, oauth).await;
+        let mut request = hyper::Request::builder().method(method).uri(uri.clone());
         for (name, value) in &headers {
             request = request.header(name, value);
         }
@@ -141,8 +148,10 @@ fuzz_target!(|data: &[u8]| {
             String::from_utf8_lossy(body)
         );
         assert_eq!(
-            String::from_utf8_lossy(&ours.body),
-            String::from_utf8_lossy(&their_body)
+            ours.body,
+            their_body,
+            "{headers:?} {:?}",
+            String::from_utf8_lossy(body)
         );
     });
 });

@@ -368,6 +368,7 @@ impl<P: Provider> App<P> {
         let reply = mcp::respond(
             &self.server,
             &parts.method,
+            &parts.uri,
             &parts.headers,
             &body,
             loopback_only,

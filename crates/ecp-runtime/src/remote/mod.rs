@@ -152,12 +152,13 @@ pub struct McpAnswer {
 pub async fn answer_mcp<P: Provider>(
     server: &super::ContextSearchServer<P>,
     method: &hyper::Method,
+    uri: &hyper::Uri,
     headers: &hyper::HeaderMap,
     body: &[u8],
     oauth: bool,
 ) -> McpAnswer {
     let cancel = tokio_util::sync::CancellationToken::new();
-    let reply = mcp::respond(server, method, headers, body, !oauth, &cancel).await;
+    let reply = mcp::respond(server, method, uri, headers, body, !oauth, &cancel).await;
     McpAnswer {
         status: reply.status.as_u16(),
         content_type: reply.content_type,
