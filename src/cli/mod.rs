@@ -538,8 +538,7 @@ pub fn main() -> ExitCode {
         Command::Package(args) => package::run(args, cli.color),
         Command::Verify(args) => verify::run(args, cli.color),
         Command::Explain(args) => explain::run(args),
-        // The adapter maps its own exits, the same way.
-        Command::Serve(args) => return serve::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::Upgrade(args) => upgrade::run(args),
         Command::Check(args) => check::run_check(args, cli.color),
         Command::Call(args) => check::run_call(args),

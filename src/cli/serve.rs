@@ -3,15 +3,15 @@
 //! runtime's [`Adapter`] reads the `--listen` flags and their `ECP_*`
 //! variables, exactly as it does for every generated `dist/main`.
 
-use std::{io::IsTerminal, process::ExitCode};
+use std::io::IsTerminal;
 
-use super::ServeArgs;
+use super::{Exit, Failure, Outcome, ServeArgs};
 use crate::{
     providers::{
         fixture::FixtureCorpus,
         http::{HttpSearchConfig, HttpSearchProvider},
     },
-    runtime::{Adapter, ProviderBudget},
+    runtime::{Adapter, AdapterError, ProviderBudget},
 };
 
 const NAME: &str = "ecp serve";
@@ -60,21 +60,52 @@ fn remote_args(args: &ServeArgs) -> Vec<String> {
     out
 }
 
-pub fn run(args: ServeArgs) -> ExitCode {
+/// Serves until the input ends or SIGTERM; what stops it before serving
+/// goes through the one exit mapping like every command: a command line or
+/// a configuration it cannot use, or a server that cannot start, is
+/// could-not-run (2).
+pub fn run(args: ServeArgs) -> Outcome {
     let Some(budget) = ProviderBudget::from_millis(args.budget_ms) else {
-        eprintln!("{NAME}: --budget-ms must be between 1 and 600000");
-        return ExitCode::FAILURE;
+        return Err(Failure::new(
+            Exit::CouldNotRun,
+            format!("--budget-ms {} is out of range", args.budget_ms),
+        )
+        .help(Some(
+            "give the provider budget in milliseconds, from 1 to 600000 (reference: 5000)",
+        )));
     };
     if args.listen.is_none() && std::io::stdin().is_terminal() {
         eprintln!("{}", terminal_hint(&args));
     }
     let adapter = Adapter::new(NAME, env!("CARGO_PKG_VERSION")).budget(budget);
     let remote = remote_args(&args);
-    match &args.fixture {
-        Some(path) => adapter.run(remote, || FixtureCorpus::open(path)),
-        None => adapter.run(remote, || {
+    let served = match &args.fixture {
+        Some(path) => adapter.try_run(remote, || FixtureCorpus::open(path)),
+        None => adapter.try_run(remote, || {
             HttpSearchConfig::from_env(&args.base_url_env, &args.token_env)
                 .map(HttpSearchProvider::new)
         }),
-    }
+    };
+    served.map(|()| Exit::Success).map_err(|error| {
+        let help = match &error {
+            AdapterError::Usage(_) => {
+                "see `ecp serve --help` for the flags and their ECP_* variables"
+            }
+            AdapterError::Budget(_) => "see `ecp serve --help`",
+            AdapterError::Provider(_) if args.fixture.is_some() => {
+                "give --fixture a JSON array or JSON Lines file of items, or `example`"
+            }
+            AdapterError::Provider(_) => {
+                "export the variables named by --base-url-env and --token-env before starting"
+            }
+            AdapterError::Failed(_) => {
+                "fix what it names (the address, the key set, the input) and start it again"
+            }
+        };
+        let message = match error {
+            AdapterError::Provider(message) => message,
+            other => other.to_string(),
+        };
+        Failure::new(Exit::CouldNotRun, message).help(Some(help))
+    })
 }

@@ -845,14 +845,14 @@ async fn a_key_set_that_cannot_be_had_stops_the_start_inside_the_discovery_timeo
     let address = full.local_addr().unwrap();
     let _queued = std::net::TcpStream::connect(address).unwrap();
     let (took, code, said) = start_fails_with_jwks(&format!("http://{address}/jwks")).await;
-    assert_eq!(code, Some(1), "{said}");
+    assert_eq!(code, Some(2), "{said}");
     assert!(said.contains("cannot fetch the key set"), "{said}");
     assert!(took < Duration::from_millis(2500), "{took:?}: {said}");
 
     // A host that accepts and never answers: the 3 s limit of the first fetch.
     let hanging = Upstream::start(|_| Reply::Hang).await;
     let (took, code, said) = start_fails_with_jwks(&format!("{}/jwks", hanging.base_url)).await;
-    assert_eq!(code, Some(1), "{said}");
+    assert_eq!(code, Some(2), "{said}");
     assert!(said.contains("no answer within 3 s"), "{said}");
     assert!(
         took >= Duration::from_secs(3) && took < Duration::from_millis(4500),

@@ -117,7 +117,7 @@ async fn fixture_corpus_is_ranked_against_the_query() {
 }
 
 #[test]
-fn http_configuration_errors_are_one_redacted_line_and_exit_1() {
+fn http_configuration_errors_are_redacted_could_not_run_errors() {
     let cases: [(&[(&str, &str)], &str); 4] = [
         (&[], "PROVIDER_CONTEXT_BASE_URL is not set"),
         (
@@ -152,9 +152,14 @@ fn http_configuration_errors_are_one_redacted_line_and_exit_1() {
             .output()
             .unwrap();
         let stderr = String::from_utf8(output.stderr).unwrap();
-        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
         assert!(output.stdout.is_empty());
-        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.starts_with("error: "), "{stderr}");
+        assert_eq!(stderr.lines().count(), 2, "{stderr}");
+        assert!(
+            stderr.lines().nth(1).unwrap().starts_with("  = help: "),
+            "{stderr}"
+        );
         assert!(stderr.contains(expected), "{stderr}");
         assert!(
             !stderr.contains("SECRETPW") && !stderr.contains("ctx.example.com"),
@@ -175,7 +180,7 @@ fn http_configuration_errors_are_one_redacted_line_and_exit_1() {
     .stdin(Stdio::null())
     .output()
     .unwrap();
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("ACME_CONTEXT_TOKEN is not set"));
 }
 
@@ -193,7 +198,7 @@ fn bad_fixture_and_bad_flags_say_where_and_why() {
         .output()
         .unwrap();
     let stderr = String::from_utf8(output.stderr).unwrap();
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(2));
     assert!(
         stderr.contains(&format!("{}:2:", path.display())),
         "{stderr}"

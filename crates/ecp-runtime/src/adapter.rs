@@ -76,41 +76,55 @@ impl Adapter {
     /// ([`FLAGS_USAGE`], with their `ECP_*` variables). `provider` is built
     /// once the settings are known to be good. Exit status: 0 after a clean
     /// end, 1 when the configuration or the server fails, 2 for a command
-    /// line it cannot use.
-    // `--version` and `--help` answer on stdout; no MCP runs then.
-    #[allow(clippy::print_stdout)]
+    /// line it cannot use; each failure is one stderr line naming the
+    /// program.
     pub fn run<P, E>(self, args: Vec<String>, provider: impl FnOnce() -> Result<P, E>) -> ExitCode
     where
         P: Provider,
         E: Display,
     {
         let name = self.name.clone();
-        let fail = |message: &dyn Display| {
-            eprintln!("{name}: {message}");
-            ExitCode::FAILURE
-        };
+        match self.try_run(args, provider) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(AdapterError::Usage(message)) => {
+                eprintln!("{name}: {message}\n(run {name} --help for usage)");
+                ExitCode::from(USAGE)
+            }
+            Err(error) => {
+                eprintln!("{name}: {error}");
+                ExitCode::FAILURE
+            }
+        }
+    }
+
+    /// [`Adapter::run`] for a caller with its own error reporting (`ecp
+    /// serve`): why it did not serve, or stopped, as a value.
+    // `--version` and `--help` answer on stdout; no MCP runs then.
+    #[allow(clippy::print_stdout)]
+    pub fn try_run<P, E>(
+        self,
+        args: Vec<String>,
+        provider: impl FnOnce() -> Result<P, E>,
+    ) -> Result<(), AdapterError>
+    where
+        P: Provider,
+        E: Display,
+    {
         let remote = match args.first().map(String::as_str) {
             None => None,
             Some("--version" | "-V") if args.len() == 1 => {
                 println!("{} {}", self.name, self.version);
-                return ExitCode::SUCCESS;
+                return Ok(());
             }
             Some("--help" | "-h") => {
                 println!("{}", self.usage());
-                return ExitCode::SUCCESS;
+                return Ok(());
             }
-            Some(_) => match remote_config(args) {
-                Ok(remote) => Some(remote),
-                Err(error) => {
-                    eprintln!("{name}: {error}\n(run {name} --help for usage)");
-                    return ExitCode::from(USAGE);
-                }
-            },
+            Some(_) => {
+                Some(remote_config(args).map_err(|error| AdapterError::Usage(error.to_string()))?)
+            }
         };
-        let budget = match self.resolve_budget() {
-            Ok(budget) => budget,
-            Err(message) => return fail(&message),
-        };
+        let budget = self.resolve_budget().map_err(AdapterError::Budget)?;
         let tokio = if remote.is_some() {
             tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
@@ -120,16 +134,10 @@ impl Adapter {
                 .enable_all()
                 .build()
         };
-        let tokio = match tokio {
-            Ok(tokio) => tokio,
-            Err(error) => {
-                return fail(&format_args!("cannot start the async runtime: {error}"));
-            }
-        };
-        let provider = match provider() {
-            Ok(provider) => provider,
-            Err(error) => return fail(&format_args!("configuration error: {error}")),
-        };
+        let tokio = tokio.map_err(|error| {
+            AdapterError::Failed(format!("cannot start the async runtime: {error}"))
+        })?;
+        let provider = provider().map_err(|error| AdapterError::Provider(error.to_string()))?;
         let config = RuntimeConfig {
             name: self.name.clone(),
             version: self.version.clone(),
@@ -143,10 +151,7 @@ impl Adapter {
         };
         // A blocking stdin read may still be parked; do not wait for it.
         tokio.shutdown_background();
-        match served {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(error) => fail(&error),
-        }
+        served.map_err(|error| AdapterError::Failed(error.to_string()))
     }
 
     /// What `--help` prints.
@@ -183,6 +188,34 @@ impl Adapter {
         }
     }
 }
+
+/// Why [`Adapter::try_run`] did not serve, or stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AdapterError {
+    /// A command line it cannot use (the `--listen` flags or their `ECP_*`
+    /// variables).
+    Usage(String),
+    /// A provider budget variable it cannot use.
+    Budget(String),
+    /// A provider it cannot build (its own settings: a variable not set, a
+    /// fixture that does not parse), in the provider's words.
+    Provider(String),
+    /// The server could not start, or failed while serving.
+    Failed(String),
+}
+
+impl std::fmt::Display for AdapterError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AdapterError::Provider(message) => write!(f, "configuration error: {message}"),
+            AdapterError::Usage(message)
+            | AdapterError::Budget(message)
+            | AdapterError::Failed(message) => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for AdapterError {}
 
 /// The remote adapter's configuration from its flags and the process
 /// environment.

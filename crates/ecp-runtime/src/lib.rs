@@ -42,7 +42,7 @@ pub use framing::{MAX_LINE_BYTES, serve_lines};
 mod server;
 mod tool;
 
-pub use adapter::Adapter;
+pub use adapter::{Adapter, AdapterError};
 pub use profile::ProviderItem;
 /// The HTTP, JSON and URL crates a provider builds on, at the versions the
 /// runtime uses (so an extension needs no dependency of its own for them).

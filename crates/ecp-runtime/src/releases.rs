@@ -24,6 +24,7 @@ pub const RELEASES: &[Release] = &[
         notes: &[
             "`--listen`: the MCP endpoint is the runtime's own port of rmcp's stateless Streamable HTTP rules (the same checks, statuses and bytes, held to rmcp's service by a test over more than 900 requests), with rmcp's model types and the same handler; rmcp's HTTP service (its per-request service loop, SSE and session code) is no longer built into `dist/main`, which is about 300 KB smaller",
             "a call cut short by the drain timeout is answered with the stable failure on every path (rmcp's service answered it `500` in plain text)",
+            "`Adapter::try_run` returns why the adapter did not serve as an `AdapterError` (usage, budget, provider, failed), for callers with their own error reporting; `Adapter::run` (every `dist/main`) prints and exits as before",
         ],
         security_fix: None,
     },
