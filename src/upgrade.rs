@@ -170,7 +170,15 @@ pub fn upgrade(folder: &Path, force: bool) -> Result<Upgraded, UpgradeError> {
         }
         Installed::Copied => edited_copied(folder, &name)?,
     };
-    let current = matches!(installed, Installed::Vendored { .. }) && from == carried;
+    // Current: this version, recorded with this copy's checksum (a stale
+    // checksum over the carried files is an upgrade that stopped before
+    // recording it, finished by running again).
+    let current = match &installed {
+        Installed::Vendored {
+            recorded_sha256, ..
+        } => from == carried && recorded_sha256.as_deref() == Some(&vendor::runtime_sha256()),
+        Installed::Copied => false,
+    };
     let mut outcome = Upgraded {
         name: name.clone(),
         from: from.clone(),
@@ -257,13 +265,15 @@ pub fn upgrade(folder: &Path, force: bool) -> Result<Upgraded, UpgradeError> {
 }
 
 /// The vendored copy's files that differ from what was recorded: none when
-/// the checksum matches; else the files that differ from this ecp's copy
-/// (or the folder itself when that says nothing).
+/// the checksum matches, or when the copy is exactly the one this ecp
+/// carries (an upgrade stopped before it recorded the checksum); else the
+/// files that differ from this ecp's copy (or the folder itself when that
+/// says nothing).
 fn edited_vendored(folder: &Path, recorded: Option<&str>) -> Result<Vec<String>, UpgradeError> {
     let root = folder.join(vendor::VENDOR_DIR);
     let on_disk = vendor::read_tree(&root).map_err(io(&root))?;
     let sum = vendor::tree_sha256(on_disk.iter().map(|(p, c)| (p.as_str(), c.as_slice())));
-    if recorded == Some(sum.as_str()) {
+    if recorded == Some(sum.as_str()) || sum == vendor::runtime_sha256() {
         return Ok(Vec::new());
     }
     let carried = vendor::runtime_files();

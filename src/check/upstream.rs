@@ -98,13 +98,8 @@ pub struct Upstream {
     pub base_url: String,
     log: Arc<Mutex<Log>>,
     changed: Arc<Notify>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Upstream {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
+    /// The accept loop, aborted with the upstream.
+    _task: tokio_util::task::AbortOnDropHandle<()>,
 }
 
 impl Upstream {
@@ -148,7 +143,7 @@ impl Upstream {
             base_url,
             log,
             changed,
-            task,
+            _task: tokio_util::task::AbortOnDropHandle::new(task),
         })
     }
 

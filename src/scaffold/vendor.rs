@@ -46,11 +46,7 @@ pub fn tree_sha256<'a>(files: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> 
         hasher.update([0]);
         hasher.update(contents);
     }
-    hasher
-        .finalize()
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    crate::package::write::hex(&hasher.finalize())
 }
 
 /// The checksum of the carried runtime.

@@ -218,6 +218,23 @@ fn an_edited_runtime_is_refused_unless_forced() {
     let forced = in_dir(&vendored, &["upgrade", "--force"]);
     assert!(forced.status.success(), "{}", text(&forced));
     assert_carried_runtime(&vendored);
+
+    // An upgrade that stopped after swapping the folder but before it
+    // recorded the checksum left the carried runtime under a stale sum:
+    // that is not an edit, and the next run finishes without --force.
+    let cargo_toml = vendored.join("Cargo.toml");
+    let recorded = std::fs::read_to_string(&cargo_toml).unwrap();
+    let sum = vendor::runtime_sha256();
+    assert!(recorded.contains(&sum));
+    std::fs::write(&cargo_toml, recorded.replace(&sum, &"0".repeat(64))).unwrap();
+    let resumed = in_dir(&vendored, &["upgrade"]);
+    assert!(resumed.status.success(), "{}", text(&resumed));
+    assert!(
+        std::fs::read_to_string(&cargo_toml).unwrap().contains(&sum),
+        "{}",
+        text(&resumed)
+    );
+    assert_carried_runtime(&vendored);
 }
 
 #[test]

@@ -81,10 +81,7 @@ impl Suite<'_> {
     /// Whether the target talks to the scripted upstream.
     pub(super) async fn binding(&mut self) -> Result<(), String> {
         let Some(upstream) = self.upstream else {
-            return Err(
-                "the target does not take the V1 binding's endpoint and credential variables"
-                    .into(),
-            );
+            return Err(skip::NO_BINDING.into());
         };
         let before = upstream.requests().len();
         let result = self.call(json!({"query": "  ecp   probe  "})).await;
