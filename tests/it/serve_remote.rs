@@ -615,7 +615,7 @@ async fn keys_come_from_a_jwks_url_rotate_and_an_unreachable_one_stops_the_start
             "--jwks",
             "http://127.0.0.1:9/jwks.json",
         ],
-        1,
+        2,
         "cannot fetch the key set http://127.0.0.1:9/jwks.json",
     );
 }
