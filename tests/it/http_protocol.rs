@@ -366,6 +366,15 @@ fn post(extra: &[(&str, &str)], body: &[u8]) -> Case {
     }
 }
 
+/// [`post`] with one of its own headers (`host`, `accept`, `content-type`)
+/// reading `value` instead.
+fn replacing(name: &str, value: &str, body: &[u8]) -> Case {
+    let mut case = post(&[], body);
+    let at = case.headers.iter().position(|(n, _)| n == name).unwrap();
+    case.headers[at].1 = value.as_bytes().to_vec();
+    case
+}
+
 /// Every body under every revision header, with and without the standard
 /// headers; then every header rule around a plain call and an initialize.
 pub fn corpus() -> Vec<Case> {
@@ -449,10 +458,16 @@ pub fn corpus() -> Vec<Case> {
             "text/event-stream, application/json; charset=utf-8",
             "application/json; x=\"a,b\", text/event-stream",
             "",
+            "application/json;q=0.000, text/event-stream",
+            "application/json;q=0.0001, text/event-stream",
+            "application/json;Q=0, text/event-stream",
+            "application/json;q = 0, text/event-stream",
+            "application/json;q=\"0\", text/event-stream",
+            "application/json,text/event-stream",
+            "text/event-stream, application/json",
+            "text/event-stream;q=1.0, application/json;q=0.001",
         ] {
-            let mut case = post(&[], body);
-            case.headers[1].1 = accept.as_bytes().to_vec();
-            cases.push(case);
+            cases.push(replacing("accept", accept, body));
         }
         let mut split = post(&[("accept", "text/event-stream")], body);
         split.headers[1].1 = b"application/json".to_vec();
@@ -467,9 +482,7 @@ pub fn corpus() -> Vec<Case> {
             "application/json-seq",
             "",
         ] {
-            let mut case = post(&[], body);
-            case.headers[2].1 = kind.as_bytes().to_vec();
-            cases.push(case);
+            cases.push(replacing("content-type", kind, body));
         }
         let mut no_host = post(&[], body);
         no_host.headers.remove(0);
@@ -534,9 +547,7 @@ pub fn corpus() -> Vec<Case> {
             "127.0.0.1.:8080",
             "[::1]x",
         ] {
-            let mut case = post(&[], body);
-            case.headers[0].1 = host.as_bytes().to_vec();
-            cases.push(case);
+            cases.push(replacing("host", host, body));
         }
         for origin in [
             "http://127.0.0.1:8080",
@@ -558,6 +569,54 @@ pub fn corpus() -> Vec<Case> {
             .headers
             .push(("mcp-protocol-version".into(), b"2025-06-18\xff".to_vec()));
         cases.push(odd_version);
+        for target in [
+            "http://127.0.0.1:8080/mcp",
+            "http://example.com/mcp",
+            "http://[::1]:8080/mcp",
+        ] {
+            let mut absolute = post(&[], body);
+            absolute.headers.remove(0);
+            absolute.target = target;
+            cases.push(absolute.clone());
+            absolute
+                .headers
+                .insert(0, ("host".into(), b"localhost".to_vec()));
+            cases.push(absolute);
+        }
+        let mut zero_then_both = post(&[("accept", BOTH)], body);
+        zero_then_both.headers[1].1 = b"application/json;q=0".to_vec();
+        cases.push(zero_then_both);
+        for version in ["2026-07-29", "9", "abc", "1", ""] {
+            cases.push(post(&[("mcp-protocol-version", version)], body));
+        }
+        for name in [
+            "=?base64??=",
+            "=?base64?Y29udGV4dF9zZWFyY2g?=",
+            "=?base64?/w==?=",
+            "=?base64?",
+            // (Trailing whitespace cannot arrive: HTTP/1.1 trims it.)
+            "Context_search",
+        ] {
+            cases.push(post(
+                &[
+                    ("mcp-protocol-version", "2026-07-28"),
+                    ("mcp-method", "tools/call"),
+                    ("mcp-name", name),
+                ],
+                body,
+            ));
+        }
+        let mut odd_method = post(
+            &[
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-name", "context_search"),
+            ],
+            body,
+        );
+        odd_method
+            .headers
+            .push(("mcp-method".into(), b"tools/call\xff".to_vec()));
+        cases.push(odd_method);
     }
     let initialize = |version: &str| {
         request(
@@ -595,9 +654,8 @@ pub fn corpus() -> Vec<Case> {
         ));
     }
     for host in ["example.com", "bad host"] {
-        let mut case = post(&[], b"");
+        let mut case = replacing("host", host, b"");
         case.method = "GET";
-        case.headers[0].1 = host.as_bytes().to_vec();
         cases.push(case);
     }
     for method in ["GET", "DELETE", "PUT", "PATCH", "OPTIONS", "HEAD", "post"] {
