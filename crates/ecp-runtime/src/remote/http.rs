@@ -364,6 +364,11 @@ impl<P: Provider> App<P> {
             ));
             return (response, Some("concurrency limit".to_owned()));
         };
+        // `Host` validation guards servers without authentication against
+        // DNS rebinding, so `--no-auth` (loopback only) keeps rmcp's
+        // loopback list. With OAuth a rebinding page has no token to send,
+        // and proxies rewrite `Host` freely (nginx sends the upstream
+        // name), so any host is accepted.
         let loopback_only = self.authenticator.is_none();
         let reply = mcp::respond(
             &self.server,
