@@ -16,6 +16,8 @@
 //! - [`input`]: one wording for a missing path or manifest, in every command.
 //! - [`name`]: the extension name rules shared by `ecp new` and `ecp lint`.
 //! - [`atomic`]: files written whole or not at all.
+//! - [`outside`]: text from outside (stderr, manifest and statement values)
+//!   as a terminal or a report may show it: masked, escaped, bounded.
 //! - [`cli`]: the command line, a thin shell over the library.
 
 pub mod atomic;
@@ -25,6 +27,7 @@ pub mod contracts;
 pub mod input;
 pub mod lint;
 pub mod name;
+pub mod outside;
 pub mod package;
 pub mod provenance;
 pub use ecp_runtime::profile;

@@ -12,6 +12,7 @@
 
 pub mod catalogue;
 pub mod embedded;
+pub mod process;
 pub mod schema;
 pub mod suite;
 pub mod target;

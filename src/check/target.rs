@@ -21,9 +21,14 @@ use rmcp::{
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
 
+use super::{
+    process::{self, Group},
+    suite::{BODY_CANARY, QUERY_CANARY, TOKEN_CANARY},
+};
 use crate::{
     input::InputError,
     lint::{self, MANIFEST},
+    outside::Tail,
 };
 
 /// Qwen's default MCP call timeout is 10 minutes; a profile manifest sets
@@ -113,19 +118,17 @@ fn substitute(value: &str, extension_path: &str, env: &BTreeMap<String, String>)
     out
 }
 
+/// Unpacks an archive into a new temporary folder through the bounded
+/// reader of `ecp lint` ([`lint::archive::unpack`]).
 fn extract(archive: &Path) -> Result<tempfile::TempDir, String> {
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let file = std::fs::File::open(archive).map_err(|e| format!("{}: {e}", archive.display()))?;
-    let name = archive.to_string_lossy();
-    if name.ends_with(".zip") {
-        zip::ZipArchive::new(file)
-            .and_then(|mut zip| zip.extract(dir.path()))
-            .map_err(|e| format!("{}: {e}", archive.display()))?;
-    } else {
-        tar::Archive::new(flate2::read::GzDecoder::new(file))
-            .unpack(dir.path())
-            .map_err(|e| format!("{}: {e}", archive.display()))?;
-    }
+    let dir = tempfile::tempdir().map_err(|e| format!("cannot make a temporary folder: {e}"))?;
+    lint::archive::unpack(archive, dir.path()).map_err(|e| {
+        format!(
+            "{}\n  = help: ecp lint {} says what is wrong with it; package it again with ecp package",
+            crate::outside::value(&e.to_string()),
+            archive.display()
+        )
+    })?;
     Ok(dir)
 }
 
@@ -358,9 +361,61 @@ pub fn reach_loopback_directly(env: &mut BTreeMap<String, String>) {
 /// a process.
 pub struct Session {
     pub client: RunningService<RoleClient, ()>,
-    stderr: Option<Arc<Mutex<Vec<u8>>>>,
+    stderr: Option<Arc<Mutex<Stderr>>>,
     child: Option<Mutex<tokio::process::Child>>,
+    /// The server's process group, killed whole when the session ends.
+    _group: Option<Group>,
     pub call_timeout: Duration,
+}
+
+/// The most of a server's stderr that is kept (its last bytes).
+const STDERR_KEPT: usize = 1024 * 1024;
+
+/// What a server wrote to stderr: the last [`STDERR_KEPT`] bytes, and
+/// whether any of the watched texts (the check's canaries, the values it
+/// gave the server) appeared anywhere in all of it, so that a leak cannot
+/// hide behind a flood.
+struct Stderr {
+    tail: Tail,
+    watched: Vec<(Vec<u8>, bool)>,
+    /// The end of what came before, long enough to hold all but the last
+    /// byte of the longest watched text.
+    carry: Vec<u8>,
+}
+
+impl Stderr {
+    fn new(watched: impl IntoIterator<Item = String>) -> Stderr {
+        Stderr {
+            tail: Tail::new(STDERR_KEPT),
+            watched: watched
+                .into_iter()
+                .filter(|w| !w.is_empty())
+                .map(|w| (w.into_bytes(), false))
+                .collect(),
+            carry: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, chunk: &[u8]) {
+        let longest = self.watched.iter().map(|(w, _)| w.len()).max().unwrap_or(0);
+        if longest > 0 {
+            let mut window = std::mem::take(&mut self.carry);
+            window.extend_from_slice(chunk);
+            for (needle, seen) in &mut self.watched {
+                *seen = *seen || memchr::memmem::find(&window, needle).is_some();
+            }
+            let keep = longest - 1;
+            self.carry = window[window.len().saturating_sub(keep)..].to_vec();
+        }
+        self.tail.push(chunk);
+    }
+
+    fn holds(&self, text: &str) -> bool {
+        self.watched
+            .iter()
+            .any(|(needle, seen)| *seen && needle.as_slice() == text.as_bytes())
+            || self.tail.text().contains(text)
+    }
 }
 
 /// "cannot start PROGRAM: ..." in words, not an OS error code.
@@ -389,16 +444,15 @@ fn exit_words(status: std::process::ExitStatus) -> String {
     format!("exited ({status})")
 }
 
-/// `message`, then what the server wrote to stderr, indented.
-fn with_stderr(message: String, stderr: &str) -> String {
-    let stderr = stderr.trim_end();
-    if stderr.trim().is_empty() {
+/// `message`, then the end of what the server wrote to stderr, indented:
+/// escaped, masked and bounded ([`crate::outside`]), since the server may be
+/// hostile.
+fn with_stderr(message: String, stderr: &Tail) -> String {
+    if stderr.dropped() == 0 && stderr.text().trim().is_empty() {
         return format!("{message}; it wrote nothing to stderr");
     }
-    let lines: Vec<&str> = stderr.lines().collect();
-    let shown = &lines[lines.len().saturating_sub(20)..];
     let mut text = format!("{message}; its stderr said:");
-    for line in shown {
+    for line in stderr.render().lines() {
         text.push_str("\n    ");
         text.push_str(line);
     }
@@ -519,18 +573,31 @@ impl Session {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        process::own_group(&mut command);
         if let Some(cwd) = &launch.cwd {
             command.current_dir(cwd);
         }
         let mut child = command
             .spawn()
             .map_err(|e| spawn_error(&launch.program, &e))?;
-        let buffer = Arc::new(Mutex::new(Vec::new()));
+        let group = child.id().map(Group::new);
+        // Watched in all of stderr: the check's canaries and every value
+        // handed to the server (a base URL is watched without its scheme).
+        let watched = [QUERY_CANARY, TOKEN_CANARY, BODY_CANARY]
+            .map(str::to_owned)
+            .into_iter()
+            .chain(
+                launch
+                    .env
+                    .values()
+                    .flat_map(|v| [v.clone(), v.trim_start_matches("http://").to_owned()]),
+            );
+        let buffer = Arc::new(Mutex::new(Stderr::new(watched)));
         let mut reader = None;
         if let Some(mut stderr) = child.stderr.take() {
             let buffer = buffer.clone();
             reader = Some(tokio::spawn(async move {
-                let mut chunk = [0u8; 4096];
+                let mut chunk = [0u8; 16384];
                 while let Ok(n) = stderr.read(&mut chunk).await {
                     if n == 0 {
                         break;
@@ -538,42 +605,51 @@ impl Session {
                     buffer
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
-                        .extend_from_slice(&chunk[..n]);
+                        .push(&chunk[..n]);
                 }
             }));
         }
         let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
             return Err(format!("cannot start {}: no stdio pipes", launch.program));
         };
-        let handshake =
-            tokio::time::timeout(Duration::from_secs(30), ().serve((stdout, stdin))).await;
+        // The handshake, or the server's exit: a server that dies may leave
+        // children holding its pipes open, and its exit is the story.
+        let serve = tokio::time::timeout(Duration::from_secs(30), ().serve((stdout, stdin)));
+        tokio::pin!(serve);
+        let (handshake, early_exit) = tokio::select! {
+            handshake = &mut serve => (Some(handshake), None),
+            status = child.wait() => (None, Some(status)),
+        };
         let failure = match handshake {
-            Ok(Ok(client)) => {
+            Some(Ok(Ok(client))) => {
                 return Ok(Session {
                     client,
                     stderr: Some(buffer),
                     child: Some(Mutex::new(child)),
+                    _group: group,
                     call_timeout: launch.call_timeout,
                 });
             }
-            Ok(Err(error)) => Some(error.to_string()),
-            Err(_) => None,
+            Some(Ok(Err(error))) => Some(error.to_string()),
+            _ => None,
         };
         // Did it exit? Then that is the story, not the pipe it broke.
-        let exited = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
+        let exited = match early_exit {
+            Some(status) => status,
+            None => tokio::time::timeout(Duration::from_secs(2), child.wait())
+                .await
+                .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into())),
+        };
         // Its last words may still be in the pipe: read it to the end when
         // it has exited (so the message is the same every run), else briefly.
         match (&exited, reader) {
-            (Ok(Ok(_)), Some(reader)) => {
+            (Ok(_), Some(reader)) => {
                 let _ = tokio::time::timeout(Duration::from_secs(2), reader).await;
             }
             _ => tokio::time::sleep(Duration::from_millis(100)).await,
         }
-        let stderr =
-            String::from_utf8_lossy(&buffer.lock().unwrap_or_else(PoisonError::into_inner))
-                .into_owned();
         let message = match (exited, failure) {
-            (Ok(Ok(status)), _) => format!(
+            (Ok(status), _) => format!(
                 "the server {} {} before the MCP handshake",
                 launch.program,
                 exit_words(status)
@@ -587,7 +663,12 @@ impl Session {
                 launch.program
             ),
         };
-        Err(with_stderr(message, &stderr))
+        let said = with_stderr(
+            message,
+            &buffer.lock().unwrap_or_else(PoisonError::into_inner).tail,
+        );
+        drop(group);
+        Err(said)
     }
 
     /// Connects to a Streamable HTTP endpoint, with an optional bearer.
@@ -615,6 +696,7 @@ impl Session {
             client,
             stderr: None,
             child: None,
+            _group: None,
             call_timeout,
         })
     }
@@ -635,7 +717,15 @@ impl Session {
             )),
             Ok(Err(error)) => Err(self.exited().map_or_else(
                 || format!("the call failed at the protocol level: {error}"),
-                |exit| with_stderr(format!("the server {exit} during the call"), &self.stderr()),
+                |exit| {
+                    let stderr = self.stderr.as_ref().map(|b| {
+                        with_stderr(
+                            format!("the server {exit} during the call"),
+                            &b.lock().unwrap_or_else(PoisonError::into_inner).tail,
+                        )
+                    });
+                    stderr.unwrap_or_else(|| format!("the server {exit} during the call"))
+                },
             )),
             Ok(Ok(result)) => Ok(result),
         }
@@ -653,15 +743,22 @@ impl Session {
         self.child.is_some()
     }
 
-    /// Everything the server wrote to stderr so far.
+    /// The end of what the server wrote to stderr so far (its last MiB),
+    /// as it wrote it: render it with [`crate::outside`] before showing it.
     pub fn stderr(&self) -> String {
         self.stderr
             .as_ref()
-            .map(|b| {
-                String::from_utf8_lossy(&b.lock().unwrap_or_else(PoisonError::into_inner))
-                    .into_owned()
-            })
+            .map(|b| b.lock().unwrap_or_else(PoisonError::into_inner).tail.text())
             .unwrap_or_default()
+    }
+
+    /// Whether the server wrote `text` to stderr at any point; exact for
+    /// the check's canaries and the values it handed the server, else
+    /// within the last MiB.
+    pub fn stderr_holds(&self, text: &str) -> bool {
+        self.stderr
+            .as_ref()
+            .is_some_and(|b| b.lock().unwrap_or_else(PoisonError::into_inner).holds(text))
     }
 
     /// Ends the session: stdin closes, and a server that does not exit on

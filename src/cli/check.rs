@@ -46,6 +46,30 @@ fn prepare(
     Ok((settings, tokio))
 }
 
+/// Runs `work` (which starts targets) to its end or to Ctrl-C; either way
+/// nothing a target started is left running ([`check::process`]).
+fn run_guarded<F: std::future::Future>(
+    tokio: tokio::runtime::Runtime,
+    work: F,
+) -> Result<F::Output, Failure> {
+    check::process::adopt_orphans();
+    let finished = tokio.block_on(async {
+        tokio::select! {
+            output = work => Some(output),
+            _ = tokio::signal::ctrl_c() => None,
+        }
+    });
+    // Dropping the runtime drops the sessions, which kill their groups.
+    tokio.shutdown_background();
+    check::process::kill_adopted();
+    finished.ok_or_else(|| {
+        Failure::new(
+            Exit::Interrupted,
+            "interrupted: the target and every process it started were stopped",
+        )
+    })
+}
+
 fn could_not_run(message: &str) -> Failure {
     Failure::new(Exit::CouldNotRun, message)
 }
@@ -89,11 +113,10 @@ pub fn run_check(args: CheckArgs, color: ColorChoice) -> Outcome {
     if show_progress {
         eprintln!("ecp check: starting the target and a scripted upstream on 127.0.0.1...");
     }
-    let report = match tokio.block_on(check::run(&settings, progress)) {
+    let report = match run_guarded(tokio, check::run(&settings, progress))? {
         Ok(report) => report,
         Err(error) => return Err(could_not_run(&error.to_string())),
     };
-    tokio.shutdown_background();
     if human {
         let color = color.for_stdout();
         println!("ecp check: {}", report.target);
@@ -165,14 +188,13 @@ pub fn run_call(args: CallArgs) -> Outcome {
         Ok(prepared) => prepared,
         Err(message) => return Err(could_not_run(&message)),
     };
-    let outcome = tokio.block_on(async {
+    let outcome = run_guarded(tokio, async {
         let upstream = match fixture {
             Some(corpus) => Some(check::fixture_upstream(corpus).await?),
             None => None,
         };
         check::call_once(&settings, &query, upstream.as_ref()).await
-    });
-    tokio.shutdown_background();
+    })?;
     let outcome = match outcome {
         Ok(outcome) => outcome,
         Err(error) => return Err(could_not_run(&error.to_string())),
@@ -202,7 +224,12 @@ pub fn run_call(args: CallArgs) -> Outcome {
             Some("") => eprintln!("the call failed; the server wrote nothing to stderr"),
             Some(stderr) => {
                 eprintln!("the call failed; the server's stderr said:");
-                for line in stderr.lines() {
+                let shown = crate::outside::block(
+                    stderr,
+                    crate::outside::BLOCK_LINES,
+                    crate::outside::LINE_CHARS,
+                );
+                for line in shown.lines() {
                     eprintln!("    {line}");
                 }
             }

@@ -463,6 +463,9 @@ pub enum Exit {
     /// It could not run: a path that is not there, input it cannot read, a
     /// target that cannot be started, arguments it cannot use.
     CouldNotRun,
+    /// It was interrupted (Ctrl-C) and stopped what it had started: the
+    /// shell's 128 + SIGINT.
+    Interrupted,
 }
 
 impl From<Exit> for ExitCode {
@@ -471,6 +474,7 @@ impl From<Exit> for ExitCode {
             Exit::Success => ExitCode::SUCCESS,
             Exit::No => ExitCode::FAILURE,
             Exit::CouldNotRun => ExitCode::from(2),
+            Exit::Interrupted => ExitCode::from(130),
         }
     }
 }

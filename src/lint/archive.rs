@@ -165,6 +165,113 @@ fn read_tar_gz(path: &Path, bytes: Bytes) -> Result<Contents, LintError> {
     }
 }
 
+/// Unpacks the archive `path` into the folder `into` (which should be
+/// new and empty) through the same bounded readers as [`lint_archive`]:
+/// the entry count and the bytes unpacked are bounded, and only folders
+/// and regular files with relative paths are written (a link, a special
+/// file, a path outside `into`, a duplicate, or an archive the reader
+/// refuses stops the unpacking with its reason). File modes keep their
+/// owner-execute bit, so that a packaged `dist/main` runs.
+pub fn unpack(path: &Path, into: &Path) -> Result<(), LintError> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let bytes = Bytes::File(path);
+    let limits = tar::Limits::default();
+    let mut budget = limits.max_total_bytes;
+    if name.ends_with(".zip") {
+        let mut archive =
+            zip::ZipArchive::new(bytes.open()?).map_err(|e| archive_error(path, e))?;
+        if archive.len() > limits.max_entries {
+            return Err(archive_error(
+                path,
+                format!("more than {} entries", limits.max_entries),
+            ));
+        }
+        for index in 0..archive.len() {
+            let mut entry = archive
+                .by_index(index)
+                .map_err(|e| archive_error(path, e))?;
+            let entry_name = String::from_utf8_lossy(entry.name_raw()).into_owned();
+            let kind = zip_kind(entry.unix_mode(), entry.is_dir(), entry.is_symlink());
+            let mode = entry.unix_mode().unwrap_or(0o644);
+            place(into, &entry_name, kind, mode, &mut entry, &mut budget)
+                .map_err(|e| archive_error(path, e))?;
+        }
+        return Ok(());
+    }
+    let stream = flate2::read::MultiGzDecoder::new(bytes.open()?);
+    tar::read(stream, limits, |entry, data| {
+        place(
+            into,
+            &entry.path,
+            tar_kind(entry.kind),
+            entry.mode,
+            data,
+            &mut budget,
+        )
+    })
+    .map_err(|e| archive_error(path, e))?;
+    Ok(())
+}
+
+/// Writes one entry of [`unpack`] under `into`, taking its size from
+/// `budget`.
+fn place(
+    into: &Path,
+    name: &str,
+    kind: Kind,
+    mode: u32,
+    data: &mut dyn Read,
+    budget: &mut u64,
+) -> std::io::Result<()> {
+    use std::io::{Error, ErrorKind};
+    let refuse = |why: String| Error::new(ErrorKind::InvalidData, why);
+    let relative = name.trim_start_matches("./");
+    if relative.is_empty() {
+        return Ok(());
+    }
+    if is_unsafe_path(relative)
+        || relative.contains('\\')
+        || relative
+            .split('/')
+            .any(|part| part == "." || part.contains('\0'))
+    {
+        return Err(refuse(format!("entry `{name}` has an unsafe path")));
+    }
+    let target = into.join(relative.trim_end_matches('/'));
+    match kind {
+        Kind::Directory => std::fs::create_dir_all(&target),
+        Kind::File => {
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&target)
+                .map_err(|e| match e.kind() {
+                    ErrorKind::AlreadyExists => refuse(format!("entry `{name}` comes twice")),
+                    _ => e,
+                })?;
+            let copied = std::io::copy(&mut data.take(budget.saturating_add(1)), &mut file)?;
+            if copied > *budget {
+                return Err(refuse("more bytes unpacked than lint reads".to_owned()));
+            }
+            *budget -= copied;
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                let executable = if mode & 0o100 != 0 { 0o755 } else { 0o644 };
+                file.set_permissions(std::fs::Permissions::from_mode(executable))?;
+            }
+            #[cfg(not(unix))]
+            let _ = mode;
+            Ok(())
+        }
+        Kind::Link => Err(refuse(format!("entry `{name}` is a link"))),
+        Kind::Special(what) => Err(refuse(format!("entry `{name}` is {what}"))),
+    }
+}
+
 /// Zip entry types from the Unix mode's file-type bits.
 fn zip_kind(mode: Option<u32>, is_dir: bool, is_symlink: bool) -> Kind {
     match mode.map(|m| m & 0o170000) {

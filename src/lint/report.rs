@@ -10,7 +10,6 @@ use serde_json::{Value, json};
 use super::{
     Finding, Report, Rule, Severity, Source,
     json::{LineIndex, Span},
-    secrets,
 };
 
 const ERROR: Style = AnsiColor::Red.on_default().bold();
@@ -68,38 +67,11 @@ pub fn escape_controls(text: &str, max: usize) -> String {
 }
 
 /// Text that could not be parsed, for display: every word that is or may
-/// be a secret (what [`secrets::detect`] finds, or a long random-looking
+/// be a secret (what [`super::secrets::detect`] finds, or a long random-looking
 /// run) keeps four characters and is masked after them, and control
 /// characters are made visible. One character out for one in.
 pub fn mask_free_text(text: &str) -> String {
-    let mut out: Vec<char> = text.chars().map(visible).collect();
-    let chars: Vec<(usize, char)> = text.char_indices().collect();
-    let is_separator =
-        |c: char| c.is_whitespace() || c.is_control() || "\"'`,;=:&{}[]()<>".contains(c);
-    let mut at = 0;
-    let mut previous_word = String::new();
-    while at < chars.len() {
-        if is_separator(chars[at].1) {
-            at += 1;
-            continue;
-        }
-        let start = at;
-        while at < chars.len() && !is_separator(chars[at].1) {
-            at += 1;
-        }
-        let from = chars[start].0;
-        let to = chars.get(at).map_or(text.len(), |(i, _)| *i);
-        let word = &text[from..to];
-        let secret = !secrets::detect(Some(&previous_word), word).is_empty()
-            || (word.chars().count() >= 16 && secrets::entropy(word) >= 3.5);
-        if secret {
-            for c in out.iter_mut().take(at).skip(start + 4) {
-                *c = '*';
-            }
-        }
-        previous_word = word.to_owned();
-    }
-    out.into_iter().collect()
+    crate::outside::mask_secrets(text).chars().map(visible).collect()
 }
 
 /// A source line prepared for display: masked, made visible, and cut to a

@@ -22,12 +22,18 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Runs `ecp lint ARGS` under the memory cap and the timeout.
 fn lint_capped(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut all = vec!["lint"];
+    all.extend_from_slice(args);
+    ecp_capped(&all, env, None)
+}
+
+/// Runs `ecp ARGS` (in `cwd`, when given) under the memory cap and the
+/// timeout, with no stdin.
+pub fn ecp_capped(args: &[&str], env: &[(&str, &str)], cwd: Option<&Path>) -> Output {
     let mut command = Command::new("bash");
     command
         .arg("-c")
-        .arg(format!(
-            "ulimit -v {MEMORY_CAP_KIB}; exec \"$0\" lint \"$@\""
-        ))
+        .arg(format!("ulimit -v {MEMORY_CAP_KIB}; exec \"$0\" \"$@\""))
         .arg(env!("CARGO_BIN_EXE_ecp"))
         .args(args)
         .envs(env.iter().copied())
@@ -35,6 +41,9 @@ fn lint_capped(args: &[&str], env: &[(&str, &str)]) -> Output {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    if let Some(cwd) = cwd {
+        command.current_dir(cwd);
+    }
     let child = command.spawn().unwrap();
     let pid = child.id();
     let (done, wait) = std::sync::mpsc::channel();
@@ -47,12 +56,12 @@ fn lint_capped(args: &[&str], env: &[(&str, &str)]) -> Output {
         Ok(output) => output,
         Err(_) => {
             let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-            panic!("ecp lint {args:?} did not finish within {TIMEOUT:?}");
+            panic!("ecp {args:?} did not finish within {TIMEOUT:?}");
         }
     }
 }
 
-fn text(output: &Output) -> String {
+pub fn text(output: &Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),

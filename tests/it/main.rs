@@ -7,6 +7,7 @@ mod contracts;
 mod deploy;
 mod first_hour;
 mod hostile;
+mod hostile_tools;
 mod http_protocol;
 #[path = "../support/jwt.rs"]
 mod jwt;

@@ -170,7 +170,6 @@ impl Suite<'_> {
     }
 
     pub(super) fn redaction(&mut self) {
-        let stderr = self.session.stderr();
         let mut secrets = vec![
             QUERY_CANARY.to_owned(),
             TOKEN_CANARY.to_owned(),
@@ -182,7 +181,7 @@ impl Suite<'_> {
         let leak = secrets.iter().find_map(|secret| {
             if self.texts.iter().any(|t| t.contains(secret.as_str())) {
                 Some(format!("a result holds {}", describe(secret)))
-            } else if stderr.contains(secret.as_str()) {
+            } else if self.session.stderr_holds(secret) {
                 Some(format!("stderr holds {}", describe(secret)))
             } else {
                 None

@@ -1,0 +1,228 @@
+//! Text that came from outside, as ecp shows it: a target's stderr, a
+//! manifest or `Cargo.toml` value, a provenance statement's field, a
+//! server's error line. Whoever wrote it may be an attacker, so every such
+//! text reaches a terminal or a JSON report through this one rendering:
+//!
+//! - secret-looking words (what [`crate::lint::secrets::detect`] finds, or a
+//!   long random-looking run) keep four characters and are masked after;
+//! - control characters (C0 but the line breaks of a [`block`], DEL, C1)
+//!   and the bidirectional overrides and isolates are escaped as `\u{1b}`,
+//!   so nothing clears a screen, sets a title or reorders what follows;
+//! - it is cut to a bound, and the cut says how much it left out.
+//!
+//! Bounding comes first, so the cost is linear in the bound, not in the
+//! input: a 20 MiB stderr costs what its last lines cost.
+
+use crate::lint::secrets;
+
+/// The usual bound on one value in a message, in characters.
+pub const VALUE_CHARS: usize = 200;
+/// The usual bound on one line of a [`block`], in characters.
+pub const LINE_CHARS: usize = 300;
+/// The usual number of lines a [`block`] keeps (its last).
+pub const BLOCK_LINES: usize = 20;
+
+/// Whether `c` must not reach a terminal as itself.
+fn unsafe_char(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Characters that end a word for masking.
+fn separator(c: char) -> bool {
+    c.is_whitespace() || c.is_control() || "\"'`,;=:&{}[]()<>".contains(c)
+}
+
+/// `text` with every word that is or may be a secret masked after its
+/// first four characters (`ghp_************`). One character out for one
+/// in; nothing else changes, control characters included.
+pub fn mask_secrets(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = chars.clone();
+    let mut at = 0;
+    let mut previous_word = String::new();
+    while at < chars.len() {
+        if separator(chars[at]) {
+            at += 1;
+            continue;
+        }
+        let start = at;
+        while at < chars.len() && !separator(chars[at]) {
+            at += 1;
+        }
+        let word: String = chars[start..at].iter().collect();
+        // A SHA-1 or SHA-256 digest in hex (a commit, a file's sum) is
+        // random but no secret, and what a reader compares.
+        let digest = matches!(at - start, 40 | 64) && word.chars().all(|c| c.is_ascii_hexdigit());
+        let secret = !secrets::detect(Some(&previous_word), &word).is_empty()
+            || (!digest && at - start >= 16 && secrets::entropy(&word) >= 3.5);
+        if secret {
+            for c in out.iter_mut().take(at).skip(start + 4) {
+                *c = '*';
+            }
+        }
+        previous_word = word;
+    }
+    out.into_iter().collect()
+}
+
+/// Appends `c`, escaped when it must not reach a terminal as itself.
+fn push_safe(out: &mut String, c: char) {
+    if unsafe_char(c) {
+        out.extend(c.escape_unicode());
+    } else {
+        out.push(c);
+    }
+}
+
+/// One value on one line: masked, escaped (line breaks too), and at most
+/// `max_chars` characters of it, followed by `… (N more characters)` when
+/// it was longer.
+pub fn line(text: &str, max_chars: usize) -> String {
+    let mut kept: String = text.chars().take(max_chars).collect();
+    let more = text.chars().count() - kept.chars().count();
+    kept = mask_secrets(&kept);
+    let mut out = String::with_capacity(kept.len());
+    for c in kept.chars() {
+        push_safe(&mut out, c);
+    }
+    if more > 0 {
+        out.push_str(&format!("… ({more} more characters)"));
+    }
+    out
+}
+
+/// A value with [`line`]'s treatment and [`VALUE_CHARS`] as its bound.
+pub fn value(text: &str) -> String {
+    line(text, VALUE_CHARS)
+}
+
+/// Several lines (a process's stderr, say): its last `max_lines` lines,
+/// each rendered by [`line`] with `max_line_chars`, joined by `\n`; the
+/// first line says how many earlier lines were left out. Blank lines at
+/// the end are dropped.
+pub fn block(text: &str, max_lines: usize, max_line_chars: usize) -> String {
+    let text = text.trim_end();
+    let lines: Vec<&str> = text.lines().collect();
+    let skipped = lines.len().saturating_sub(max_lines);
+    let mut out = Vec::with_capacity(max_lines + 1);
+    if skipped > 0 {
+        out.push(format!("… ({skipped} earlier lines not shown)"));
+    }
+    out.extend(
+        lines[skipped..]
+            .iter()
+            .map(|l| line(l.trim_end_matches('\r'), max_line_chars)),
+    );
+    out.join("\n")
+}
+
+/// The bytes a process wrote to a pipe, kept bounded as they arrive: the
+/// last `cap` bytes and how many came before them.
+#[derive(Debug, Default)]
+pub struct Tail {
+    cap: usize,
+    kept: std::collections::VecDeque<u8>,
+    dropped: u64,
+}
+
+impl Tail {
+    /// A tail that keeps at most `cap` bytes.
+    pub fn new(cap: usize) -> Tail {
+        Tail {
+            cap,
+            kept: std::collections::VecDeque::new(),
+            dropped: 0,
+        }
+    }
+
+    /// Takes `bytes`, dropping the oldest beyond the cap.
+    pub fn push(&mut self, bytes: &[u8]) {
+        let bytes = if bytes.len() > self.cap {
+            self.dropped += (bytes.len() - self.cap) as u64;
+            &bytes[bytes.len() - self.cap..]
+        } else {
+            bytes
+        };
+        let over = (self.kept.len() + bytes.len()).saturating_sub(self.cap);
+        self.kept.drain(..over);
+        self.dropped += over as u64;
+        self.kept.extend(bytes);
+    }
+
+    /// How many bytes came before what is kept.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    /// What is kept, as text (invalid UTF-8, and a character cut by the
+    /// cap at the front, replaced by U+FFFD).
+    pub fn text(&self) -> String {
+        let bytes: Vec<u8> = self.kept.iter().copied().collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    /// The kept text as a [`block`] of the usual bounds, with a first line
+    /// that counts the bytes left out before it.
+    pub fn render(&self) -> String {
+        let shown = block(&self.text(), BLOCK_LINES, LINE_CHARS);
+        if self.dropped > 0 {
+            format!("… ({} earlier bytes not shown)\n…{shown}", self.dropped)
+        } else {
+            shown
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_what_a_terminal_would_obey() {
+        let shown = line("a\u{1b}[2J\u{1b}]0;owned\u{7}b\u{202e}c\u{9b}d\ne", 100);
+        assert_eq!(
+            shown,
+            "a\\u{1b}[2J\\u{1b}]0;owned\\u{7}b\\u{202e}c\\u{9b}d\\u{a}e"
+        );
+        assert!(!shown.chars().any(unsafe_char));
+    }
+
+    #[test]
+    fn masks_tokens_and_bearers() {
+        let token = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+        let shown = line(&format!("using {token} now"), 200);
+        assert!(shown.starts_with("using ghp_***"), "{shown}");
+        assert!(!shown.contains("0123456789abcdef"), "{shown}");
+        let shown = line("Authorization: Bearer s3cr3tT0k3nV4lu3xyzQW", 200);
+        assert!(!shown.contains("s3cr3tT0k3nV4lu3xyzQW"), "{shown}");
+        assert_eq!(line("plain words stay", 200), "plain words stay");
+        let digest = "9f81762a0c1e3b5d7f9e8d7c6b5a49382716f5e4d3c2b1a09f81762a0c1e3b5d";
+        assert_eq!(line(digest, 200), digest);
+    }
+
+    #[test]
+    fn cuts_with_the_count_of_what_was_cut() {
+        assert_eq!(line("abcdef", 4), "abcd… (2 more characters)");
+        let many: String = (0..50).map(|n| format!("line {n}\n")).collect();
+        let shown = block(&many, 3, 100);
+        assert_eq!(
+            shown,
+            "… (47 earlier lines not shown)\nline 47\nline 48\nline 49"
+        );
+    }
+
+    #[test]
+    fn a_tail_keeps_the_end_and_counts_the_rest() {
+        let mut tail = Tail::new(10);
+        tail.push(b"first line\nsecond\n");
+        tail.push(b"xyz\n");
+        assert_eq!(tail.dropped(), 12);
+        assert_eq!(tail.text(), "econd\nxyz\n");
+        assert_eq!(tail.render(), "… (12 earlier bytes not shown)\n…econd\nxyz");
+        let mut big = Tail::new(8);
+        big.push(&[b'a'; 1000]);
+        assert_eq!(big.dropped(), 992);
+        assert_eq!(big.text(), "aaaaaaaa");
+    }
+}
