@@ -51,11 +51,8 @@ pub fn mask_secrets(text: &str) -> String {
             at += 1;
         }
         let word: String = chars[start..at].iter().collect();
-        // A SHA-1 or SHA-256 digest in hex (a commit, a file's sum) is
-        // random but no secret, and what a reader compares.
-        let digest = matches!(at - start, 40 | 64) && word.chars().all(|c| c.is_ascii_hexdigit());
         let secret = !secrets::detect(Some(&previous_word), &word).is_empty()
-            || (!digest && at - start >= 16 && secrets::entropy(&word) >= 3.5);
+            || word.split(['.', '/']).any(random_looking);
         if secret {
             for c in out.iter_mut().take(at).skip(start + 4) {
                 *c = '*';
@@ -64,6 +61,21 @@ pub fn mask_secrets(text: &str) -> String {
         previous_word = word;
     }
     out.into_iter().collect()
+}
+
+/// Whether one part of a word (between dots and slashes, so that file
+/// names, hosts and paths are judged by their parts) looks like a random
+/// credential: long, mixed letters and digits, high entropy. A hex SHA-1
+/// or SHA-256 digest (a commit, a file's sum) is random but no secret, and
+/// what a reader compares.
+fn random_looking(part: &str) -> bool {
+    let length = part.chars().count();
+    let digest = matches!(length, 40 | 64) && part.chars().all(|c| c.is_ascii_hexdigit());
+    length >= 16
+        && !digest
+        && part.chars().any(|c| c.is_ascii_digit())
+        && part.chars().any(char::is_alphabetic)
+        && secrets::entropy(part) >= 3.5
 }
 
 /// Appends `c`, escaped when it must not reach a terminal as itself.
@@ -199,6 +211,10 @@ mod tests {
         assert_eq!(line("plain words stay", 200), "plain words stay");
         let digest = "9f81762a0c1e3b5d7f9e8d7c6b5a49382716f5e4d3c2b1a09f81762a0c1e3b5d";
         assert_eq!(line(digest, 200), digest);
+        let names = "provenance.linux.x64.intoto.jsonl linux.x64.acme-context.tar.gz";
+        assert_eq!(line(names, 200), names);
+        let shown = line("key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEX4MPLEKEY", 200);
+        assert!(!shown.contains("bPxRfiCYEX4MPLEKEY"), "{shown}");
     }
 
     #[test]

@@ -29,10 +29,7 @@ pub fn run(args: VerifyArgs, color: ColorChoice) -> Outcome {
         provenance: args.provenance,
     };
     let mut log = |line: &str| {
-        eprintln!(
-            "ecp verify: {}",
-            crate::lint::report::escape_controls(line, 2000)
-        );
+        eprintln!("ecp verify: {}", crate::outside::line(line, 2000));
     };
     let report = verify::verify(&options, &mut log).map_err(|error| {
         let help = error.help();
@@ -51,7 +48,7 @@ pub fn run(args: VerifyArgs, color: ColorChoice) -> Outcome {
                     "  {}  {:<10} {}",
                     label(check.status, color),
                     check.id,
-                    crate::lint::report::escape_controls(&check.detail, 2000)
+                    check.detail
                 );
             }
             let failed = report
@@ -70,8 +67,14 @@ pub fn run(args: VerifyArgs, color: ColorChoice) -> Outcome {
             } else {
                 format!("; not checked: {}", unchecked.join(", "))
             };
-            if report.verified {
-                println!("verified: every step asked for is proven{open}");
+            if report.origin_proven {
+                println!("verified: every step asked for is proven, the signature included{open}");
+            } else if report.verified {
+                // Never "verified" without the signature: the release
+                // agrees with itself, which anyone who rewrote it can do.
+                println!(
+                    "consistent, origin NOT proven: every step asked for is proven, but no signature was checked (pass --key PUBLIC_KEY){open}"
+                );
             } else {
                 println!("NOT verified: {failed} step(s) failed{open}");
             }

@@ -55,6 +55,9 @@ pub struct VerifyReport {
     pub sha256: String,
     /// Every step that was asked for is proven.
     pub verified: bool,
+    /// Who built it is proven: the signature step is proven. Without it a
+    /// verified release only agrees with itself.
+    pub origin_proven: bool,
     pub checks: Vec<Step>,
 }
 
@@ -78,11 +81,18 @@ impl VerifyError {
     }
 }
 
-fn step(id: &'static str, status: Status, detail: impl Into<String>) -> Step {
+/// The longest detail a step shows, in characters.
+const MAX_DETAIL_CHARS: usize = 2000;
+
+/// A step; its detail quotes the statement, the folder's file names and
+/// the source, all written by whoever made the release, so it is shown
+/// through [`crate::outside`]: escaped, masked and bounded, in the human
+/// and the JSON form alike.
+fn step(id: &'static str, status: Status, detail: impl AsRef<str>) -> Step {
     Step {
         id,
         status,
-        detail: detail.into(),
+        detail: crate::outside::line(detail.as_ref(), MAX_DETAIL_CHARS),
     }
 }
 
@@ -110,8 +120,21 @@ pub fn verify(
 
     let mut checks = vec![sums_step(&folder, &name, &sha256)];
     let found = find_statement(&folder, options.provenance.as_deref(), &name, &sha256);
-    checks.push(provenance_step(&found, &name, &sha256));
-    checks.push(signature_step(&found, key.as_ref()));
+    let beside = read_all(&folder, options.provenance.as_deref());
+    let conflicts = disagreements(&beside, &name, &sha256);
+    checks.push(if conflicts.is_empty() {
+        provenance_step(&found, &name, &sha256)
+    } else {
+        step(
+            "provenance",
+            Status::Failed,
+            format!(
+                "the provenance beside the archive does not agree: {}",
+                conflicts.join("; ")
+            ),
+        )
+    });
+    checks.push(signature_step(&found, key.as_ref(), &beside));
     checks.push(lint_step(archive));
     let linted = checks.last().is_some_and(|c| c.status == Status::Proven);
     checks.push(match (&options.rebuild, &found) {
@@ -159,9 +182,10 @@ pub fn verify(
         .iter()
         .all(|c| c.status == Status::Proven || (!asked(c.id) && c.status == Status::NotChecked));
     Ok(VerifyReport {
-        archive: archive.display().to_string(),
+        archive: crate::outside::line(&archive.display().to_string(), MAX_DETAIL_CHARS),
         sha256,
         verified,
+        origin_proven: verified && signed,
         checks,
     })
 }
@@ -345,6 +369,72 @@ fn find_statement(folder: &Path, given: Option<&Path>, name: &str, sha256: &str)
     Found::Nothing(format!("no statement lists `{name}` ({})", seen.join("; ")))
 }
 
+/// One provenance file beside the archive (or given), as read.
+struct Provenance {
+    file: String,
+    read: Result<(Value, Option<Envelope>), String>,
+}
+
+/// Every provenance file beside the archive, and the one given: all of
+/// them are judged, not only the one that agrees with the archive.
+fn read_all(folder: &Path, given: Option<&Path>) -> Vec<Provenance> {
+    let mut files = candidates(folder, None);
+    if let Some(given) = given
+        && !files.iter().any(|f| f == given)
+    {
+        files.push(given.to_owned());
+    }
+    files
+        .iter()
+        .map(|path| Provenance {
+            file: path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            read: read_provenance(path),
+        })
+        .collect()
+}
+
+/// Where the provenance files disagree with the archive (a subject of its
+/// name with another digest) or with each other (one subject, two digests),
+/// or cannot be read (a file that cannot be judged could hide either).
+fn disagreements(beside: &[Provenance], name: &str, sha256: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut digests: std::collections::BTreeMap<String, (String, &str)> =
+        std::collections::BTreeMap::new();
+    for provenance in beside {
+        let file = &provenance.file;
+        let statement = match &provenance.read {
+            Err(reason) => {
+                found.push(format!("{file} cannot be read ({reason})"));
+                continue;
+            }
+            Ok((statement, _)) => statement,
+        };
+        for (subject, digest) in subjects(statement) {
+            let digest = digest.to_ascii_lowercase();
+            if subject == name && digest != sha256 {
+                found.push(format!(
+                    "{file} records sha256 {digest} for `{name}`, but the archive's is {sha256}: the archive was changed or the statement is another build's"
+                ));
+            }
+            match digests.get(&subject) {
+                Some((other, other_file)) if *other != digest => found.push(format!(
+                    "{other_file} and {file} record different digests for `{subject}`"
+                )),
+                Some(_) => {}
+                None => {
+                    digests.insert(subject, (digest, file));
+                }
+            }
+        }
+    }
+    found.dedup();
+    found.truncate(8);
+    found
+}
+
 fn shown_list(names: &[String]) -> String {
     if names.is_empty() {
         return "no subjects".into();
@@ -441,7 +531,31 @@ fn provenance_step(found: &Found, name: &str, sha256: &str) -> Step {
     )
 }
 
-fn signature_step(found: &Found, key: Option<&VerifyingKey>) -> Step {
+fn signature_step(found: &Found, key: Option<&VerifyingKey>, beside: &[Provenance]) -> Step {
+    // An envelope beside the archive is named even when the statement
+    // judged is another (unsigned) file: its signature is what would
+    // prove the origin.
+    let signed_beside: Vec<String> = beside
+        .iter()
+        .filter_map(|p| match &p.read {
+            Ok((_, Some(envelope))) => Some(format!(
+                "{} is signed by key {}",
+                p.file,
+                envelope.key_ids().join(", ")
+            )),
+            _ => None,
+        })
+        .collect();
+    if key.is_none() && !signed_beside.is_empty() {
+        return step(
+            "signature",
+            Status::NotChecked,
+            format!(
+                "{}; the signature was not checked: pass --key PUBLIC_KEY to check it",
+                signed_beside.join("; ")
+            ),
+        );
+    }
     let (file, envelope) = match found {
         Found::Nothing(_) => {
             return step(

@@ -801,3 +801,124 @@ fn builds_are_reproducible_and_a_rebuild_proves_it() {
         "{detail}"
     );
 }
+
+/// The lower-case hex SHA-256 of a file.
+fn sha256_hex(path: &Path) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(std::fs::read(path).unwrap());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn verify_judges_every_statement_beside_the_archive_and_never_claims_an_unchecked_signature() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = committed_extension(temp.path());
+    let binary = prebuilt(temp.path());
+    let keys = temp.path().join("keys");
+    std::fs::create_dir_all(&keys).unwrap();
+    let pairs = key_pairs(&keys);
+    let signer = &pairs[0];
+    let release = temp.path().join("release");
+    package_prebuilt(
+        &dir,
+        &binary,
+        &release,
+        &["--sign-key", signer.private.to_str().unwrap()],
+    );
+    let good = release.join(ARCHIVE);
+
+    // A signed release checked without its key: consistent, never
+    // "verified", and the key id that would prove it is named.
+    let (code, report) = verify(&[good.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{report:#}");
+    assert_eq!(report["verified"], true);
+    assert_eq!(report["origin_proven"], false);
+    let (status, detail) = step(&report, "signature");
+    assert_eq!(status, "not-checked");
+    assert!(
+        detail.contains(".intoto.jsonl is signed by key") && detail.contains("not checked"),
+        "{detail}"
+    );
+    let human = ecp(&["verify", good.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&human.stdout);
+    assert!(said.contains("consistent, origin NOT proven"), "{said}");
+    assert!(!said.contains("verified:"), "{said}");
+    let (_, report) = verify(&[
+        good.to_str().unwrap(),
+        "--key",
+        signer.public.to_str().unwrap(),
+    ]);
+    assert_eq!(report["origin_proven"], true, "{report:#}");
+
+    // The attack: the archive re-packed (one header byte: still a valid
+    // gzip that lint passes), SHA256SUMS and the unsigned statement
+    // rewritten to match; the signed envelope beside them still names the
+    // original. Without --key this was "proven".
+    let forged = temp.path().join("forged");
+    copy_folder(&release, &forged);
+    let archive = forged.join(ARCHIVE);
+    let (old, new) = {
+        let old = sha256_hex(&archive);
+        let mut bytes = std::fs::read(&archive).unwrap();
+        bytes[9] ^= 1; // the gzip header's OS byte
+        std::fs::write(&archive, bytes).unwrap();
+        (old, sha256_hex(&archive))
+    };
+    for name in ["SHA256SUMS", "provenance.linux.x64.intoto.json"] {
+        let path = forged.join(name);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(&old), "{name}");
+        std::fs::write(&path, text.replace(&old, &new)).unwrap();
+    }
+    let (code, report) = verify(&[archive.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{report:#}");
+    assert_eq!(report["verified"], false);
+    assert_eq!(step(&report, "sums").0, "proven");
+    let (status, detail) = step(&report, "provenance");
+    assert_eq!(status, "failed", "{detail}");
+    assert!(
+        detail.contains(&format!(
+            "provenance.linux.x64.intoto.jsonl records sha256 {old} for `{ARCHIVE}`, but the archive's is {new}"
+        )),
+        "{detail}"
+    );
+    assert!(detail.contains("record different digests"), "{detail}");
+    let (status, detail) = step(&report, "signature");
+    assert_eq!(status, "not-checked");
+    assert!(detail.contains("signed by key"), "{detail}");
+
+    // A statement's strings are shown escaped and bounded: a 15 MiB
+    // builder id with a right-to-left override.
+    let long = temp.path().join("long");
+    copy_folder(&release, &long);
+    std::fs::remove_file(long.join("provenance.linux.x64.intoto.jsonl")).unwrap();
+    let path = long.join("provenance.linux.x64.intoto.json");
+    let mut statement: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let builder = format!("\u{202e}evil{}", "A".repeat(15 * 1024 * 1024));
+    statement["predicate"]["runDetails"]["builder"]["id"] = builder.into();
+    std::fs::write(&path, statement.to_string()).unwrap();
+    let output = ecp(&[
+        "verify",
+        long.join(ARCHIVE).to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert!(
+        output.stdout.len() < 64 * 1024,
+        "{} bytes",
+        output.stdout.len()
+    );
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(!said.contains('\u{202e}'), "a raw U+202E");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let (status, detail) = step(&report, "provenance");
+    assert_eq!(status, "proven");
+    assert!(detail.contains("\\u{202e}evil"), "{detail}");
+    assert!(detail.contains("more characters)"), "{}", &detail[..200]);
+    let human = ecp(&["verify", long.join(ARCHIVE).to_str().unwrap()]);
+    assert!(
+        human.stdout.len() < 64 * 1024,
+        "{} bytes",
+        human.stdout.len()
+    );
+}
