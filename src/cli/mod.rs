@@ -216,6 +216,12 @@ pub struct PackageArgs {
     #[arg(long)]
     pub skip_build: bool,
 
+    /// Node projects: run npm ci with --ignore-scripts, so that no install
+    /// script of package.json or of a dependency runs (npm run build still
+    /// runs the build script)
+    #[arg(long)]
+    pub ignore_scripts: bool,
+
     /// Rust target triple to build for (and to name the archives after)
     #[arg(long, value_name = "TRIPLE")]
     pub target: Option<String>,
@@ -242,7 +248,10 @@ pub struct VerifyArgs {
     pub key: Option<PathBuf>,
 
     /// Rebuild the recorded commit from this git repository (a folder or a
-    /// URL) in a scratch folder and compare the archive byte for byte
+    /// URL) in a scratch folder and compare the archive byte for byte. The
+    /// rebuild runs the source's build code on this machine: cargo's build
+    /// scripts (build.rs) and procedural macros, npm's install and build
+    /// scripts; rebuild only what you would build anyway
     #[arg(long, value_name = "SOURCE")]
     pub rebuild: Option<String>,
 

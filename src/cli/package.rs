@@ -51,6 +51,7 @@ pub fn run(args: PackageArgs, color: ColorChoice) -> Outcome {
             .collect(),
         binary: args.binary.clone(),
         skip_build: args.skip_build,
+        ignore_scripts: args.ignore_scripts,
         target: args.target.clone(),
         progress: !args.json && std::io::stderr().is_terminal(),
         epoch,

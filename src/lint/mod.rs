@@ -369,7 +369,7 @@ pub fn lint_path_with(
         let text = read(path, None)?;
         let found = lint_manifest_text(&display(path), &text, &mut report)?;
         let folder = path.parent().unwrap_or(Path::new("."));
-        folder_rules(folder, &display(path), &found, &mut report);
+        folder_rules(folder, &display(path), &found, &mut report)?;
         if let Some(tag) = tag {
             tag_rule(&display(path), tag, &found, &mut report);
         }
@@ -401,13 +401,23 @@ fn lint_folder(folder: &Path, report: &mut Report) -> Result<manifest::ManifestF
     let text = read(&manifest_path, Some(folder))?;
     let shown = display(&manifest_path);
     let facts = lint_manifest_text(&shown, &text, report)?;
-    folder_rules(folder, &shown, &facts, report);
+    folder_rules(folder, &shown, &facts, report)?;
     Ok(facts)
 }
 
 /// Rules that need the folder around the manifest: context files and the
 /// crate version.
-fn folder_rules(folder: &Path, file: &str, facts: &manifest::ManifestFacts, report: &mut Report) {
+///
+/// A `Cargo.toml` or `package.json` that is there but cannot be read as a
+/// regular file (a FIFO, a link to `/dev/zero` or out of the folder, too
+/// large) stops lint with its reason, as an unreadable manifest does: a
+/// folder lint could not read whole is never called clean.
+fn folder_rules(
+    folder: &Path,
+    file: &str,
+    facts: &manifest::ManifestFacts,
+    report: &mut Report,
+) -> Result<(), LintError> {
     for (name, span) in &facts.context_files {
         if !folder.join(name).is_file() {
             report.add(Finding::new(
@@ -436,9 +446,8 @@ fn folder_rules(folder: &Path, file: &str, facts: &manifest::ManifestFacts, repo
         }
     }
     let cargo = folder.join("Cargo.toml");
-    let cargo_table = read(&cargo, Some(folder))
-        .ok()
-        .and_then(|text| text.parse::<toml::Table>().ok());
+    let cargo_table =
+        read_if_there(&cargo, folder)?.and_then(|text| text.parse::<toml::Table>().ok());
     if let Some(table) = &cargo_table
         && let Some(installed) = crate::scaffold::vendor::installed(folder, table)
         && let Some(finding) = runtime_finding(
@@ -452,7 +461,7 @@ fn folder_rules(folder: &Path, file: &str, facts: &manifest::ManifestFacts, repo
     // The manifest, Cargo.toml and package.json describe one release.
     let others = [
         ("Cargo.toml", cargo_table.as_ref().and_then(crate_version)),
-        ("package.json", package_json_version(folder)),
+        ("package.json", package_json_version(folder)?),
     ];
     if let Some(version) = &facts.version {
         for (source, other) in others {
@@ -468,6 +477,7 @@ fn folder_rules(folder: &Path, file: &str, facts: &manifest::ManifestFacts, repo
             }
         }
     }
+    Ok(())
 }
 
 /// The largest bundle read for the self-contained scan.
@@ -566,10 +576,24 @@ pub(crate) fn runtime_finding(
 }
 
 /// `version` of a `package.json` beside the manifest (a Node extension).
-fn package_json_version(folder: &Path) -> Option<String> {
-    let text = read(&folder.join("package.json"), Some(folder)).ok()?;
-    let document: serde_json::Value = serde_json::from_str(&text).ok()?;
-    document.get("version")?.as_str().map(str::to_owned)
+fn package_json_version(folder: &Path) -> Result<Option<String>, LintError> {
+    let Some(text) = read_if_there(&folder.join("package.json"), folder)? else {
+        return Ok(None);
+    };
+    let document: Option<serde_json::Value> = serde_json::from_str(&text).ok();
+    Ok(document
+        .as_ref()
+        .and_then(|d| d.get("version")?.as_str())
+        .map(str::to_owned))
+}
+
+/// [`read`] of a file that may be absent (`None`); anything else that
+/// keeps it from being read is an error.
+fn read_if_there(path: &Path, folder: &Path) -> Result<Option<String>, LintError> {
+    match std::fs::symlink_metadata(path) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        _ => read(path, Some(folder)).map(Some),
+    }
 }
 
 fn crate_version(document: &toml::Table) -> Option<String> {

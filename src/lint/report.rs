@@ -71,7 +71,10 @@ pub fn escape_controls(text: &str, max: usize) -> String {
 /// run) keeps four characters and is masked after them, and control
 /// characters are made visible. One character out for one in.
 pub fn mask_free_text(text: &str) -> String {
-    crate::outside::mask_secrets(text).chars().map(visible).collect()
+    crate::outside::mask_secrets(text)
+        .chars()
+        .map(visible)
+        .collect()
 }
 
 /// A source line prepared for display: masked, made visible, and cut to a

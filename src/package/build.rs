@@ -264,13 +264,20 @@ fn npm(folder: &Path, args: &[&str], progress: bool) -> Result<(), PackageError>
 }
 
 /// `npm ci` (a missing `package-lock.json` is created first, with a note)
-/// and `npm run build`, which writes the bundle.
+/// and `npm run build`, which writes the bundle. Both run code from the
+/// folder, which is said first: `npm ci` the install scripts of the package
+/// and its dependencies (unless `ignore_scripts`), `npm run build` the
+/// package's build script.
 pub fn build_node(
     folder: &Path,
     progress: bool,
+    ignore_scripts: bool,
     log: &mut dyn FnMut(&str),
 ) -> Result<(), PackageError> {
-    let quiet = ["--no-audit", "--no-fund"];
+    let mut quiet = vec!["--no-audit", "--no-fund"];
+    if ignore_scripts {
+        quiet.push("--ignore-scripts");
+    }
     if !folder.join("package-lock.json").is_file() {
         npm(
             folder,
@@ -279,8 +286,14 @@ pub fn build_node(
         )?;
         eprintln!("note: created package-lock.json for a reproducible build; commit it");
     }
-    log("build: npm ci");
-    npm(folder, &[&["ci"], &quiet[..]].concat(), progress)?;
+    log(if ignore_scripts {
+        "build: this runs code from the folder: npm run build runs package.json's build script (install scripts are off: --ignore-scripts)"
+    } else {
+        "build: this runs code from the folder: npm ci runs the install scripts of package.json and of every dependency (--ignore-scripts turns them off), npm run build its build script"
+    });
+    let ci = [&["ci"], &quiet[..]].concat();
+    log(&format!("build: npm {}", ci.join(" ")));
+    npm(folder, &ci, progress)?;
     log("build: npm run build");
     npm(folder, &["run", "build"], progress)
 }

@@ -44,6 +44,9 @@ pub struct PackageSettings {
     pub skip_build: bool,
     /// Sign the provenance statement with this key (a DSSE envelope).
     pub sign_key: Option<std::sync::Arc<crate::provenance::keys::SigningKey>>,
+    /// Node projects: `npm ci --ignore-scripts` (no install scripts of the
+    /// package or its dependencies).
+    pub ignore_scripts: bool,
 }
 
 /// One written archive.
@@ -327,7 +330,7 @@ fn run(
             log("build: skipped (--skip-build), packaging the bundle as it is");
         } else {
             let started = std::time::Instant::now();
-            build::build_node(folder, settings.progress, log)?;
+            build::build_node(folder, settings.progress, settings.ignore_scripts, log)?;
             toolchain = provenance::source::node_toolchain(folder).unwrap_or(Toolchain::None);
             log(&format!(
                 "build: the bundle in {:.1} s",
@@ -405,6 +408,9 @@ fn run(
                             .map(|t| format!(" --target {t}"))
                             .unwrap_or_default()
                     ));
+                    log(
+                        "build: this runs code from the folder: cargo runs the build scripts (build.rs) and procedural macros of the crate and of its dependencies",
+                    );
                     let started = std::time::Instant::now();
                     let built = build::build(
                         folder,

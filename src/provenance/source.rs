@@ -47,20 +47,92 @@ pub struct Builder {
     pub invocation: Option<String>,
 }
 
+/// How long one git command in a received folder may take: a hostile
+/// configuration can point git at a FIFO (`include.path`).
+const GIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// `git -C folder ARGS` with the configuration that would run code from the
+/// folder turned off: `core.fsmonitor` (a command `git status` runs),
+/// `core.hooksPath`, and every filter driver the configuration names (its
+/// `clean` runs on `git status` for a racily clean file), read first with
+/// `git config`, which runs nothing. The folder is someone else's: `ecp
+/// package` of a received folder must not run its `.git/config`.
 fn git(folder: &Path, args: &[&str]) -> Option<String> {
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(folder)
-        .args(args)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
+    let mut command = Command::new("git");
+    command.arg("-C").arg(folder).args(SAFE_CONFIG);
+    if args.first() != Some(&"config") {
+        let drivers = git(
+            folder,
+            &["config", "--name-only", "--get-regexp", r"^filter\."],
+        )
+        .unwrap_or_default();
+        let mut names: Vec<&str> = drivers
+            .lines()
+            .filter_map(|key| key.strip_prefix("filter.")?.rsplit_once('.'))
+            .map(|(name, _)| name)
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        // A driver that `-c` cannot name (an `=` in its name, too many)
+        // cannot be turned off: then git does not run here.
+        if names.len() > 64 || names.iter().any(|n| n.contains('=')) {
+            return None;
+        }
+        for name in names {
+            for part in ["clean", "smudge", "process"] {
+                command.arg("-c").arg(format!("filter.{name}.{part}="));
+            }
+        }
+    }
+    command.args(args);
+    let output = run_bounded(command, GIT_TIMEOUT)?;
     output.status.success().then(|| {
         String::from_utf8_lossy(&output.stdout)
             .trim_end()
             .to_owned()
     })
+}
+
+/// Settings given to every git command in a received folder.
+const SAFE_CONFIG: &[&str] = &[
+    "--no-optional-locks",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.untrackedCache=false",
+];
+
+/// Runs `command` (stdin closed, stderr dropped) and kills it when it
+/// outlives `timeout`.
+fn run_bounded(mut command: Command, timeout: std::time::Duration) -> Option<std::process::Output> {
+    let child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let pid = child.id();
+    let (done, wait) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(child.wait_with_output());
+    });
+    match wait.recv_timeout(timeout) {
+        Ok(output) => output.ok(),
+        Err(_) => {
+            #[cfg(unix)]
+            if let Ok(pid) = i32::try_from(pid) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            #[cfg(not(unix))]
+            let _ = pid;
+            None
+        }
+    }
 }
 
 /// The git source of `folder`, when it is inside a work tree with a

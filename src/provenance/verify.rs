@@ -722,6 +722,9 @@ fn rebuild_step(
     log(&format!(
         "rebuild: git clone {source} and check out {commit}"
     ));
+    log(
+        "rebuild: this runs the source's build code on this machine (cargo's build scripts and procedural macros, npm's install and build scripts)",
+    );
     if let Err(said) = git_checkout(source, commit, &checkout) {
         return failed(format!("cannot check out {commit} from {source}: {said}"));
     }
@@ -790,6 +793,7 @@ fn rebuild_step(
         epoch,
         skip_build: false,
         sign_key: None,
+        ignore_scripts: false,
     };
     let mut inner = |line: &str| log(&format!("rebuild: {line}"));
     if let Err(error) = crate::package::package(&settings, &mut inner) {

@@ -235,3 +235,214 @@ fn check_unpacks_an_archive_through_the_bounded_reader_of_lint() {
     assert!(text(&output).contains("unsafe path"), "{}", text(&output));
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
 }
+
+/// `git ARGS` in `dir`, which must succeed.
+fn git(dir: &Path, args: &[&str]) {
+    let output = Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@ecp.invalid",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "git {args:?}: {output:?}");
+}
+
+#[test]
+fn package_runs_nothing_a_received_folders_git_configuration_names() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("acme-context");
+    let output = super::cli::ecp(&[
+        "new",
+        "acme-context",
+        "--template",
+        "remote",
+        "--yes",
+        "--dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{output:?}");
+    std::fs::write(dir.join(".gitattributes"), "* filter=evil\n").unwrap();
+    git(&dir, &["init", "--quiet"]);
+    git(&dir, &["add", "--all"]);
+    git(&dir, &["commit", "--quiet", "-m", "received"]);
+    // What `git status` would run: an fsmonitor command, and a filter
+    // driver's clean command for a file that changed without changing its
+    // size or time (racily clean, so git reads it again).
+    let marker = temp.path().join("ran");
+    let run = format!("touch {}; cat", marker.display());
+    git(&dir, &["config", "core.fsmonitor", &run]);
+    git(&dir, &["config", "filter.evil.clean", &run]);
+    let readme = dir.join("README.md");
+    let was = std::fs::read_to_string(&readme).unwrap();
+    std::fs::write(&readme, was.replacen('a', "b", 1)).unwrap();
+    let status = Command::new("touch")
+        .args(["-d", "2000-01-01", readme.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // The shape is live: a plain `git status` here runs both.
+    let plain = Command::new("git")
+        .args(["status", "--porcelain"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(plain.status.success());
+    assert!(
+        marker.exists(),
+        "the hostile configuration did not run under plain git"
+    );
+    std::fs::remove_file(&marker).unwrap();
+
+    let out = temp.path().join("out");
+    let output = ecp_capped(
+        &[
+            "package",
+            dir.to_str().unwrap(),
+            "--out-dir",
+            out.to_str().unwrap(),
+        ],
+        &[],
+        None,
+    );
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        !marker.exists(),
+        "ecp package ran the folder's git configuration"
+    );
+    // git still answered: the statement names the commit, and the change.
+    let statement: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("provenance.intoto.json")).unwrap())
+            .unwrap();
+    let build = &statement["predicate"]["buildDefinition"];
+    assert!(
+        build["externalParameters"]["source"]["digest"]["gitCommit"].is_string(),
+        "{statement:#}"
+    );
+    assert_eq!(build["internalParameters"]["dirty"], true, "{statement:#}");
+}
+
+#[test]
+fn package_says_a_build_runs_the_folders_code_and_can_skip_install_scripts() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("acme-context");
+    let output = super::cli::ecp(&[
+        "new",
+        "acme-context",
+        "--template",
+        "local-ts",
+        "--yes",
+        "--dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{output:?}");
+    // The generated project's own dependencies are not needed to show it:
+    // a package.json with an install script and a build script that writes
+    // a bundle, and no dependencies (npm ci runs offline).
+    let marker = temp.path().join("installed");
+    let package_json = serde_json::json!({
+        "name": "acme-context",
+        "version": "0.1.0",
+        "private": true,
+        "scripts": {
+            "preinstall": format!("touch {}", marker.display()),
+            "build": "mkdir -p dist && cp src-main.js dist/main.js",
+        },
+    });
+    std::fs::write(dir.join("package.json"), package_json.to_string()).unwrap();
+    std::fs::remove_file(dir.join("package-lock.json")).unwrap();
+    std::fs::write(dir.join("src-main.js"), "process.stdout.write('');\n").unwrap();
+    let lock = Command::new("npm")
+        .args([
+            "install",
+            "--package-lock-only",
+            "--ignore-scripts",
+            "--offline",
+        ])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(lock.status.success(), "{lock:?}");
+
+    let out = temp.path().join("out");
+    let package = |extra: &[&str]| {
+        let mut args = vec![
+            "package",
+            dir.to_str().unwrap(),
+            "--out-dir",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        // Not under the memory cap: Node reserves more address space.
+        super::cli::ecp(&args)
+    };
+    let output = package(&["--ignore-scripts"]);
+    let said = text(&output);
+    assert!(output.status.success(), "{said}");
+    assert!(
+        said.contains("this runs code from the folder: npm run build"),
+        "{said}"
+    );
+    assert!(
+        said.contains("npm ci --no-audit --no-fund --ignore-scripts"),
+        "{said}"
+    );
+    assert!(!marker.exists(), "--ignore-scripts ran an install script");
+    assert!(
+        dir.join("dist/main.js").exists(),
+        "the build script did not run"
+    );
+
+    let output = package(&[]);
+    let said = text(&output);
+    assert!(output.status.success(), "{said}");
+    assert!(
+        said.contains("npm ci runs the install scripts of package.json and of every dependency (--ignore-scripts turns them off)"),
+        "{said}"
+    );
+    assert!(
+        marker.exists(),
+        "npm ci without --ignore-scripts ran no install script"
+    );
+
+    let help = super::cli::ecp(&["verify", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("runs the source's build code"), "{help}");
+}
+
+#[test]
+fn lint_refuses_a_cargo_toml_or_package_json_it_cannot_read_and_names_it() {
+    let temp = tempfile::tempdir().unwrap();
+    for (case, file) in [
+        ("fifo", "Cargo.toml"),
+        ("zero", "Cargo.toml"),
+        ("fifo", "package.json"),
+    ] {
+        let dir = temp.path().join(format!("{case}-{file}"));
+        std::fs::create_dir_all(dir.join("dist")).unwrap();
+        std::fs::write(dir.join("qwen-extension.json"), MANIFEST).unwrap();
+        let path = dir.join(file);
+        if case == "fifo" {
+            let status = Command::new("mkfifo").arg(&path).status().unwrap();
+            assert!(status.success());
+        } else {
+            std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+        }
+        let output = ecp_capped(&["lint", dir.to_str().unwrap()], &[], None);
+        let said = text(&output);
+        assert_eq!(output.status.code(), Some(2), "{case} {file}: {said}");
+        assert!(said.contains(file), "{case} {file}: {said}");
+        assert!(
+            said.contains("is a FIFO") || said.contains("leads out of the folder"),
+            "{case} {file}: {said}"
+        );
+        assert!(!said.contains("clean"), "{case} {file}: {said}");
+    }
+}

@@ -440,6 +440,7 @@ const FUZZ_TARGETS: &[&str] = &[
     "release_assets",
     "provenance",
     "http_mcp",
+    "outside_text",
 ];
 
 fn fuzz(seconds: u64) -> Result<(), String> {
