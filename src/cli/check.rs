@@ -209,9 +209,10 @@ pub fn run_call(args: CallArgs) -> Outcome {
             );
         }
         _ => {
+            // A failure's text is the server's: shown, not obeyed.
             for block in &result.content {
                 if let Some(text) = block.as_text() {
-                    println!("{}", text.text);
+                    println!("{}", crate::outside::block(&text.text, 200, 4000));
                 }
             }
         }

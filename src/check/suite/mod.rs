@@ -51,14 +51,19 @@ pub struct CheckResult {
     pub reason: String,
 }
 
+/// The longest reason a check gives, in characters.
+const MAX_REASON_CHARS: usize = 2000;
+
 impl CheckResult {
+    /// A result; its reason may quote what the target sent, so it is shown
+    /// through [`crate::outside`] (escaped, masked, bounded) in every format.
     pub fn new(check: Check, status: Status, reason: String) -> CheckResult {
         CheckResult {
             check,
             id: check.id(),
             title: check.title(),
             status,
-            reason,
+            reason: crate::outside::line(&reason, MAX_REASON_CHARS),
         }
     }
 }
