@@ -52,7 +52,7 @@ pub fn mask_secrets(text: &str) -> String {
         }
         let word: String = chars[start..at].iter().collect();
         let secret = !secrets::detect(Some(&previous_word), &word).is_empty()
-            || word.split(['.', '/']).any(random_looking);
+            || word.split(['.', '/', '-', '_']).any(random_looking);
         if secret {
             for c in out.iter_mut().take(at).skip(start + 4) {
                 *c = '*';
@@ -63,8 +63,9 @@ pub fn mask_secrets(text: &str) -> String {
     out.into_iter().collect()
 }
 
-/// Whether one part of a word (between dots and slashes, so that file
-/// names, hosts and paths are judged by their parts) looks like a random
+/// Whether one part of a word (between dots, slashes, dashes and
+/// underscores, so that file names, hosts and paths are judged by their
+/// parts; a known token shape is found whole by `secrets::detect`) looks like a random
 /// credential: long, mixed letters and digits, high entropy. A hex SHA-1
 /// or SHA-256 digest (a commit, a file's sum) is random but no secret, and
 /// what a reader compares.

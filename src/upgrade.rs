@@ -51,13 +51,13 @@ pub enum UpgradeError {
     TypeScript(PathBuf),
     #[error("{} holds no runtime that ecp generated (neither vendor/ecp-runtime with [package.metadata.ecp.runtime] in Cargo.toml, nor ecp 0.1.0's src/runtime/)", shown(.0))]
     NotGenerated(PathBuf),
-    #[error("the runtime here was edited since ecp wrote it: {}", .files.join(", "))]
+    #[error("the runtime here was edited since ecp wrote it: {}", crate::outside::line(&.files.join(", "), 2000))]
     Edited { files: Vec<String> },
     #[error(
-        "the vendored runtime {vendored} is newer than the one this ecp carries ({carried}); upgrade ecp instead"
+        "the vendored runtime {} is newer than the one this ecp carries ({carried}); upgrade ecp instead", crate::outside::value(.vendored)
     )]
     Newer { vendored: String, carried: String },
-    #[error("{}: {message}", .path.display())]
+    #[error("{}: {}", .path.display(), crate::outside::value(.message))]
     Toml { path: PathBuf, message: String },
     #[error("{}: {source}", .path.display())]
     Io {
@@ -66,6 +66,8 @@ pub enum UpgradeError {
     },
     #[error("cannot render the new files: {0}")]
     Render(String),
+    #[error("{} is {what}; ecp upgrade reads and writes regular files and folders only, never through a link", shown(.path))]
+    Unsafe { path: PathBuf, what: &'static str },
 }
 
 fn shown(path: &Path) -> String {
@@ -82,6 +84,9 @@ impl UpgradeError {
             ),
             UpgradeError::TypeScript(_) => Some(
                 "copy src/profile/, src/runtime/ and contracts/v1/ from a fresh `ecp new --template local-ts` (they are not yours to edit; src/provider.ts is)".into(),
+            ),
+            UpgradeError::Unsafe { .. } => Some(
+                "replace the link or special file with the real folder or file (a fresh `ecp new` shows what belongs there), then run ecp upgrade again".into(),
             ),
             UpgradeError::NotGenerated(_) | UpgradeError::NoCrate(_) => {
                 Some("run it in the folder `ecp new` created (the one with Cargo.toml and qwen-extension.json)".into())
@@ -110,6 +115,8 @@ pub struct Upgraded {
     pub aligned: Vec<String>,
     /// Files that had been edited and were replaced because of `force`.
     pub forced: Vec<String>,
+    /// What was done about an upgrade that had been interrupted.
+    pub recovered: Vec<String>,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -130,13 +137,23 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> UpgradeError + '_ {
 pub fn upgrade(folder: &Path, force: bool) -> Result<Upgraded, UpgradeError> {
     crate::input::InputError::check_exists(folder)?;
     let cargo_path = folder.join("Cargo.toml");
-    if !cargo_path.is_file() {
+    if std::fs::symlink_metadata(&cargo_path).is_err() {
         if folder.join("package.json").is_file() && folder.join("src/runtime/index.ts").is_file() {
             return Err(UpgradeError::TypeScript(folder.to_owned()));
         }
         return Err(UpgradeError::NoCrate(folder.to_owned()));
     }
-    let cargo_text = std::fs::read_to_string(&cargo_path).map_err(io(&cargo_path))?;
+    guard(folder)?;
+    let recovered = recover_swap(folder)?;
+    let cargo_text = crate::lint::files::read_text(
+        &cargo_path,
+        Some(folder),
+        crate::lint::files::MAX_TEXT_BYTES,
+    )
+    .map_err(|problem| UpgradeError::Io {
+        path: cargo_path.clone(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, problem.to_string()),
+    })?;
     let toml_error = |message: String| UpgradeError::Toml {
         path: cargo_path.clone(),
         message,
@@ -180,8 +197,9 @@ pub fn upgrade(folder: &Path, force: bool) -> Result<Upgraded, UpgradeError> {
         Installed::Copied => false,
     };
     let mut outcome = Upgraded {
-        name: name.clone(),
-        from: from.clone(),
+        // Shown to a terminal and in JSON: the extension's own values.
+        name: crate::outside::value(&name),
+        from: crate::outside::value(&from),
         from_layout: match installed {
             Installed::Vendored { .. } => "vendored",
             Installed::Copied => "copied",
@@ -201,6 +219,7 @@ pub fn upgrade(folder: &Path, force: bool) -> Result<Upgraded, UpgradeError> {
         dropped: Vec::new(),
         aligned: Vec::new(),
         forced: Vec::new(),
+        recovered,
     };
     if current && edited.is_empty() {
         return Ok(outcome);
@@ -208,7 +227,7 @@ pub fn upgrade(folder: &Path, force: bool) -> Result<Upgraded, UpgradeError> {
     if !edited.is_empty() && !force {
         return Err(UpgradeError::Edited { files: edited });
     }
-    outcome.forced = edited;
+    outcome.forced = edited.iter().map(|f| crate::outside::value(f)).collect();
     outcome.changed = true;
 
     // Everything new is rendered before anything is touched.
@@ -406,6 +425,150 @@ fn glue_files(name: &str, env_prefix: &str) -> Result<Vec<(String, String)>, Upg
         .filter(|f| f.path == "src/main.rs" || f.path == "src/lib.rs")
         .map(|f| (f.path, String::from_utf8_lossy(&f.contents).into_owned()))
         .collect())
+}
+
+/// The paths `ecp upgrade` reads, writes, renames or removes, relative to
+/// the extension folder: files, then folders whose whole tree it reads.
+const TOUCHED_FILES: &[&str] = &["Cargo.toml", "src/main.rs", "src/lib.rs"];
+const TOUCHED_TREES: &[&str] = &[vendor::VENDOR_DIR, CONTRACTS, "src/profile", "src/runtime"];
+
+/// What a file type is, in words, when it is not a regular file or folder.
+fn special(kind: std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_symlink() {
+        Some("a symlink")
+    } else if kind.is_fifo() {
+        Some("a FIFO")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else if kind.is_char_device() || kind.is_block_device() {
+        Some("a device")
+    } else if kind.is_file() || kind.is_dir() {
+        None
+    } else {
+        Some("a special file")
+    }
+}
+
+/// Refuses, before anything is read or written, a link or special file on
+/// the way to anything an upgrade touches: every folder from the extension
+/// down to it, the file itself, and everything inside the trees it reads
+/// or replaces (`vendor/`, `contracts/v1`, the copied layout's folders). A
+/// linked `vendor/` would have the upgrade rename, remove and rewrite the
+/// folder at the link's target.
+fn guard(folder: &Path) -> Result<(), UpgradeError> {
+    let refuse = |path: PathBuf, what| Err(UpgradeError::Unsafe { path, what });
+    let mut checked = std::collections::BTreeSet::new();
+    for relative in TOUCHED_FILES.iter().chain(TOUCHED_TREES) {
+        let mut path = folder.to_owned();
+        let parts: Vec<&str> = relative.split('/').collect();
+        for (index, part) in parts.iter().enumerate() {
+            path.push(part);
+            if !checked.insert(path.clone()) {
+                continue;
+            }
+            let Ok(metadata) = std::fs::symlink_metadata(&path) else {
+                break;
+            };
+            let kind = metadata.file_type();
+            if let Some(what) = special(kind) {
+                return refuse(path, what);
+            }
+            let last = index + 1 == parts.len();
+            let is_tree = TOUCHED_TREES.contains(relative);
+            if (!last || is_tree) && !kind.is_dir() {
+                return refuse(path, "a file where a folder belongs");
+            }
+            if last && !is_tree && !kind.is_file() {
+                return refuse(path, "a folder where a file belongs");
+            }
+        }
+    }
+    for tree in TOUCHED_TREES {
+        let root = folder.join(tree);
+        if !root.is_dir() {
+            continue;
+        }
+        let mut stack = vec![root];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).map_err(io(&dir))? {
+                let entry = entry.map_err(io(&dir))?;
+                let kind = entry.file_type().map_err(io(&entry.path()))?;
+                if let Some(what) = special(kind) {
+                    return refuse(entry.path(), what);
+                }
+                if kind.is_dir() {
+                    stack.push(entry.path());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Finishes or undoes an upgrade that stopped inside [`replace_vendor`],
+/// from what it left in `vendor/`: a complete new copy (`.ecp-runtime-new-*`
+/// whose files are exactly the carried runtime) is swapped in when the
+/// runtime folder is missing; otherwise the old copy (`.ecp-runtime-old-*`)
+/// goes back, and leftovers are removed. Says what it did.
+fn recover_swap(folder: &Path) -> Result<Vec<String>, UpgradeError> {
+    let target = folder.join(vendor::VENDOR_DIR);
+    let Some(parent) = target.parent().filter(|p| p.is_dir()) else {
+        return Ok(Vec::new());
+    };
+    let mut news = Vec::new();
+    let mut olds = Vec::new();
+    for entry in std::fs::read_dir(parent).map_err(io(parent))? {
+        let entry = entry.map_err(io(parent))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with(".ecp-runtime-new-") {
+            news.push(entry.path());
+        } else if name.starts_with(".ecp-runtime-old-") {
+            olds.push(entry.path());
+        }
+    }
+    news.sort();
+    olds.sort();
+    let mut said = Vec::new();
+    let shown = |path: &Path| {
+        crate::outside::value(&path.strip_prefix(folder).unwrap_or(path).to_string_lossy())
+    };
+    if std::fs::symlink_metadata(&target).is_err() {
+        let complete = news.iter().position(|new| {
+            vendor::read_tree(new).is_ok_and(|tree| {
+                vendor::tree_sha256(tree.iter().map(|(p, c)| (p.as_str(), c.as_slice())))
+                    == vendor::runtime_sha256()
+            })
+        });
+        let non_empty_old = olds
+            .iter()
+            .position(|old| std::fs::read_dir(old).is_ok_and(|mut d| d.next().is_some()));
+        if let Some(index) = complete {
+            let new = news.remove(index);
+            std::fs::rename(&new, &target).map_err(io(&target))?;
+            said.push(format!(
+                "finished an interrupted upgrade: {} swapped in from {}",
+                vendor::VENDOR_DIR,
+                shown(&new)
+            ));
+        } else if let Some(index) = non_empty_old {
+            let old = olds.remove(index);
+            std::fs::rename(&old, &target).map_err(io(&target))?;
+            said.push(format!(
+                "undid an interrupted upgrade: {} put back from {}",
+                vendor::VENDOR_DIR,
+                shown(&old)
+            ));
+        }
+    }
+    for leftover in news.iter().chain(&olds) {
+        std::fs::remove_dir_all(leftover).map_err(io(leftover))?;
+        said.push(format!(
+            "removed {}, left by an interrupted upgrade",
+            shown(leftover)
+        ));
+    }
+    Ok(said)
 }
 
 /// Writes the carried runtime to a sibling of `vendor/ecp-runtime` and

@@ -27,6 +27,9 @@ pub fn run(args: UpgradeArgs) -> Outcome {
         "copied" => " (copied into src/ by ecp 0.1.0)",
         _ => "",
     };
+    for line in &outcome.recovered {
+        println!("{}: {line}", outcome.name);
+    }
     if !outcome.changed {
         println!(
             "{}: ecp-runtime {} is current; nothing to do",

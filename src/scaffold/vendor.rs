@@ -116,6 +116,10 @@ pub fn installed(folder: &std::path::Path, cargo_toml: &toml::Table) -> Option<I
     copied.then_some(Installed::Copied)
 }
 
+/// The largest file [`read_tree`] reads (the runtime's largest is far
+/// below; a tree is someone else's folder).
+const MAX_TREE_FILE_BYTES: u64 = 8 * 1024 * 1024;
+
 /// Every file under `root` as (relative `/` path, contents), sorted; a link
 /// is read as its target text behind a marker, so that it never matches a
 /// file (and is never followed).
@@ -126,7 +130,18 @@ pub fn read_tree(root: &std::path::Path) -> std::io::Result<Vec<(String, Vec<u8>
             let target = std::fs::read_link(path)?;
             format!("\0link\0{}", target.display()).into_bytes()
         } else {
-            std::fs::read(path)?
+            // A regular file only (a FIFO would hang the read, a device
+            // never end it), bounded.
+            let (mut file, _) = crate::lint::files::open_regular(path, None, MAX_TREE_FILE_BYTES)
+                .map_err(|problem| {
+                std::io::Error::new(std::io::ErrorKind::InvalidData, problem.to_string())
+            })?;
+            let mut contents = Vec::new();
+            std::io::Read::read_to_end(
+                &mut std::io::Read::take(&mut file, MAX_TREE_FILE_BYTES + 1),
+                &mut contents,
+            )?;
+            contents
         };
         files.push((relative, contents));
         Ok(())

@@ -333,3 +333,197 @@ fn no_auth_reads_like_ecp_serve(main: &Path) {
         ],
     );
 }
+
+/// Every file under `root` with its bytes, for before/after comparisons.
+fn snapshot(root: &Path) -> Vec<(String, Vec<u8>)> {
+    files_under(root)
+        .into_iter()
+        .map(|f| {
+            let bytes = std::fs::read(&f).unwrap();
+            (relative(root, &f).to_owned(), bytes)
+        })
+        .collect()
+}
+
+/// `ecp upgrade ARGS DIR` under the hostile tests' memory cap and timeout.
+fn upgrade_capped(dir: &Path, args: &[&str]) -> std::process::Output {
+    let mut all = vec!["upgrade"];
+    all.extend_from_slice(args);
+    all.push(dir.to_str().unwrap());
+    super::hostile::ecp_capped(&all, &[], None)
+}
+
+#[test]
+fn upgrade_refuses_links_and_special_files_on_its_way_and_changes_nothing() {
+    let temp = tempfile::tempdir().unwrap();
+    let fresh = |name: &str| {
+        let dir = temp.path().join(name);
+        assert!(ecp_new(&dir, &[]).status.success());
+        dir
+    };
+    // vendor/ as a link to a folder elsewhere; contracts/ as a link; a
+    // linked file inside the runtime.
+    let elsewhere = temp.path().join("elsewhere");
+    let linked_vendor = fresh("linked-vendor");
+    std::fs::rename(linked_vendor.join("vendor"), &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, linked_vendor.join("vendor")).unwrap();
+    let linked_contracts = fresh("linked-contracts");
+    let contracts_elsewhere = temp.path().join("contracts-elsewhere");
+    std::fs::create_dir_all(contracts_elsewhere.join("v1")).unwrap();
+    std::fs::write(contracts_elsewhere.join("v1/mine.json"), "{}").unwrap();
+    std::os::unix::fs::symlink(&contracts_elsewhere, linked_contracts.join("contracts")).unwrap();
+    let linked_file = fresh("linked-file");
+    let lib = linked_file.join("vendor/ecp-runtime/src/lib.rs");
+    std::fs::rename(&lib, temp.path().join("lib.rs")).unwrap();
+    std::os::unix::fs::symlink(temp.path().join("lib.rs"), &lib).unwrap();
+    let before = (snapshot(&elsewhere), snapshot(&contracts_elsewhere));
+    for (dir, names) in [
+        (&linked_vendor, "linked-vendor/vendor is a symlink"),
+        (&linked_contracts, "linked-contracts/contracts is a symlink"),
+        (&linked_file, "src/lib.rs is a symlink"),
+    ] {
+        for args in [&[][..], &["--force"][..]] {
+            let output = upgrade_capped(dir, args);
+            let said = text(&output);
+            assert_eq!(output.status.code(), Some(2), "{args:?} {said}");
+            assert!(said.contains(names), "{args:?} {said}");
+            assert!(said.contains("= help:"), "{said}");
+        }
+    }
+    assert_eq!(
+        (snapshot(&elsewhere), snapshot(&contracts_elsewhere)),
+        before
+    );
+
+    // A FIFO in the runtime or in contracts/v1: refused at once, by name.
+    for (name, fifo) in [
+        ("fifo-runtime", "vendor/ecp-runtime/src/pipe"),
+        ("fifo-contracts", "contracts/v1/pipe.json"),
+    ] {
+        let dir = fresh(name);
+        std::fs::create_dir_all(dir.join(fifo).parent().unwrap()).unwrap();
+        let status = Command::new("mkfifo").arg(dir.join(fifo)).status().unwrap();
+        assert!(status.success());
+        let output = upgrade_capped(&dir, &["--force"]);
+        let said = text(&output);
+        assert_eq!(output.status.code(), Some(2), "{said}");
+        assert!(said.contains(&format!("{fifo} is a FIFO")), "{said}");
+    }
+}
+
+#[test]
+fn upgrade_shows_the_extensions_values_escaped_and_bounded() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("escapes");
+    assert!(ecp_new(&dir, &[]).status.success());
+    let cargo_toml = dir.join("Cargo.toml");
+    let text_before = std::fs::read_to_string(&cargo_toml).unwrap();
+    let long = "x".repeat(5000);
+    let hostile = format!("acme\\u001b]0;owned\\u0007\\u202e{long}");
+    let edited = text_before.replacen(
+        "name = \"acme-context\"",
+        &format!("name = \"{hostile}\""),
+        1,
+    );
+    assert_ne!(edited, text_before, "no package name to replace");
+    std::fs::write(&cargo_toml, edited).unwrap();
+    for args in [&[][..], &["--json"][..]] {
+        let output = upgrade_capped(&dir, args);
+        let said = text(&output);
+        assert!(output.status.success(), "{said}");
+        assert!(
+            !said.contains('\u{1b}') && !said.contains('\u{202e}'),
+            "{args:?}"
+        );
+        let name = if args.is_empty() {
+            said.clone()
+        } else {
+            let outcome: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+            outcome["name"].as_str().unwrap().to_owned()
+        };
+        assert!(
+            name.contains("acme\\u{1b}]0;owned\\u{7}\\u{202e}xxx"),
+            "{said}"
+        );
+        assert!(name.contains("more characters)"), "{said}");
+        assert!(said.len() < 2000, "{args:?}: {} bytes", said.len());
+    }
+}
+
+#[test]
+fn an_interrupted_swap_is_finished_or_undone_and_said() {
+    let temp = tempfile::tempdir().unwrap();
+    let copy_runtime = |dir: &Path, to: &str| {
+        copy_tree(
+            &dir.join("vendor/ecp-runtime"),
+            &dir.join("vendor").join(to),
+        );
+    };
+    // Stopped between the two renames, the new copy complete: finished.
+    let dir = temp.path().join("complete");
+    assert!(ecp_new(&dir, &[]).status.success());
+    copy_runtime(&dir, ".ecp-runtime-new-a1");
+    std::fs::rename(
+        dir.join("vendor/ecp-runtime"),
+        dir.join("vendor/.ecp-runtime-old-b2"),
+    )
+    .unwrap();
+    let output = in_dir(&dir, &["upgrade"]);
+    let said = text(&output);
+    assert!(output.status.success(), "{said}");
+    assert!(
+        said.contains("finished an interrupted upgrade: vendor/ecp-runtime swapped in from vendor/.ecp-runtime-new-a1"),
+        "{said}"
+    );
+    assert!(
+        said.contains("removed vendor/.ecp-runtime-old-b2"),
+        "{said}"
+    );
+    assert_carried_runtime(&dir);
+    let again = in_dir(&dir, &["upgrade"]);
+    assert!(text(&again).contains("is current"), "{}", text(&again));
+    let vendor_entries: Vec<_> = std::fs::read_dir(dir.join("vendor")).unwrap().collect();
+    assert_eq!(vendor_entries.len(), 1);
+
+    // Stopped between the renames with a new copy cut short: the old copy
+    // goes back.
+    let dir = temp.path().join("partial");
+    assert!(ecp_new(&dir, &[]).status.success());
+    copy_runtime(&dir, ".ecp-runtime-new-c3");
+    std::fs::remove_file(dir.join("vendor/.ecp-runtime-new-c3/src/lib.rs")).unwrap();
+    std::fs::rename(
+        dir.join("vendor/ecp-runtime"),
+        dir.join("vendor/.ecp-runtime-old-d4"),
+    )
+    .unwrap();
+    let output = in_dir(&dir, &["upgrade"]);
+    let said = text(&output);
+    assert!(output.status.success(), "{said}");
+    assert!(said.contains("undid an interrupted upgrade"), "{said}");
+    assert!(
+        said.contains("removed vendor/.ecp-runtime-new-c3"),
+        "{said}"
+    );
+    assert_carried_runtime(&dir);
+
+    // Stopped while writing the new copy (the runtime still in place), or
+    // after the swap (the old copy left behind): the leftovers go.
+    let dir = temp.path().join("leftovers");
+    assert!(ecp_new(&dir, &[]).status.success());
+    copy_runtime(&dir, ".ecp-runtime-new-e5");
+    std::fs::remove_file(dir.join("vendor/.ecp-runtime-new-e5/Cargo.toml")).unwrap();
+    copy_runtime(&dir, ".ecp-runtime-old-f6");
+    let output = in_dir(&dir, &["upgrade"]);
+    let said = text(&output);
+    assert!(output.status.success(), "{said}");
+    assert!(
+        said.contains("removed vendor/.ecp-runtime-new-e5"),
+        "{said}"
+    );
+    assert!(
+        said.contains("removed vendor/.ecp-runtime-old-f6"),
+        "{said}"
+    );
+    assert!(said.contains("is current"), "{said}");
+    assert_eq!(std::fs::read_dir(dir.join("vendor")).unwrap().count(), 1);
+}
