@@ -168,6 +168,60 @@ fn conforms(target: &Path, dir: &Path) {
     assert_eq!(output.status.code(), Some(0), "{}", show(&output));
 }
 
+/// The built bundle, as Qwen runs it, against hostile stdin (issue 28): a
+/// line over 10 MiB, a line that is not JSON, a batch, an object id. Each
+/// gets the Rust runtime's answer, the server keeps serving, its heap stays
+/// small (Node under a 64 MiB old-space cap), and it ends with stdin,
+/// status 0, never silently before.
+fn frames_stdin_like_the_rust_runtime(bundle: &Path) {
+    use std::io::Write as _;
+    let mut child = Command::new("node")
+        .arg("--max-old-space-size=64")
+        .arg(bundle)
+        .env("ACME_CONTEXT_BASE_URL", "http://127.0.0.1:9")
+        .env("ACME_CONTEXT_TOKEN", "x")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let piece = vec![b'a'; 1024 * 1024];
+        for _ in 0..11 {
+            stdin.write_all(&piece).unwrap();
+        }
+        stdin.write_all(b"\nnot json\n[]\n").unwrap();
+        stdin
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":{\"x\":1},\"method\":\"ping\"}\n")
+            .unwrap();
+        stdin
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\"}\n")
+            .unwrap();
+    });
+    let output = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", show(&output));
+    let answers: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let codes: Vec<i64> = answers
+        .iter()
+        .filter_map(|a| a["error"]["code"].as_i64())
+        .collect();
+    assert_eq!(codes, [-32600, -32700, -32600, -32600], "{answers:?}");
+    assert_eq!(
+        answers[0]["error"]["message"],
+        "Invalid Request: the line is too long."
+    );
+    let listed = answers
+        .iter()
+        .find(|a| a["id"] == 5)
+        .expect("tools/list answered");
+    assert_eq!(listed["result"]["tools"][0]["name"], "context_search");
+}
+
 #[test]
 fn a_generated_typescript_extension_tests_builds_packages_reproducibly_and_conforms() {
     let temp = tempfile::tempdir().unwrap();
@@ -192,6 +246,7 @@ fn a_generated_typescript_extension_tests_builds_packages_reproducibly_and_confo
     );
     let bundle = std::fs::metadata(dir.join("dist/main.js")).unwrap().len();
     assert!(bundle < 1024 * 1024, "the bundle is {bundle} bytes");
+    frames_stdin_like_the_rust_runtime(&dir.join("dist/main.js"));
     let release = dir.join("release");
     let lint = ecp(&[
         "lint",

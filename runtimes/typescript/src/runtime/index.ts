@@ -6,7 +6,6 @@
 // src/provider.ts instead.
 
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import {
   CallToolRequestSchema,
   ErrorCode,
@@ -25,6 +24,9 @@ import {
 } from "../profile/contract.js";
 import { queryFromArguments } from "../profile/query.js";
 import { render } from "../profile/render.js";
+import { FramedStdioTransport } from "./framing.js";
+
+export { FramedStdioTransport, judge, MAX_LINE_BYTES } from "./framing.js";
 
 /** What a provider team implements: one search, at most one upstream request, no retry. */
 export interface Provider {
@@ -169,7 +171,15 @@ export async function main(options: AdapterOptions & { budgetEnv?: string }, mak
     process.exit(1);
   }
   const server = contextSearchServer(provider, { ...options, budgetMs });
+  // Never a silent end: whatever escapes is one line on stderr and exit 1.
+  const fatal = (what: string) => (error: unknown) => {
+    log(options.name, `${what}: ${error instanceof Error ? error.message : String(error)}`.slice(0, 500));
+    process.exit(1);
+  };
+  process.on("uncaughtException", fatal("stopped on an unexpected error"));
+  process.on("unhandledRejection", fatal("stopped on an unexpected error"));
+  process.stdout.on("error", fatal("cannot write to stdout"));
   // When stdin closes, nothing is left to keep Node running but the calls in
   // flight: it exits once they have answered (within the budget).
-  await server.connect(new StdioServerTransport());
+  await server.connect(new FramedStdioTransport());
 }
