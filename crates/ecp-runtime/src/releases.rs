@@ -20,6 +20,13 @@ pub struct Release {
 /// Newest first; the first is [`VERSION`].
 pub const RELEASES: &[Release] = &[
     Release {
+        version: "0.2.5",
+        notes: &[
+            "`--listen`: a flood of silent connections cannot fail health probes or calls: a peer holds at most 256 idle connections (none of their requests in flight), and when the 1024 the server takes are open, each new connection closes the oldest idle one of the peer holding the most; a connection with a request in flight is never closed. Before, about 1040 silent connections from one client took every connection and the `/healthz` reserve, and probes and calls got `503`",
+        ],
+        security_fix: None,
+    },
+    Release {
         version: "0.2.4",
         notes: &[
             "`--listen`: the MCP endpoint is the runtime's own port of rmcp's stateless Streamable HTTP rules (the same checks, statuses and bytes, held to rmcp's service by a test over more than 900 requests), with rmcp's model types and the same handler; rmcp's HTTP service (its per-request service loop, SSE and session code) is no longer built into `dist/main`, which is about 300 KB smaller",

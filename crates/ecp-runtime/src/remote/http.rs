@@ -3,10 +3,12 @@
 //! ([`super::mcp`]), the operational endpoints, access logs and the drain.
 
 use std::{
+    collections::{BTreeMap, HashMap},
     convert::Infallible,
+    net::IpAddr,
     sync::{
-        Arc,
-        atomic::{AtomicBool, Ordering},
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
     },
     time::{Duration, Instant},
 };
@@ -55,6 +57,111 @@ pub const MAX_CONNECTIONS: usize = 1024;
 /// that a saturated replica answers its probes (with `200`, or `503` while
 /// draining) instead of timing out.
 const HEALTH_RESERVE: usize = 16;
+/// Idle connections (none of their requests in flight: not yet sent, or
+/// kept alive between requests) one peer address may hold; its next
+/// connection closes its oldest idle one. High enough for a proxy's
+/// keep-alive pool, low enough that one client cannot hold the table.
+const MAX_IDLE_PER_PEER: usize = 256;
+/// How long a new connection waits for the slot an evicted one frees.
+const EVICTION_WAIT: Duration = Duration::from_millis(250);
+
+/// One open connection, for [`Connections`].
+struct Connection {
+    peer: IpAddr,
+    /// Requests of this connection being answered.
+    busy: AtomicUsize,
+    /// Closes it (it is dropped, unanswered).
+    close: CancellationToken,
+}
+
+impl Connection {
+    fn new(peer: IpAddr) -> Connection {
+        Connection {
+            peer,
+            busy: AtomicUsize::new(0),
+            close: CancellationToken::new(),
+        }
+    }
+}
+
+/// The open connections, oldest first, so that the table can make room:
+/// when it is full, or a peer holds too many idle connections, the oldest
+/// idle connection of the peer with the most idle ones is closed. A
+/// connection with a request in flight is never chosen. So a flood of
+/// silent connections from one client takes its own connections away, not
+/// the health probes' nor the other clients'.
+#[derive(Default)]
+struct Connections {
+    open: Mutex<BTreeMap<u64, Arc<Connection>>>,
+    next: AtomicU64,
+}
+
+impl Connections {
+    fn add(&self, peer: IpAddr) -> (u64, Arc<Connection>) {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let connection = Arc::new(Connection::new(peer));
+        self.lock().insert(id, connection.clone());
+        (id, connection)
+    }
+
+    fn remove(&self, id: u64) {
+        self.lock().remove(&id);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<Connection>>> {
+        self.open.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Closes the oldest idle connection of `peer` when it holds at least
+    /// `limit` idle ones, or (with `peer` `None`) of the peer that holds
+    /// the most. Whether one was closed.
+    fn evict(&self, peer: Option<IpAddr>, limit: usize) -> bool {
+        let open = self.lock();
+        let idle = || {
+            open.values()
+                .filter(|c| c.busy.load(Ordering::SeqCst) == 0 && !c.close.is_cancelled())
+        };
+        let chosen = match peer {
+            Some(peer) => Some(peer).filter(|p| idle().filter(|c| c.peer == *p).count() >= limit),
+            None => {
+                let mut counts: HashMap<IpAddr, usize> = HashMap::new();
+                for connection in idle() {
+                    *counts.entry(connection.peer).or_default() += 1;
+                }
+                counts
+                    .into_iter()
+                    .max_by_key(|(_, n)| *n)
+                    .map(|(peer, _)| peer)
+            }
+        };
+        let Some(chosen) = chosen else {
+            return false;
+        };
+        match idle().find(|c| c.peer == chosen) {
+            Some(oldest) => {
+                oldest.close.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Counts a request of a connection as in flight while it lives.
+struct Busy(Arc<Connection>);
+
+impl Busy {
+    fn new(connection: &Arc<Connection>) -> Busy {
+        connection.busy.fetch_add(1, Ordering::SeqCst);
+        Busy(connection.clone())
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.busy.fetch_sub(1, Ordering::SeqCst);
+    }
+}
 
 /// Everything a request needs, shared by all connections.
 pub(super) struct App<P: Provider> {
@@ -73,6 +180,8 @@ pub(super) struct App<P: Provider> {
     /// Open connections, and the few kept for health probes.
     connections: Arc<Semaphore>,
     health_connections: Arc<Semaphore>,
+    /// Who holds the connections, to make room for new ones.
+    open: Connections,
     max_body_bytes: usize,
     draining: AtomicBool,
     /// Cancels the calls in flight when the drain runs out of time.
@@ -119,6 +228,7 @@ impl<P: Provider> App<P> {
             max_concurrent: remote.max_concurrent,
             connections: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
             health_connections: Arc::new(Semaphore::new(HEALTH_RESERVE)),
+            open: Connections::default(),
             max_body_bytes: remote.max_body_bytes,
             draining: AtomicBool::new(false),
             cancel,
@@ -153,7 +263,7 @@ impl<P: Provider> App<P> {
             .header_read_timeout(HEADER_READ_TIMEOUT);
         tokio::pin!(shutdown);
         loop {
-            let (stream, _peer) = tokio::select! {
+            let (stream, peer) = tokio::select! {
                 () = &mut shutdown => break,
                 accepted = listener.accept() => match accepted {
                     Ok(accepted) => accepted,
@@ -167,9 +277,24 @@ impl<P: Provider> App<P> {
                 },
             };
             let _ = stream.set_nodelay(true);
-            let (permit, health_only) = match self.connections.clone().try_acquire_owned() {
-                Ok(permit) => (permit, false),
-                Err(_) => match self.health_connections.clone().try_acquire_owned() {
+            let peer = peer.ip();
+            // A peer past its share of idle connections gives up its oldest.
+            self.open.evict(Some(peer), MAX_IDLE_PER_PEER);
+            let permit = match self.connections.clone().try_acquire_owned() {
+                Ok(permit) => Some(permit),
+                // Full: the oldest idle connection of the heaviest peer
+                // makes room.
+                Err(_) if self.open.evict(None, 0) => {
+                    tokio::time::timeout(EVICTION_WAIT, self.connections.clone().acquire_owned())
+                        .await
+                        .ok()
+                        .and_then(Result::ok)
+                }
+                Err(_) => None,
+            };
+            let (permit, health_only) = match permit {
+                Some(permit) => (permit, false),
+                None => match self.health_connections.clone().try_acquire_owned() {
                     Ok(permit) => (permit, true),
                     Err(_) => {
                         tokio::spawn(refuse_connection(stream));
@@ -177,14 +302,35 @@ impl<P: Provider> App<P> {
                     }
                 },
             };
+            // A health-only connection holds no permit of the table, so it
+            // is not in it (closing it would make no room).
+            let (id, connection) = if health_only {
+                (None, Arc::new(Connection::new(peer)))
+            } else {
+                let (id, connection) = self.open.add(peer);
+                (Some(id), connection)
+            };
             let app = self.clone();
+            let watched = connection.clone();
             let service = hyper::service::service_fn(move |request| {
                 let app = app.clone();
-                async move { Ok::<_, Infallible>(app.respond(request, health_only).await) }
+                let busy = Busy::new(&watched);
+                async move {
+                    let response = app.respond(request, health_only).await;
+                    drop(busy);
+                    Ok::<_, Infallible>(response)
+                }
             });
-            let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+            let served = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+            let app = self.clone();
             tokio::spawn(async move {
-                let _ = connection.await;
+                tokio::select! {
+                    _ = served => {}
+                    () = connection.close.cancelled() => {}
+                }
+                if let Some(id) = id {
+                    app.open.remove(id);
+                }
                 drop(permit);
             });
         }
