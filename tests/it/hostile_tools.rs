@@ -259,15 +259,7 @@ fn git(dir: &Path, args: &[&str]) {
 fn package_runs_nothing_a_received_folders_git_configuration_names() {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("acme-context");
-    let output = super::cli::ecp(&[
-        "new",
-        "acme-context",
-        "--template",
-        "remote",
-        "--yes",
-        "--dir",
-        dir.to_str().unwrap(),
-    ]);
+    let output = super::cli::ecp_new(&dir, &["--template", "remote"]);
     assert!(output.status.success(), "{output:?}");
     std::fs::write(dir.join(".gitattributes"), "* filter=evil\n").unwrap();
     git(&dir, &["init", "--quiet"]);
@@ -333,15 +325,7 @@ fn package_runs_nothing_a_received_folders_git_configuration_names() {
 fn package_says_a_build_runs_the_folders_code_and_can_skip_install_scripts() {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("acme-context");
-    let output = super::cli::ecp(&[
-        "new",
-        "acme-context",
-        "--template",
-        "local-ts",
-        "--yes",
-        "--dir",
-        dir.to_str().unwrap(),
-    ]);
+    let output = super::cli::ecp_new(&dir, &["--template", "local-ts"]);
     assert!(output.status.success(), "{output:?}");
     // The generated project's own dependencies are not needed to show it:
     // a package.json with an install script and a build script that writes

@@ -345,22 +345,46 @@ fn every_key_form_signs_what_the_reference_verifier_accepts() {
     }
 }
 
-#[test]
-fn verify_accepts_a_good_release_and_names_each_kind_of_tampering() {
-    let temp = tempfile::tempdir().unwrap();
-    let dir = committed_extension(temp.path());
-    let binary = prebuilt(temp.path());
-    let keys = temp.path().join("keys");
+/// A committed extension packaged (with a stand-in build) and signed with
+/// the first of [`key_pairs`], in `parent`.
+struct SignedRelease {
+    dir: PathBuf,
+    binary: PathBuf,
+    pairs: Vec<KeyPair>,
+    release: PathBuf,
+}
+
+fn signed_release(parent: &Path) -> SignedRelease {
+    let dir = committed_extension(parent);
+    let binary = prebuilt(parent);
+    let keys = parent.join("keys");
     std::fs::create_dir_all(&keys).unwrap();
     let pairs = key_pairs(&keys);
-    let (signer, stranger) = (&pairs[0], &pairs[3]);
-    let release = temp.path().join("release");
+    let release = parent.join("release");
     package_prebuilt(
         &dir,
         &binary,
         &release,
-        &["--sign-key", signer.private.to_str().unwrap()],
+        &["--sign-key", pairs[0].private.to_str().unwrap()],
     );
+    SignedRelease {
+        dir,
+        binary,
+        pairs,
+        release,
+    }
+}
+
+#[test]
+fn verify_accepts_a_good_release_and_names_each_kind_of_tampering() {
+    let temp = tempfile::tempdir().unwrap();
+    let SignedRelease {
+        dir,
+        binary,
+        pairs,
+        release,
+    } = signed_release(temp.path());
+    let (signer, stranger) = (&pairs[0], &pairs[3]);
     let key = signer.public.to_str().unwrap();
 
     let good = release.join(ARCHIVE);
@@ -812,19 +836,8 @@ fn sha256_hex(path: &Path) -> String {
 #[test]
 fn verify_judges_every_statement_beside_the_archive_and_never_claims_an_unchecked_signature() {
     let temp = tempfile::tempdir().unwrap();
-    let dir = committed_extension(temp.path());
-    let binary = prebuilt(temp.path());
-    let keys = temp.path().join("keys");
-    std::fs::create_dir_all(&keys).unwrap();
-    let pairs = key_pairs(&keys);
+    let SignedRelease { pairs, release, .. } = signed_release(temp.path());
     let signer = &pairs[0];
-    let release = temp.path().join("release");
-    package_prebuilt(
-        &dir,
-        &binary,
-        &release,
-        &["--sign-key", signer.private.to_str().unwrap()],
-    );
     let good = release.join(ARCHIVE);
 
     // A signed release checked without its key: consistent, never
