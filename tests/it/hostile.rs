@@ -397,7 +397,9 @@ fn special_files_and_links_out_of_the_folder_are_refused_without_reading_them() 
     std::fs::write(folder.join("qwen-extension.json"), MANIFEST).unwrap();
     std::os::unix::fs::symlink("/dev/zero", folder.join("Cargo.toml")).unwrap();
     let output = lint_capped(&[folder.to_str().unwrap()], &[]);
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    // Refused by name, never read, never "clean" (issue 28).
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(text(&output).contains("Cargo.toml"), "{}", text(&output));
 
     // A FIFO Cargo.toml is not opened (lint would wait for a writer).
     let folder = dir.path().join("fifo-cargo");
@@ -405,7 +407,8 @@ fn special_files_and_links_out_of_the_folder_are_refused_without_reading_them() 
     std::fs::write(folder.join("qwen-extension.json"), MANIFEST).unwrap();
     fifo(&folder.join("Cargo.toml"));
     let output = lint_capped(&[folder.to_str().unwrap()], &[]);
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(text(&output).contains("is a FIFO"), "{}", text(&output));
 }
 
 #[test]
