@@ -753,15 +753,109 @@ async fn slow_bodies_oversized_declarations_bad_framing_and_two_hosts_are_refuse
     drop(stalled);
 }
 
-/// A flood of silent connections from one client (1100, past the 1024 the
-/// table holds) cannot fail health probes or calls: a peer holds at most
-/// 256 idle connections and, when the table is full, each new connection
-/// closes the oldest idle one of the peer holding the most; a connection
-/// with a request in flight is never closed. Before, the flood took every
-/// permit and the reserve, and probes and calls got 503.
+/// A plain `tools/call` with `token`, as raw HTTP/1.1 on a kept-alive
+/// connection; its body split where the caller may hold the rest back.
+fn raw_call(address: &str, token: &str, query: &str) -> (String, String) {
+    let body = json!({
+        "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "context_search", "arguments": {"query": query}},
+    })
+    .to_string();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {address}\r\nauthorization: Bearer {token}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nmcp-protocol-version: 2025-06-18\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    (head, body)
+}
+
+/// Writes `request` on `stream` and reads one answer (its head and a
+/// `content-length` body), within 10 s; what arrived (empty when the
+/// server had closed the connection).
+async fn answer_on(stream: &mut tokio::net::TcpStream, request: &[u8]) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), async {
+        if stream.write_all(request).await.is_err() {
+            return;
+        }
+        let mut chunk = [0u8; 4096];
+        loop {
+            if let Some(end) = answer.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&answer[..end]).to_ascii_lowercase();
+                let length = head
+                    .lines()
+                    .find_map(|line| line.strip_prefix("content-length:"))
+                    .and_then(|n| n.trim().parse::<usize>().ok())
+                    .unwrap_or(0);
+                if answer.len() >= end + 4 + length {
+                    return;
+                }
+            }
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => answer.extend_from_slice(&chunk[..n]),
+            }
+        }
+    })
+    .await;
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// Sends `head` (which asks `expect: 100-continue`) and, once the server
+/// has read it and is reading the body, `part` of the body: a request in
+/// flight.
+async fn hold(stream: &mut tokio::net::TcpStream, head: &str, part: &str) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let head = head.replacen("\r\n", "\r\nexpect: 100-continue\r\n", 1);
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let mut chunk = [0u8; 64];
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while !answer.ends_with(b"\r\n\r\n") {
+            let n = stream.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "closed before 100 Continue");
+            answer.extend_from_slice(&chunk[..n]);
+        }
+    })
+    .await
+    .expect("100 Continue");
+    assert!(answer.starts_with(b"HTTP/1.1 100 Continue"), "{answer:?}");
+    stream.write_all(part.as_bytes()).await.unwrap();
+}
+
+/// A connection to `address` from the loopback address `source` (all of
+/// 127.0.0.0/8 is this machine): another peer for the server.
+async fn connect_from(source: &str, address: &str) -> tokio::net::TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{source}:0").parse().unwrap()).unwrap();
+    socket.connect(address.parse().unwrap()).await.unwrap()
+}
+
+/// Waits until the server has closed each of `streams` (end of stream or a
+/// reset), at most until `deadline`; how many it had closed.
+async fn closed_by(streams: &mut [tokio::net::TcpStream], deadline: tokio::time::Instant) -> usize {
+    use tokio::io::AsyncReadExt;
+    let mut closed = 0;
+    for stream in streams {
+        let mut byte = [0u8; 1];
+        if let Ok(Ok(0) | Err(_)) = tokio::time::timeout_at(deadline, stream.read(&mut byte)).await
+        {
+            closed += 1;
+        }
+    }
+    closed
+}
+
+/// One client holding many silent connections (1100 from 127.0.0.1, past
+/// the 1024 the server keeps and the 16 of the `/healthz` reserve, which
+/// used to take them all: probes and calls got 503) cannot fail a health
+/// probe or a call, with the default limits: the peer keeps at most 64
+/// idle connections that carried no authorized request, each new one
+/// closing its oldest; a kept-alive connection that carried a call stays
+/// open and is served between its calls, and a call in flight across the
+/// flood is answered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_silent_connections_cannot_fail_health_probes_or_calls() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let Adapter {
         server,
         token,
@@ -770,79 +864,182 @@ async fn a_flood_of_silent_connections_cannot_fail_health_probes_or_calls() {
     } = adapter(&[]).await;
     let address = server.origin.trim_start_matches("http://").to_owned();
     let health = format!("GET /healthz HTTP/1.1\r\nhost: {address}\r\nconnection: close\r\n\r\n");
-    // A call in flight across the flood: its headers sent, half its body
-    // held back until the flood is over.
-    let body = json!({
-        "jsonrpc": "2.0", "id": 7, "method": "tools/call",
-        "params": {"name": "context_search", "arguments": {"query": "in flight"}},
-    })
-    .to_string();
-    let mut in_flight = tokio::net::TcpStream::connect(&address).await.unwrap();
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nhost: {address}\r\nauthorization: Bearer {token}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nmcp-protocol-version: 2025-06-18\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
-        body.len()
-    );
+    let (head, body) = raw_call(&address, &token, "kept alive");
+    let call = format!("{head}{body}");
+    let mut kept = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let answer = answer_on(&mut kept, call.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // A call in flight across the flood: its head and half its body sent.
+    let (head, body) = raw_call(&address, &token, "in flight");
     let (first, rest) = body.split_at(body.len() / 2);
-    in_flight.write_all(head.as_bytes()).await.unwrap();
-    in_flight.write_all(first.as_bytes()).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut in_flight = tokio::net::TcpStream::connect(&address).await.unwrap();
+    hold(&mut in_flight, &head, first).await;
 
     let mut flood = Vec::new();
-    for n in 0..1100 {
+    for n in 1..=1100 {
         flood.push(tokio::net::TcpStream::connect(&address).await.unwrap());
-        if n % 220 == 219 {
-            let answer = raw(&server.origin, health.as_bytes(), Duration::from_secs(5)).await;
+        if n % 275 == 0 {
+            let answer = raw(&server.origin, health.as_bytes(), Duration::from_secs(10)).await;
             assert!(
                 answer.starts_with("HTTP/1.1 200"),
-                "a probe during the flood ({n}): {answer}"
+                "a probe after {n} silent connections: {answer}"
+            );
+            assert!(answer.ends_with(r#"{"status":"ok"}"#), "{answer}");
+            let answer = answer_on(&mut kept, call.as_bytes()).await;
+            assert!(
+                answer.starts_with("HTTP/1.1 200") && answer.contains("answer: kept alive"),
+                "the kept-alive connection after {n}: {answer}"
             );
         }
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let answer = raw(&server.origin, health.as_bytes(), Duration::from_secs(5)).await;
-    assert!(
-        answer.starts_with("HTTP/1.1 200"),
-        "a probe after the flood: {answer}"
-    );
     let client = http();
-    let reply = tools_call(&client, &server.url, Some(&token), "still served")
+    let reply = tools_call(&client, &server.url, Some(&token), "fresh connection")
         .json_reply()
         .await;
-    assert!(
-        reply["result"]["isError"] != true,
-        "{reply}\n{}",
-        server
-            .stderr()
-            .lines()
-            .rev()
-            .take(5)
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
-    assert_eq!(contents(&reply), ["answer: still served"], "{reply}");
-
-    // The call in flight was never closed: it is answered.
-    in_flight.write_all(rest.as_bytes()).await.unwrap();
-    let mut answer = Vec::new();
-    let _ = tokio::time::timeout(Duration::from_secs(10), in_flight.read_to_end(&mut answer)).await;
-    let answer = String::from_utf8_lossy(&answer);
-    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert_eq!(contents(&reply), ["answer: fresh connection"], "{reply}");
+    let answer = answer_on(&mut in_flight, rest.as_bytes()).await;
     assert!(answer.contains("answer: in flight"), "{answer}");
 
-    // The flood's own connections were closed, oldest first, and at most
-    // 256 of them are still open.
-    let mut open = Vec::new();
-    for stream in &flood {
-        let mut byte = [0u8; 1];
-        open.push(matches!(stream.try_read(&mut byte), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock));
-    }
-    let still_open = open.iter().filter(|o| **o).count();
+    // The newest silent connection is still open (it is served)...
+    let last = flood.last_mut().unwrap();
+    let probe = format!("GET /healthz HTTP/1.1\r\nhost: {address}\r\n\r\n");
+    let answer = answer_on(last, probe.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "the newest: {answer}");
+    // ...and all but the newest 64 were closed, the oldest first.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    let closed = closed_by(&mut flood[..1100 - 64], deadline).await;
+    assert_eq!(closed, 1100 - 64, "closed of the oldest 1036");
+    server.settle().await;
+    let closing = server.events("connections_closed");
     assert!(
-        still_open <= 256,
-        "{still_open} idle connections of one peer still open"
+        closing
+            .first()
+            .is_some_and(|e| e["level"] == "warn" && e["over_peer_cap"].as_u64() > Some(0)),
+        "{closing:?}"
     );
-    assert!(!open[0] && open[open.len() - 1], "the oldest go first");
-    drop(flood);
+    assert!(closing.len() <= 2, "logged at most every 10 s: {closing:?}");
+}
+
+/// The same with small limits (`ECP_MAX_CONNECTIONS=8`,
+/// `ECP_MAX_IDLE_PER_PEER=4`) and several peers (127.0.0.2, .3, ...): the
+/// cap per peer, a full table making room by closing the heaviest peer's
+/// oldest idle connection, a kept-alive connection that carried a call and
+/// a call in flight never closed, and, when every place has a request in
+/// flight, the `/healthz` reserve, which silent connections cannot hold
+/// either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_connection_limits_close_idle_connections_heaviest_peer_first() {
+    let upstream = Upstream::start(echo).await;
+    let signer = Signer::es256("k");
+    let (_keys, jwks) = jwks_file(&[&signer]);
+    let mut args: Vec<String> = vec!["--http".into()];
+    args.extend(auth_args(&jwks));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = RemoteServer::start(
+        &args,
+        &[
+            ("PROVIDER_CONTEXT_BASE_URL", &upstream.base_url),
+            ("PROVIDER_CONTEXT_TOKEN", UPSTREAM_TOKEN),
+            ("ECP_MAX_CONNECTIONS", "8"),
+            ("ECP_MAX_IDLE_PER_PEER", "4"),
+        ],
+    )
+    .await;
+    let token = signer.token(&claims(&server.url));
+    let address = server.origin.trim_start_matches("http://").to_owned();
+    let health = format!("GET /healthz HTTP/1.1\r\nhost: {address}\r\n\r\n");
+    let (head, body) = raw_call(&address, &token, "kept alive");
+    let call = format!("{head}{body}");
+
+    // A kept-alive connection that carried a call, and a call in flight
+    // (its head and half its body sent).
+    let mut kept = tokio::net::TcpStream::connect(&address).await.unwrap();
+    assert!(
+        answer_on(&mut kept, call.as_bytes())
+            .await
+            .starts_with("HTTP/1.1 200")
+    );
+    let (head, body) = raw_call(&address, &token, "in flight");
+    let (first, rest) = body.split_at(body.len() / 2);
+    let mut in_flight = tokio::net::TcpStream::connect(&address).await.unwrap();
+    hold(&mut in_flight, &head, first).await;
+
+    // 127.0.0.2 keeps 4 of its 12 silent connections, the newest.
+    let mut two = Vec::new();
+    for _ in 0..12 {
+        two.push(connect_from("127.0.0.2", &address).await);
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    assert_eq!(
+        closed_by(&mut two[..8], deadline).await,
+        8,
+        "over the peer's cap"
+    );
+    // 127.0.0.3 the same: 2 + 4 + 4 = 10 > 8, so the two peers share the
+    // six places left, the heaviest giving up its oldest each time.
+    let mut three = Vec::new();
+    for _ in 0..12 {
+        three.push(connect_from("127.0.0.3", &address).await);
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    assert_eq!(
+        closed_by(&mut two[8..10], deadline).await,
+        2,
+        "127.0.0.2's oldest made room"
+    );
+    assert_eq!(closed_by(&mut three[..8], deadline).await, 8);
+    // A probe and a call from other peers take places the same way.
+    let mut probe = connect_from("127.0.0.4", &address).await;
+    let answer = answer_on(&mut probe, health.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let mut other = connect_from("127.0.0.5", &address).await;
+    let answer = answer_on(&mut other, call.as_bytes()).await;
+    assert!(answer.contains("answer: kept alive"), "{answer}");
+    // Neither the kept-alive connection nor the call in flight was closed.
+    let answer = answer_on(&mut kept, call.as_bytes()).await;
+    assert!(answer.contains("answer: kept alive"), "{answer}");
+    let answer = answer_on(&mut in_flight, rest.as_bytes()).await;
+    assert!(answer.contains("answer: in flight"), "{answer}");
+
+    // Eight calls in flight from 127.0.0.6 take every place (closing the
+    // idle connections, the kept-alive ones last)...
+    let (head, body) = raw_call(&address, &token, "held");
+    let (first, rest) = body.split_at(body.len() / 2);
+    let mut held = Vec::new();
+    for _ in 0..8 {
+        let mut stream = connect_from("127.0.0.6", &address).await;
+        hold(&mut stream, &head, first).await;
+        held.push(stream);
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    assert_eq!(
+        closed_by(std::slice::from_mut(&mut kept), deadline).await,
+        1
+    );
+    // ...then a connection gets the reserve, where only `/healthz` is
+    // served; 20 silent connections from five peers fill the reserve and
+    // do not keep a probe out.
+    let mut reserved = connect_from("127.0.0.7", &address).await;
+    let answer = answer_on(&mut reserved, call.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains("8 connections are open"), "{answer}");
+    let mut silent = Vec::new();
+    for peer in 10..15 {
+        for _ in 0..4 {
+            silent.push(connect_from(&format!("127.0.0.{peer}"), &address).await);
+        }
+    }
+    let mut probe = connect_from("127.0.0.9", &address).await;
+    let answer = answer_on(&mut probe, health.as_bytes()).await;
+    assert!(
+        answer.starts_with("HTTP/1.1 200"),
+        "a probe past the reserve: {answer}"
+    );
+    for stream in &mut held {
+        let answer = answer_on(stream, rest.as_bytes()).await;
+        assert!(answer.contains("answer: held"), "{answer}");
+    }
+    drop(silent);
 }
 
 /// `ecp serve --listen` with a JWKS URL: how long it takes to say it cannot

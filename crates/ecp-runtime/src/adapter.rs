@@ -166,7 +166,8 @@ impl Adapter {
             "usage: {name}   (an MCP server on stdio)\n       {name} {FLAGS_USAGE}\n       {name} --version\n\n\
              Each --listen flag has a variable: ECP_RESOURCE_URL, ECP_AUTHORIZATION_SERVERS,\n\
              ECP_JWKS, ECP_NO_AUTH (1/0, true/false, yes/no, on/off), ECP_MAX_CONCURRENT,\n\
-             ECP_MAX_BODY_BYTES.{budget}\nSee README.md for the provider's own variables."
+             ECP_MAX_BODY_BYTES; ECP_MAX_CONNECTIONS (default 1024) and ECP_MAX_IDLE_PER_PEER\n\
+             (default 64) have no flag.{budget}\nSee README.md for the provider's own variables."
         )
     }
 

@@ -1,15 +1,16 @@
 //! The HTTP side of the remote adapter: the accept loop, routing, the
 //! bearer check and concurrency cap in front of the MCP endpoint
 //! ([`super::mcp`]), the operational endpoints, access logs and the drain.
+//! Which connections are kept is [`super::connections`]'s to decide.
 
 use std::{
-    collections::{BTreeMap, HashMap},
     convert::Infallible,
-    net::IpAddr,
+    pin::Pin,
     sync::{
-        Arc, Mutex, PoisonError,
-        atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
+        Arc,
+        atomic::{AtomicBool, Ordering},
     },
+    task::{Context, Poll},
     time::{Duration, Instant},
 };
 
@@ -23,13 +24,19 @@ use hyper::{
         RETRY_AFTER, WWW_AUTHENTICATE,
     },
 };
-use hyper_util::{rt::TokioIo, server::graceful::GracefulShutdown};
+use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
-use tokio_util::sync::CancellationToken;
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use url::Url;
 
-use super::{REQUIRED_SCOPE, RemoteConfig, auth::Authenticator, auth::Refusal, mcp};
+use super::{
+    REQUIRED_SCOPE, RemoteConfig,
+    auth::Authenticator,
+    auth::Refusal,
+    connections::{Connections, HEALTH_RESERVE, Limits, Link},
+    mcp,
+};
 use crate::{
     ContextSearchServer, Provider, RuntimeConfig,
     log::{self, Level, LogFormat},
@@ -43,125 +50,15 @@ type Body = BoxBody<Bytes, Infallible>;
 struct Direct;
 
 const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
-/// Slow clients get this long to send their request headers.
+/// Slow clients get this long to send their request headers (and a
+/// connection between requests waits this long for the next).
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// ...and this long to send the body, which is read before a concurrency
 /// slot is taken (a client that sends headers and then nothing holds no
 /// slot, only its connection).
 const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
-/// Open connections served; past it a connection gets a `503` and is closed
-/// before anything is read from it, so the process never runs out of file
-/// descriptors.
-pub const MAX_CONNECTIONS: usize = 1024;
-/// Connections past [`MAX_CONNECTIONS`] that may still ask `/healthz`, so
-/// that a saturated replica answers its probes (with `200`, or `503` while
-/// draining) instead of timing out.
-const HEALTH_RESERVE: usize = 16;
-/// Idle connections (none of their requests in flight: not yet sent, or
-/// kept alive between requests) one peer address may hold; its next
-/// connection closes its oldest idle one. High enough for a proxy's
-/// keep-alive pool, low enough that one client cannot hold the table.
-const MAX_IDLE_PER_PEER: usize = 256;
-/// How long a new connection waits for the slot an evicted one frees.
-const EVICTION_WAIT: Duration = Duration::from_millis(250);
-
-/// One open connection, for [`Connections`].
-struct Connection {
-    peer: IpAddr,
-    /// Requests of this connection being answered.
-    busy: AtomicUsize,
-    /// Closes it (it is dropped, unanswered).
-    close: CancellationToken,
-}
-
-impl Connection {
-    fn new(peer: IpAddr) -> Connection {
-        Connection {
-            peer,
-            busy: AtomicUsize::new(0),
-            close: CancellationToken::new(),
-        }
-    }
-}
-
-/// The open connections, oldest first, so that the table can make room:
-/// when it is full, or a peer holds too many idle connections, the oldest
-/// idle connection of the peer with the most idle ones is closed. A
-/// connection with a request in flight is never chosen. So a flood of
-/// silent connections from one client takes its own connections away, not
-/// the health probes' nor the other clients'.
-#[derive(Default)]
-struct Connections {
-    open: Mutex<BTreeMap<u64, Arc<Connection>>>,
-    next: AtomicU64,
-}
-
-impl Connections {
-    fn add(&self, peer: IpAddr) -> (u64, Arc<Connection>) {
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let connection = Arc::new(Connection::new(peer));
-        self.lock().insert(id, connection.clone());
-        (id, connection)
-    }
-
-    fn remove(&self, id: u64) {
-        self.lock().remove(&id);
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<Connection>>> {
-        self.open.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Closes the oldest idle connection of `peer` when it holds at least
-    /// `limit` idle ones, or (with `peer` `None`) of the peer that holds
-    /// the most. Whether one was closed.
-    fn evict(&self, peer: Option<IpAddr>, limit: usize) -> bool {
-        let open = self.lock();
-        let idle = || {
-            open.values()
-                .filter(|c| c.busy.load(Ordering::SeqCst) == 0 && !c.close.is_cancelled())
-        };
-        let chosen = match peer {
-            Some(peer) => Some(peer).filter(|p| idle().filter(|c| c.peer == *p).count() >= limit),
-            None => {
-                let mut counts: HashMap<IpAddr, usize> = HashMap::new();
-                for connection in idle() {
-                    *counts.entry(connection.peer).or_default() += 1;
-                }
-                counts
-                    .into_iter()
-                    .max_by_key(|(_, n)| *n)
-                    .map(|(peer, _)| peer)
-            }
-        };
-        let Some(chosen) = chosen else {
-            return false;
-        };
-        match idle().find(|c| c.peer == chosen) {
-            Some(oldest) => {
-                oldest.close.cancel();
-                true
-            }
-            None => false,
-        }
-    }
-}
-
-/// Counts a request of a connection as in flight while it lives.
-struct Busy(Arc<Connection>);
-
-impl Busy {
-    fn new(connection: &Arc<Connection>) -> Busy {
-        connection.busy.fetch_add(1, Ordering::SeqCst);
-        Busy(connection.clone())
-    }
-}
-
-impl Drop for Busy {
-    fn drop(&mut self) {
-        self.0.busy.fetch_sub(1, Ordering::SeqCst);
-    }
-}
+/// How often, at most, closing idle connections to make room is logged.
+const CLOSED_REPORT_EVERY: Duration = Duration::from_secs(10);
 
 /// Everything a request needs, shared by all connections.
 pub(super) struct App<P: Provider> {
@@ -177,11 +74,8 @@ pub(super) struct App<P: Provider> {
     authenticator: Option<Authenticator>,
     slots: Arc<Semaphore>,
     max_concurrent: usize,
-    /// Open connections, and the few kept for health probes.
-    connections: Arc<Semaphore>,
-    health_connections: Arc<Semaphore>,
-    /// Who holds the connections, to make room for new ones.
-    open: Connections,
+    /// Open connections, and which to close first.
+    connections: Arc<Connections>,
     max_body_bytes: usize,
     draining: AtomicBool,
     /// Cancels the calls in flight when the drain runs out of time.
@@ -226,9 +120,11 @@ impl<P: Provider> App<P> {
             authenticator,
             slots: Arc::new(Semaphore::new(remote.max_concurrent)),
             max_concurrent: remote.max_concurrent,
-            connections: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
-            health_connections: Arc::new(Semaphore::new(HEALTH_RESERVE)),
-            open: Connections::default(),
+            connections: Connections::new(Limits {
+                max_connections: remote.max_connections,
+                health_reserve: HEALTH_RESERVE,
+                max_idle_per_peer: remote.max_idle_per_peer,
+            }),
             max_body_bytes: remote.max_body_bytes,
             draining: AtomicBool::new(false),
             cancel,
@@ -257,10 +153,12 @@ impl<P: Provider> App<P> {
         shutdown: impl std::future::Future<Output = ()>,
         drain_limit: Duration,
     ) {
-        let graceful = GracefulShutdown::new();
+        let tasks = TaskTracker::new();
+        let drain = CancellationToken::new();
         let mut http = hyper::server::conn::http1::Builder::new();
         http.timer(hyper_util::rt::TokioTimer::new())
             .header_read_timeout(HEADER_READ_TIMEOUT);
+        let mut closed = ClosedReport::default();
         tokio::pin!(shutdown);
         loop {
             let (stream, peer) = tokio::select! {
@@ -277,65 +175,35 @@ impl<P: Provider> App<P> {
                 },
             };
             let _ = stream.set_nodelay(true);
-            let peer = peer.ip();
-            // A peer past its share of idle connections gives up its oldest.
-            self.open.evict(Some(peer), MAX_IDLE_PER_PEER);
-            let permit = match self.connections.clone().try_acquire_owned() {
-                Ok(permit) => Some(permit),
-                // Full: the oldest idle connection of the heaviest peer
-                // makes room.
-                Err(_) if self.open.evict(None, 0) => {
-                    tokio::time::timeout(EVICTION_WAIT, self.connections.clone().acquire_owned())
-                        .await
-                        .ok()
-                        .and_then(Result::ok)
-                }
-                Err(_) => None,
-            };
-            let (permit, health_only) = match permit {
-                Some(permit) => (permit, false),
-                None => match self.health_connections.clone().try_acquire_owned() {
-                    Ok(permit) => (permit, true),
-                    Err(_) => {
-                        tokio::spawn(refuse_connection(stream));
-                        continue;
-                    }
-                },
-            };
-            // A health-only connection holds no permit of the table, so it
-            // is not in it (closing it would make no room).
-            let (id, connection) = if health_only {
-                (None, Arc::new(Connection::new(peer)))
-            } else {
-                let (id, connection) = self.open.add(peer);
-                (Some(id), connection)
+            let admission = self.connections.admit(peer.ip());
+            closed.add(&self, admission.closed_for_peer, admission.closed_for_room);
+            let Some(link) = admission.link else {
+                tokio::spawn(refuse_connection(stream));
+                continue;
             };
             let app = self.clone();
-            let watched = connection.clone();
+            let service_link = link.clone();
             let service = hyper::service::service_fn(move |request| {
                 let app = app.clone();
-                let busy = Busy::new(&watched);
+                // A whole head has arrived: in flight until answered.
+                let busy = service_link.begin();
                 async move {
-                    let response = app.respond(request, health_only).await;
+                    let response = app.respond(request, busy.link()).await;
                     drop(busy);
                     Ok::<_, Infallible>(response)
                 }
             });
-            let served = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
-            let app = self.clone();
-            tokio::spawn(async move {
-                tokio::select! {
-                    _ = served => {}
-                    () = connection.close.cancelled() => {}
-                }
-                if let Some(id) = id {
-                    app.open.remove(id);
-                }
-                drop(permit);
-            });
+            let io = Watched {
+                io: TokioIo::new(stream),
+                link: link.clone(),
+            };
+            let connection = http.serve_connection(io, service);
+            tasks.spawn(serve_connection(connection, link, drain.clone()));
         }
         drop(listener);
         self.draining.store(true, Ordering::SeqCst);
+        drain.cancel();
+        tasks.close();
         let in_flight = self.max_concurrent - self.slots.available_permits();
         self.log(
             Level::Info,
@@ -343,7 +211,7 @@ impl<P: Provider> App<P> {
             format_args!("shutting down: no new connections, {in_flight} call(s) in flight"),
             &[("in_flight", in_flight.into())],
         );
-        if tokio::time::timeout(drain_limit, graceful.shutdown())
+        if tokio::time::timeout(drain_limit, tasks.wait())
             .await
             .is_err()
         {
@@ -361,7 +229,7 @@ impl<P: Provider> App<P> {
         self.log(Level::Info, "stopped", format_args!("stopped"), &[]);
     }
 
-    async fn respond(&self, request: Request<Incoming>, health_only: bool) -> Response<Body> {
+    async fn respond(&self, request: Request<Incoming>, link: &Link) -> Response<Body> {
         let started = Instant::now();
         let method = request.method().clone();
         let (route, response, note) = if request.headers().get_all(HOST).iter().count() > 1 {
@@ -372,13 +240,14 @@ impl<P: Provider> App<P> {
                 json_response(StatusCode::BAD_REQUEST, body.to_string().into()),
                 Some("duplicate Host".to_owned()),
             )
-        } else if health_only && request.uri().path() != "/healthz" {
+        } else if link.health_only && request.uri().path() != "/healthz" {
             let response = closing(busy(format!(
-                "{MAX_CONNECTIONS} connections are open, the most this server takes; retry shortly"
+                "{} connections are open, the most this server takes; retry shortly",
+                self.connections.limits().max_connections
             )));
             ("other", response, Some("connection limit".to_owned()))
         } else {
-            self.route(request).await
+            self.route(request, link).await
         };
         let status = response.status().as_u16();
         let mut fields = vec![
@@ -415,10 +284,11 @@ impl<P: Provider> App<P> {
     async fn route(
         &self,
         request: Request<Incoming>,
+        link: &Link,
     ) -> (&'static str, Response<Body>, Option<String>) {
         let path = request.uri().path();
         if path == self.mcp_path {
-            let (response, note) = self.mcp(request).await;
+            let (response, note) = self.mcp(request, link).await;
             return ("mcp", response, note);
         }
         let get = request.method() == Method::GET || request.method() == Method::HEAD;
@@ -455,7 +325,11 @@ impl<P: Provider> App<P> {
         }
     }
 
-    async fn mcp(&self, request: Request<Incoming>) -> (Response<Body>, Option<String>) {
+    async fn mcp(
+        &self,
+        request: Request<Incoming>,
+        link: &Link,
+    ) -> (Response<Body>, Option<String>) {
         if self.draining.load(Ordering::SeqCst) {
             let body = json!({"error": "shutting_down", "error_description": "the server is shutting down; retry"});
             let mut response =
@@ -474,6 +348,7 @@ impl<P: Provider> App<P> {
                 return (self.refuse(refusal), Some(refusal.to_string()));
             }
         }
+        link.authorized();
         // A declared body over the cap is refused before it is read.
         let declared = request
             .headers()
@@ -586,6 +461,140 @@ impl<P: Provider> App<P> {
             response.headers_mut().insert(WWW_AUTHENTICATE, challenge);
         }
         response
+    }
+}
+
+/// Serves one connection until it ends. On the drain it finishes the
+/// request in flight and closes, as hyper's graceful shutdown does. Told to
+/// make room ([`Connections`]), it first reads what has already arrived (a
+/// request whose head is there is answered, then the connection closes);
+/// an idle one is dropped at once, also one in the middle of a head.
+async fn serve_connection<S>(
+    connection: hyper::server::conn::http1::Connection<Watched, S>,
+    link: Arc<Link>,
+    drain: CancellationToken,
+) where
+    S: hyper::service::HttpService<Incoming, ResBody = Body>,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    tokio::pin!(connection);
+    let (mut draining, mut closing) = (false, false);
+    loop {
+        tokio::select! {
+            _ = connection.as_mut() => break,
+            () = drain.cancelled(), if !draining => {
+                draining = true;
+                connection.as_mut().graceful_shutdown();
+            }
+            () = link.closed_for_room(), if !closing => {
+                closing = true;
+                let polled =
+                    std::future::poll_fn(|cx| Poll::Ready(connection.as_mut().poll(cx))).await;
+                if polled.is_ready() || link.is_idle() {
+                    break;
+                }
+                connection.as_mut().graceful_shutdown();
+            }
+        }
+    }
+}
+
+/// The socket of a connection, noting for its [`Link`] whether an answer
+/// is still waiting to be written.
+struct Watched {
+    io: TokioIo<tokio::net::TcpStream>,
+    link: Arc<Link>,
+}
+
+impl Watched {
+    fn noted<T>(&self, poll: Poll<std::io::Result<T>>) -> Poll<std::io::Result<T>> {
+        self.link.set_write_blocked(poll.is_pending());
+        poll
+    }
+}
+
+impl hyper::rt::Read for Watched {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: hyper::rt::ReadBufCursor<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl hyper::rt::Write for Watched {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let poll = Pin::new(&mut self.io).poll_write(cx, buf);
+        self.noted(poll)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let poll = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.noted(poll)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        hyper::rt::Write::is_write_vectored(&self.io)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+/// Idle connections closed to make room, logged at most every
+/// [`CLOSED_REPORT_EVERY`] (a flood would otherwise write a line per
+/// connection).
+#[derive(Default)]
+struct ClosedReport {
+    for_peer: usize,
+    for_room: usize,
+    last: Option<Instant>,
+}
+
+impl ClosedReport {
+    fn add<P: Provider>(&mut self, app: &App<P>, for_peer: usize, for_room: usize) {
+        if for_peer + for_room == 0 {
+            return;
+        }
+        self.for_peer += for_peer;
+        self.for_room += for_room;
+        if self
+            .last
+            .is_some_and(|last| last.elapsed() < CLOSED_REPORT_EVERY)
+        {
+            return;
+        }
+        let (for_peer, for_room) = (self.for_peer, self.for_room);
+        app.log(
+            Level::Warn,
+            "connections_closed",
+            format_args!(
+                "closed {} idle connection(s) to make room: {for_peer} over a peer's idle cap, {for_room} for new connections",
+                for_peer + for_room
+            ),
+            &[
+                ("over_peer_cap", for_peer.into()),
+                ("for_room", for_room.into()),
+            ],
+        );
+        *self = ClosedReport {
+            last: Some(Instant::now()),
+            ..ClosedReport::default()
+        };
     }
 }
 

@@ -14,12 +14,18 @@
 //!   with `Retry-After`), a slot being taken only once the body has arrived
 //!   (headers within 10 s, the body within 10 s more); request bodies capped
 //!   (413, at once for a declared `Content-Length`); malformed framing and
-//!   two `Host` headers are 400; at most 1024 open connections, plus 16 that
-//!   may only ask `/healthz`, past which a connection gets a 503 and is
-//!   closed unread; SIGTERM stops
-//!   accepting, lets in-flight calls finish within their provider budget and
-//!   exits; a client that disconnects cancels its call, which aborts the
-//!   upstream request.
+//!   two `Host` headers are 400; SIGTERM stops accepting, lets in-flight
+//!   calls finish within their provider budget and exits; a client that
+//!   disconnects cancels its call, which aborts the upstream request.
+//! - Connections ([`connections`]): one waiting for a request (idle) holds
+//!   no request permit and may be closed to make room, one with a request
+//!   in flight never is. A peer keeps at most `max_idle_per_peer` (64)
+//!   idle connections that never carried an authorized request; past
+//!   `max_connections` (1024) open ones, a new connection closes the oldest
+//!   idle one of the peer holding the most (unauthorized ones first); when
+//!   every one has a request in flight, 16 more may only ask `/healthz`,
+//!   and past those a connection gets a 503 and is closed unread. A flood
+//!   of silent connections thus closes its own and cannot fail a probe.
 //! - JSON log lines on stderr; never a token, a query or a body.
 //!
 //! Configuration comes from flags or the environment only
@@ -27,6 +33,7 @@
 //! adapter speaks plain HTTP and expects a proxy or load balancer in front.
 
 pub mod auth;
+mod connections;
 mod direct;
 mod http;
 mod mcp;
@@ -38,8 +45,8 @@ use url::Url;
 
 pub use auth::{Authenticator, JwksSource, KeySet, REQUIRED_SCOPE, Refusal, TokenRules};
 pub use settings::{
-    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONCURRENT, FLAGS_USAGE, RemoteSettings, SettingsError,
-    env_names, split_list,
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_IDLE_PER_PEER, FLAGS_USAGE, RemoteSettings, SettingsError, env_names, split_list,
 };
 
 use super::{
@@ -58,6 +65,11 @@ pub struct RemoteConfig {
     pub auth: Option<AuthConfig>,
     pub max_concurrent: usize,
     pub max_body_bytes: usize,
+    /// Open connections before a new one closes an idle one.
+    pub max_connections: usize,
+    /// Idle connections of one peer that never carried an authorized
+    /// request.
+    pub max_idle_per_peer: usize,
 }
 
 /// Who issues tokens and where their keys are.

@@ -15,6 +15,14 @@ pub const DEFAULT_MAX_CONCURRENT: usize = 256;
 /// Default cap on a request body; larger get 413. A maximal query escapes
 /// to well under 16 KiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 64 * 1024;
+/// Default cap on open connections (past it a new one closes an idle one,
+/// see `remote/connections.rs`), so the process stays far from its file
+/// descriptor limit.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// Default cap on one peer's idle connections that have not carried an
+/// authorized request; its next connection closes its oldest. A client
+/// opens a few; a proxy's keep-alive connections carry tokens.
+pub const DEFAULT_MAX_IDLE_PER_PEER: usize = 64;
 
 /// The environment variable behind each flag.
 pub mod env_names {
@@ -24,6 +32,10 @@ pub mod env_names {
     pub const NO_AUTH: &str = "ECP_NO_AUTH";
     pub const MAX_CONCURRENT: &str = "ECP_MAX_CONCURRENT";
     pub const MAX_BODY_BYTES: &str = "ECP_MAX_BODY_BYTES";
+    /// A variable only, no flag (as for the two below): connection limits
+    /// are tuned by operators, rarely.
+    pub const MAX_CONNECTIONS: &str = "ECP_MAX_CONNECTIONS";
+    pub const MAX_IDLE_PER_PEER: &str = "ECP_MAX_IDLE_PER_PEER";
 }
 
 /// An on/off variable such as `ECP_NO_AUTH`, read the same by `dist/main`
@@ -52,6 +64,10 @@ pub struct RemoteSettings {
     pub no_auth: bool,
     pub max_concurrent: usize,
     pub max_body_bytes: usize,
+    /// `ECP_MAX_CONNECTIONS` (no flag).
+    pub max_connections: usize,
+    /// `ECP_MAX_IDLE_PER_PEER` (no flag).
+    pub max_idle_per_peer: usize,
 }
 
 /// A setting that cannot work, with the flag to fix.
@@ -86,6 +102,8 @@ impl RemoteSettings {
             no_auth: false,
             max_concurrent: DEFAULT_MAX_CONCURRENT,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_idle_per_peer: DEFAULT_MAX_IDLE_PER_PEER,
         }
     }
 
@@ -177,6 +195,16 @@ impl RemoteSettings {
             max_body_bytes,
             DEFAULT_MAX_BODY_BYTES,
         )?;
+        let variable = |var: &str, default: usize| match env(var) {
+            None => Ok(default),
+            Some(text) => text
+                .trim()
+                .parse()
+                .map_err(|_| error(format!("{var} must be a whole number, not {text:?}"))),
+        };
+        settings.max_connections = variable(env_names::MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS)?;
+        settings.max_idle_per_peer =
+            variable(env_names::MAX_IDLE_PER_PEER, DEFAULT_MAX_IDLE_PER_PEER)?;
         Ok(settings)
     }
 
@@ -216,6 +244,18 @@ impl RemoteSettings {
                 "--max-body-bytes must be between 1024 and 16777216 (16 MiB)",
             ));
         }
+        if !(1..=65_536).contains(&self.max_connections) {
+            return Err(error(format!(
+                "{} must be between 1 and 65536",
+                env_names::MAX_CONNECTIONS
+            )));
+        }
+        if !(1..=65_536).contains(&self.max_idle_per_peer) {
+            return Err(error(format!(
+                "{} must be between 1 and 65536",
+                env_names::MAX_IDLE_PER_PEER
+            )));
+        }
         let auth = if self.no_auth {
             if !self.authorization_servers.is_empty() || self.jwks.is_some() {
                 return Err(error(
@@ -232,6 +272,8 @@ impl RemoteSettings {
             auth,
             max_concurrent: self.max_concurrent,
             max_body_bytes: self.max_body_bytes,
+            max_connections: self.max_connections,
+            max_idle_per_peer: self.max_idle_per_peer,
         })
     }
 
@@ -405,6 +447,45 @@ mod tests {
                 "https://x.example/mcp?a=1"
             ])
             .contains("query")
+        );
+    }
+
+    #[test]
+    fn connection_limits_come_from_their_variables_only() {
+        let defaults = parse(&["--listen", "127.0.0.1:0", "--no-auth"], &[]).unwrap();
+        assert_eq!(defaults.max_connections, DEFAULT_MAX_CONNECTIONS);
+        assert_eq!(defaults.max_idle_per_peer, DEFAULT_MAX_IDLE_PER_PEER);
+        let config = parse(
+            &["--listen", "127.0.0.1:0", "--no-auth"],
+            &[
+                ("ECP_MAX_CONNECTIONS", "32"),
+                ("ECP_MAX_IDLE_PER_PEER", " 4 "),
+            ],
+        )
+        .unwrap()
+        .validate()
+        .unwrap();
+        assert_eq!((config.max_connections, config.max_idle_per_peer), (32, 4));
+        let refused = |var: &str, value: &str| {
+            parse(&["--listen", "127.0.0.1:0", "--no-auth"], &[(var, value)])
+                .and_then(RemoteSettings::validate)
+                .unwrap_err()
+                .0
+        };
+        assert!(
+            refused("ECP_MAX_CONNECTIONS", "many")
+                .contains("ECP_MAX_CONNECTIONS must be a whole number")
+        );
+        assert!(
+            refused("ECP_MAX_IDLE_PER_PEER", "0")
+                .contains("ECP_MAX_IDLE_PER_PEER must be between 1")
+        );
+        let unknown = parse(&["--listen", "127.0.0.1:0", "--max-connections", "8"], &[]);
+        assert!(
+            unknown
+                .unwrap_err()
+                .0
+                .contains("unknown option --max-connections")
         );
     }
 
