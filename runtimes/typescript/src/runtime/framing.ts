@@ -1,29 +1,63 @@
 // JSON-RPC framing on stdio, in front of the MCP SDK's server, as the Rust
-// runtime frames it (crates/ecp-runtime/src/framing.rs), answer for answer:
-// every line a client sends is either handed to the server or answered here
-// with the JSON-RPC error, so that no request goes unanswered (a client
-// would wait for its timeout) and nothing makes the process end silently.
+// runtime frames it (crates/ecp-runtime/src/framing.rs), answer for answer
+// and byte for byte: every line a client sends is either handed to the
+// server or answered here with the JSON-RPC error, so that no request goes
+// unanswered (a client would wait for its timeout) and nothing makes the
+// process end silently.
 //
-// - a line that is not UTF-8 or not JSON: -32700;
+// - a line that is not UTF-8 or not JSON: -32700. "Not JSON" is what the
+//   Rust runtime's parser refuses: a byte order mark, nesting deeper than
+//   MAX_DEPTH, a number too large for a double (JSON.parse would read
+//   Infinity); a lone surrogate escape is read as U+FFFD, as it is there;
 // - a batch, a non-object, a wrong `jsonrpc`, an `id` that is neither a
-//   string nor an integer, a `method` that is not a string: -32600;
+//   string nor an integer literal (`1.0`, `1e2` and `-0` are not), a
+//   `method` that is not a string: -32600;
 // - `params` that is not an object, `tools/call` arguments that are not an
-//   object: -32602;
+//   object: -32602 (`null` counts as absent, and so does a `null` `_meta`);
 // - a line longer than MAX_LINE_BYTES: -32600, and the rest of the line is
-//   skipped without being held.
+//   skipped without being held;
+// - a request for a method the server serves that its schema refuses (a
+//   `tools/call` without `name`): -32601 naming the method, as the Rust
+//   runtime's server answers, not the SDK's -32603 with a schema dump.
 //
-// Notifications get no answer, as JSON-RPC says. Part of ecp's TypeScript
-// runtime; `ecp new` copies it verbatim.
+// Notifications and responses get no answer, as JSON-RPC says; members a
+// JSON-RPC message does not have are ignored. Answers are written with
+// `jsonrpc` and `id` first, as the Rust runtime writes them. Writing stops
+// reading: no line is read while the client has not taken the answers
+// already written.
+//
+// Where it differs from the Rust runtime (whose server, rmcp, reads some
+// lines the SDK cannot): an integer `id` beyond 2^53 - 1 is served there
+// and answered -32600 here (JavaScript cannot hold it, and an answer with
+// a rounded id would answer another request); a request the SDK's schema
+// refuses but rmcp reads (a `_meta.progressToken` that is no string or
+// integer, a `cursor` that is no string) is served there and answered
+// -32600 or -32601 here; a `_meta` that is no object, and a message
+// without `method` that is no response, are answered there -32600 without
+// any `id` member and here with the request's id, or id null; a line with
+// two `id` members is refused there and read with the last one here (as
+// JSON.parse reads it).
+//
+// Part of ecp's TypeScript runtime; `ecp new` copies it verbatim.
 
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import {
+  CallToolRequestSchema,
+  InitializeRequestSchema,
+  isJSONRPCErrorResponse,
+  isJSONRPCResultResponse,
   type JSONRPCMessage,
   JSONRPCNotificationSchema,
   JSONRPCRequestSchema,
+  ListToolsRequestSchema,
+  PingRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 
 /** The longest request line read (the Rust runtime's bound). */
 export const MAX_LINE_BYTES = 4 * 1024 * 1024;
+
+/** The deepest nesting of arrays and objects read (serde_json's, which the Rust runtime parses with). */
+export const MAX_DEPTH = 127;
 
 export type Verdict = { forward: JSONRPCMessage } | { answer: object } | { ignore: true };
 
@@ -31,56 +65,250 @@ const error = (id: unknown, code: number, message: string): Verdict => ({
   answer: { jsonrpc: "2.0", id, error: { code, message } },
 });
 
-const validId = (id: unknown): boolean => typeof id === "string" || (typeof id === "number" && Number.isSafeInteger(id));
+/** The answer to a line over MAX_LINE_BYTES. */
+const TOO_LONG = error(null, -32600, "Invalid Request: the line is too long.");
+
+const NOT_JSON = error(null, -32700, "Parse error: the line is not JSON.");
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value);
 
-const utf8 = new TextDecoder("utf-8", { fatal: true });
+const has = (object: object, key: string): boolean => Object.prototype.hasOwnProperty.call(object, key);
+
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/** ASCII whitespace, as Rust's `trim_ascii` trims it: tab, line feed, form feed, carriage return, space. */
+const isSpace = (byte: number): boolean => byte === 0x20 || byte === 0x09 || byte === 0x0a || byte === 0x0c || byte === 0x0d;
+
+/** Whether arrays and objects in `text` nest deeper than MAX_DEPTH (strings skipped). */
+function tooDeep(text: string): boolean {
+  let depth = 0;
+  for (let at = 0; at < text.length; at++) {
+    const c = text.charCodeAt(at);
+    if (c === 0x22) {
+      // A string: to its closing quote, escapes skipped.
+      for (at++; at < text.length && text.charCodeAt(at) !== 0x22; at++) {
+        if (text.charCodeAt(at) === 0x5c) at++;
+      }
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > MAX_DEPTH) return true;
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--;
+    }
+  }
+  return false;
+}
+
+const hex4 = (text: string, at: number): number | undefined =>
+  /^[0-9a-fA-F]{4}$/.test(text.slice(at, at + 4)) ? Number.parseInt(text.slice(at, at + 4), 16) : undefined;
+const isHigh = (unit: number | undefined) => unit !== undefined && unit >= 0xd800 && unit < 0xdc00;
+const isLow = (unit: number | undefined) => unit !== undefined && unit >= 0xdc00 && unit < 0xe000;
+
+/**
+ * `text` with every lone surrogate escape (`"\ud800"`) written `\ufffd`,
+ * as the Rust runtime reads it (its strings cannot hold one).
+ */
+function withoutLoneSurrogates(text: string): string {
+  let out = "";
+  let copied = 0;
+  let inString = false;
+  let at = 0;
+  while (at < text.length) {
+    const c = text[at];
+    if (!inString) {
+      if (c === '"') inString = true;
+      at += 1;
+    } else if (c === '"') {
+      inString = false;
+      at += 1;
+    } else if (c === "\\" && text[at + 1] === "u") {
+      const unit = hex4(text, at + 2);
+      const lone = isHigh(unit) ? !(text.slice(at + 6, at + 8) === "\\u" && isLow(hex4(text, at + 8))) : isLow(unit);
+      if (isHigh(unit) && !lone) {
+        at += 12;
+      } else if (lone) {
+        out += `${text.slice(copied, at)}\\ufffd`;
+        at += 6;
+        copied = at;
+      } else {
+        at += 2;
+      }
+    } else {
+      at += c === "\\" ? 2 : 1;
+    }
+  }
+  return copied === 0 ? text : out + text.slice(copied);
+}
+
+/**
+ * Whether every number in `value` is finite: JSON.parse reads a literal
+ * too large for a double as Infinity, which the Rust runtime's parser
+ * refuses. `value` nests at most MAX_DEPTH deep.
+ */
+function finite(value: unknown): boolean {
+  if (typeof value === "number") return Number.isFinite(value);
+  if (typeof value !== "object" || value === null) return true;
+  return Object.values(value).every(finite);
+}
+
+/**
+ * The source text of the value of the last top-level `id` member of
+ * `text`, a JSON object JSON.parse has read (so that `1.0` and `1` can be
+ * told apart, as the Rust runtime's parser tells them).
+ */
+function idSource(text: string): string | undefined {
+  let at = text.indexOf("{") + 1;
+  let found: string | undefined;
+  const space = () => {
+    while (at < text.length && isSpace(text.charCodeAt(at))) at++;
+  };
+  const skipString = () => {
+    for (at++; text.charCodeAt(at) !== 0x22; at++) if (text.charCodeAt(at) === 0x5c) at++;
+    at++;
+  };
+  const skipValue = () => {
+    const c = text[at];
+    if (c === '"') return skipString();
+    if (c === "{" || c === "[") {
+      let depth = 0;
+      do {
+        const d = text[at];
+        if (d === '"') {
+          skipString();
+          continue;
+        }
+        if (d === "{" || d === "[") depth++;
+        else if (d === "}" || d === "]") depth--;
+        at++;
+      } while (depth > 0);
+      return;
+    }
+    while (at < text.length && !",}] \t\n\r".includes(text[at])) at++;
+  };
+  for (;;) {
+    space();
+    if (at >= text.length || text[at] === "}") return found;
+    const keyStart = at;
+    skipString();
+    const key: unknown = JSON.parse(text.slice(keyStart, at));
+    space();
+    at++; // ':'
+    space();
+    const valueStart = at;
+    skipValue();
+    if (key === "id") found = text.slice(valueStart, at);
+    space();
+    if (text[at] === ",") at++;
+  }
+}
+
+const INTEGER = /^-?(0|[1-9][0-9]*)$/;
+const I64_MIN = -(2n ** 63n);
+const U64_MAX = 2n ** 64n - 1n;
+
+/** Why `id` cannot be used (its value and its source text), or undefined when it can. */
+function badId(id: unknown, text: string): string | undefined {
+  if (typeof id === "string") return undefined;
+  const anyIdRule = "Invalid Request: `id` must be a string or an integer.";
+  if (typeof id !== "number") return anyIdRule;
+  const source = idSource(text) ?? "";
+  // The Rust runtime's parser reads `1.0`, `1e2` and `-0` as floats.
+  if (!INTEGER.test(source) || source === "-0") return anyIdRule;
+  const exact = BigInt(source);
+  if (exact < I64_MIN || exact > U64_MAX) return anyIdRule;
+  if (!Number.isSafeInteger(id)) {
+    return "Invalid Request: an integer `id` must be from -9007199254740991 to 9007199254740991 (JavaScript holds no larger one exactly).";
+  }
+  return undefined;
+}
+
+/** Only the members a JSON-RPC message has, in their order; `null` params, arguments and `_meta` left out. */
+function reduced(message: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const keys = has(message, "method") ? ["jsonrpc", "id", "method", "params"] : ["jsonrpc", "id", "result", "error"];
+  for (const key of keys) if (has(message, key)) out[key] = message[key];
+  if (out.params === null) delete out.params;
+  if (isObject(out.params)) {
+    const params: Record<string, unknown> = { ...out.params };
+    if (params._meta === null) delete params._meta;
+    if (out.method === "tools/call" && params.arguments === null) delete params.arguments;
+    out.params = params;
+  }
+  return out;
+}
+
+/**
+ * The requests the server serves, by method. One its schema refuses (a
+ * `tools/call` without a `name`, say) is answered as the Rust runtime's
+ * server answers it, -32601 naming the method, rather than with the SDK's
+ * -32603 and a dump of the schema's complaints.
+ */
+const SERVED = new Map<string, { safeParse(value: unknown): { success: boolean } }>([
+  ["initialize", InitializeRequestSchema],
+  ["ping", PingRequestSchema],
+  ["tools/list", ListToolsRequestSchema],
+  ["tools/call", CallToolRequestSchema],
+]);
 
 /** Judges one line (its bytes, without the line break). */
-export function judge(bytes: Uint8Array): Verdict {
+export function judge(line: Uint8Array): Verdict {
+  let start = 0;
+  let end = line.length;
+  while (start < end && isSpace(line[start])) start++;
+  while (end > start && isSpace(line[end - 1])) end--;
+  if (start === end) return { ignore: true };
   let text: string;
   try {
-    text = utf8.decode(bytes);
+    text = utf8.decode(line.subarray(start, end));
   } catch {
     return error(null, -32700, "Parse error: the line is not UTF-8.");
   }
-  text = text.replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, "");
-  if (text === "") return { ignore: true };
+  if (tooDeep(text)) return NOT_JSON;
+  if (/\\u[dD][89a-fA-F]/.test(text)) text = withoutLoneSurrogates(text);
   let message: unknown;
   try {
     message = JSON.parse(text);
   } catch {
-    return error(null, -32700, "Parse error: the line is not JSON.");
+    return NOT_JSON;
   }
+  if (!finite(message)) return NOT_JSON;
   if (!isObject(message)) {
     return error(null, -32600, "Invalid Request: send one JSON-RPC object per line (no batches).");
   }
-  const hasId = "id" in message;
+  const hasId = has(message, "id");
   const id = message.id;
-  if (hasId && !validId(id)) return error(null, -32600, "Invalid Request: `id` must be a string or an integer.");
+  if (hasId) {
+    const why = badId(id, text);
+    if (why !== undefined) return error(null, -32600, why);
+  }
   const replyId = hasId ? id : null;
   if (message.jsonrpc !== "2.0") return error(replyId, -32600, 'Invalid Request: `jsonrpc` must be "2.0".');
-  if (!("method" in message)) return { forward: message as JSONRPCMessage }; // a response to the server
+  if (!has(message, "method")) {
+    // A response to the server (which sends no request): the SDK drops it.
+    const response = reduced(message);
+    if (isJSONRPCResultResponse(response) || isJSONRPCErrorResponse(response)) return { forward: response };
+    return error(null, -32600, "Invalid Request: a message without `method` must be a response, with `result` or `error`.");
+  }
   const method = message.method;
   if (typeof method !== "string") return error(replyId, -32600, "Invalid Request: `method` must be a string.");
   const params = message.params;
   const badParams = params !== undefined && params !== null && !isObject(params);
-  const args = isObject(params) ? params.arguments : undefined;
+  const args = isObject(params) && has(params, "arguments") ? params.arguments : undefined;
   const badArguments = method === "tools/call" && args !== undefined && args !== null && !isObject(args);
   if (badParams || badArguments) {
     if (!hasId) return { ignore: true }; // a notification: nothing is owed
     const what = badParams ? "`params` must be an object." : "`arguments` must be an object.";
     return error(replyId, -32602, `Invalid params: ${what}`);
   }
+  const forward = reduced(message);
   // What the SDK's own schema would drop without a word (a `_meta` that is
   // not an object, say) is answered here instead.
-  if (hasId && !JSONRPCRequestSchema.safeParse(message).success) {
+  if (hasId && !JSONRPCRequestSchema.safeParse(forward).success) {
     return error(replyId, -32600, "Invalid Request: not a JSON-RPC request the server can read.");
   }
-  if (!hasId && !JSONRPCNotificationSchema.safeParse(message).success) return { ignore: true };
-  return { forward: message as JSONRPCMessage };
+  if (hasId && SERVED.get(method)?.safeParse(forward).success === false) return error(replyId, -32601, method);
+  if (!hasId && !JSONRPCNotificationSchema.safeParse(forward).success) return { ignore: true };
+  return { forward: forward as JSONRPCMessage };
 }
 
 /** Splits a byte stream into lines of at most `max` bytes; a longer line is reported once, unheld. */
@@ -129,11 +357,19 @@ export class LineReader {
   }
 }
 
+/** A message as the Rust runtime writes it: `jsonrpc` and `id` first, one line. */
+function serialize(message: object): string {
+  const { jsonrpc, id, ...rest } = message as Record<string, unknown>;
+  const ordered = has(message, "id") ? { jsonrpc, id, ...rest } : { jsonrpc, ...rest };
+  return `${JSON.stringify(ordered)}\n`;
+}
+
 /** An MCP transport on stdin/stdout with the framing above in front of the server. */
 export class FramedStdioTransport implements Transport {
   onclose?: () => void;
   onerror?: (error: Error) => void;
   onmessage?: (message: JSONRPCMessage) => void;
+  private drained?: Promise<void>;
 
   constructor(
     private readonly input: NodeJS.ReadableStream = process.stdin,
@@ -142,8 +378,7 @@ export class FramedStdioTransport implements Transport {
 
   async start(): Promise<void> {
     const lines = new LineReader((line) => {
-      const verdict =
-        line === "too-long" ? error(null, -32600, "Invalid Request: the line is too long.") : judge(line);
+      const verdict = line === "too-long" ? TOO_LONG : judge(line);
       if ("answer" in verdict) void this.write(verdict.answer);
       else if ("forward" in verdict) this.onmessage?.(verdict.forward);
     });
@@ -163,10 +398,19 @@ export class FramedStdioTransport implements Transport {
     this.onclose?.();
   }
 
+  /** Writes one line; while the client has not taken what was written, no more input is read. */
   private write(message: object): Promise<void> {
-    return new Promise((resolve) => {
-      if (this.output.write(`${JSON.stringify(message)}\n`)) resolve();
-      else this.output.once("drain", () => resolve());
-    });
+    if (this.output.write(serialize(message))) return Promise.resolve();
+    if (this.drained === undefined) {
+      this.input.pause();
+      this.drained = new Promise((resolve) =>
+        this.output.once("drain", () => {
+          this.drained = undefined;
+          this.input.resume();
+          resolve();
+        }),
+      );
+    }
+    return this.drained;
   }
 }

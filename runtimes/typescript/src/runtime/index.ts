@@ -10,7 +10,6 @@ import {
   CallToolRequestSchema,
   ErrorCode,
   ListToolsRequestSchema,
-  McpError,
 } from "@modelcontextprotocol/sdk/types.js";
 
 import {
@@ -26,7 +25,7 @@ import { queryFromArguments } from "../profile/query.js";
 import { render } from "../profile/render.js";
 import { FramedStdioTransport } from "./framing.js";
 
-export { FramedStdioTransport, judge, MAX_LINE_BYTES } from "./framing.js";
+export { FramedStdioTransport, judge, MAX_DEPTH, MAX_LINE_BYTES } from "./framing.js";
 
 /** What a provider team implements: one search, at most one upstream request, no retry. */
 export interface Provider {
@@ -113,10 +112,18 @@ const failure = (text: string) => ({ isError: true, content: [{ type: "text" as 
 export function contextSearchServer(provider: Provider, options: AdapterOptions): Server {
   const budgetMs = options.budgetMs ?? DEFAULT_BUDGET_MS;
   const server = new Server({ name: options.name, version: options.version }, { capabilities: { tools: {} } });
+  // A method the server does not serve: the Rust runtime's answer (-32601
+  // naming the method), not the SDK's "Method not found".
+  server.fallbackRequestHandler = async (request) => {
+    throw Object.assign(new Error(request.method), { code: ErrorCode.MethodNotFound });
+  };
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [TOOL] }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     if (request.params.name !== TOOL_NAME) {
-      throw new McpError(ErrorCode.InvalidParams, "Unknown tool: this server offers only context_search.");
+      // The Rust runtime's answer (an McpError would prefix "MCP error -32602: ").
+      throw Object.assign(new Error("Unknown tool: this server offers only context_search."), {
+        code: ErrorCode.InvalidParams,
+      });
     }
     const input = queryFromArguments(request.params.arguments);
     if (!input.ok) return failure(input.message);
@@ -171,14 +178,21 @@ export async function main(options: AdapterOptions & { budgetEnv?: string }, mak
     process.exit(1);
   }
   const server = contextSearchServer(provider, { ...options, budgetMs });
-  // Never a silent end: whatever escapes is one line on stderr and exit 1.
+  // Never a silent end: whatever escapes, a stdout gone (the client went
+  // away; the Rust runtime reads on until stdin ends) or stdin failing, is
+  // one line on stderr and exit 1. The line names the kind of error, never
+  // its message (which could hold provider data), as the Rust runtime's
+  // panic line does.
   const fatal = (what: string) => (error: unknown) => {
-    log(options.name, `${what}: ${error instanceof Error ? error.message : String(error)}`.slice(0, 500));
+    const code = (error as { code?: unknown } | null)?.code;
+    const kind = error instanceof Error ? `${error.name}${typeof code === "string" ? ` ${code}` : ""}` : typeof error;
+    log(options.name, `${what} (${kind.slice(0, 100)})`);
     process.exit(1);
   };
   process.on("uncaughtException", fatal("stopped on an unexpected error"));
   process.on("unhandledRejection", fatal("stopped on an unexpected error"));
   process.stdout.on("error", fatal("cannot write to stdout"));
+  process.stdin.on("error", fatal("cannot read stdin"));
   // When stdin closes, nothing is left to keep Node running but the calls in
   // flight: it exits once they have answered (within the budget).
   await server.connect(new FramedStdioTransport());
