@@ -16,6 +16,14 @@
 //!
 //! Nothing the provider wrote is touched: not `src/provider.rs`, not the
 //! tests, not the manifest.
+//!
+//! The folder may be someone else's: before anything is read or written,
+//! every path an upgrade touches, every folder on the way to it and
+//! everything inside the trees it reads is checked to be a regular file or
+//! folder, not a link, FIFO, socket or device ([`guard`]); files are read
+//! through [`crate::lint::files`] (regular files only, opened without
+//! waiting, bounded). What an interrupted swap left in `vendor/` is
+//! finished or undone first ([`recover`]), and said.
 
 use std::path::{Path, PathBuf};
 
@@ -57,21 +65,46 @@ pub enum UpgradeError {
         "the vendored runtime {} is newer than the one this ecp carries ({carried}); upgrade ecp instead", crate::outside::value(.vendored)
     )]
     Newer { vendored: String, carried: String },
-    #[error("{}: {}", .path.display(), crate::outside::value(.message))]
+    #[error("{}: {}", shown(.path), crate::outside::value(.message))]
     Toml { path: PathBuf, message: String },
-    #[error("{}: {source}", .path.display())]
+    #[error("{}: {}", shown(.path), crate::outside::value(&.source.to_string()))]
     Io {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("{} is {size} bytes; ecp upgrade reads at most {max} bytes of one file", shown(.path))]
+    TooLarge { path: PathBuf, size: u64, max: u64 },
     #[error("cannot render the new files: {0}")]
     Render(String),
     #[error("{} is {what}; ecp upgrade reads and writes regular files and folders only, never through a link", shown(.path))]
     Unsafe { path: PathBuf, what: &'static str },
 }
 
+/// A path as a message shows it: escaped and bounded, since its names
+/// come from the extension's folder.
 fn shown(path: &Path) -> String {
-    crate::input::shown(path)
+    crate::outside::line(&crate::input::shown(path), 1000)
+}
+
+/// Why a file was not read, as an upgrade says it.
+fn unreadable(problem: crate::lint::files::FileProblem) -> UpgradeError {
+    use crate::lint::files::FileProblem;
+    match problem {
+        FileProblem::Io { path, source } => UpgradeError::Io { path, source },
+        FileProblem::NotRegular { path, what } => UpgradeError::Unsafe { path, what },
+        FileProblem::LeavesFolder { path, .. } => UpgradeError::Unsafe {
+            path,
+            what: "a symlink that leads out of the extension",
+        },
+        FileProblem::TooLarge { path, size, max } => UpgradeError::TooLarge { path, size, max },
+    }
+}
+
+/// A text file of the extension, read as [`crate::lint::files::read_text`]
+/// reads it: a regular file inside `folder`, never waited on, bounded.
+fn read_text(folder: &Path, path: &Path) -> Result<String, UpgradeError> {
+    crate::lint::files::read_text(path, Some(folder), crate::lint::files::MAX_TEXT_BYTES)
+        .map_err(unreadable)
 }
 
 impl UpgradeError {
@@ -86,7 +119,10 @@ impl UpgradeError {
                 "copy src/profile/, src/runtime/ and contracts/v1/ from a fresh `ecp new --template local-ts` (they are not yours to edit; src/provider.ts is)".into(),
             ),
             UpgradeError::Unsafe { .. } => Some(
-                "replace the link or special file with the real folder or file (a fresh `ecp new` shows what belongs there), then run ecp upgrade again".into(),
+                "replace the link or special file with the real folder or file (a fresh `ecp new` shows what belongs there), or remove it if nothing belongs there (a `vendor/.ecp-runtime-*` leftover), then run ecp upgrade again".into(),
+            ),
+            UpgradeError::TooLarge { .. } => Some(
+                "no file ecp generates is that large: replace it with what a fresh `ecp new` writes, then run ecp upgrade again".into(),
             ),
             UpgradeError::NotGenerated(_) | UpgradeError::NoCrate(_) => {
                 Some("run it in the folder `ecp new` created (the one with Cargo.toml and qwen-extension.json)".into())
@@ -133,8 +169,18 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> UpgradeError + '_ {
     }
 }
 
-/// Upgrades the extension at `folder`.
+/// Upgrades the extension at `folder`: [`recover`], then
+/// [`upgrade_recovered`].
 pub fn upgrade(folder: &Path, force: bool) -> Result<Upgraded, UpgradeError> {
+    let recovered = recover(folder)?;
+    upgrade_recovered(folder, force, recovered)
+}
+
+/// Checks that `folder` is an extension with a `Cargo.toml` whose touched
+/// paths are safe ([`guard`]), then finishes or undoes an upgrade that was
+/// interrupted inside its swap of `vendor/ecp-runtime`. Returns what it
+/// did, one sentence each (nothing when there was nothing to repair).
+pub fn recover(folder: &Path) -> Result<Vec<String>, UpgradeError> {
     crate::input::InputError::check_exists(folder)?;
     let cargo_path = folder.join("Cargo.toml");
     if std::fs::symlink_metadata(&cargo_path).is_err() {
@@ -143,17 +189,21 @@ pub fn upgrade(folder: &Path, force: bool) -> Result<Upgraded, UpgradeError> {
         }
         return Err(UpgradeError::NoCrate(folder.to_owned()));
     }
-    guard(folder)?;
-    let recovered = recover_swap(folder)?;
-    let cargo_text = crate::lint::files::read_text(
-        &cargo_path,
-        Some(folder),
-        crate::lint::files::MAX_TEXT_BYTES,
-    )
-    .map_err(|problem| UpgradeError::Io {
-        path: cargo_path.clone(),
-        source: std::io::Error::new(std::io::ErrorKind::InvalidData, problem.to_string()),
-    })?;
+    guard_touched(folder)?;
+    recover_swap(folder)
+}
+
+/// Upgrades the extension at `folder` once [`recover`] returned
+/// `recovered` (reported in the outcome).
+pub fn upgrade_recovered(
+    folder: &Path,
+    force: bool,
+    recovered: Vec<String>,
+) -> Result<Upgraded, UpgradeError> {
+    // Again: a recovery moved folders, and this may be called alone.
+    guard_touched(folder)?;
+    let cargo_path = folder.join("Cargo.toml");
+    let cargo_text = read_text(folder, &cargo_path)?;
     let toml_error = |message: String| UpgradeError::Toml {
         path: cargo_path.clone(),
         message,
@@ -163,6 +213,11 @@ pub fn upgrade(folder: &Path, force: bool) -> Result<Upgraded, UpgradeError> {
         .map_err(|e: toml::de::Error| toml_error(e.message().to_owned()))?;
     let installed = vendor::installed(folder, &cargo_table)
         .ok_or_else(|| UpgradeError::NotGenerated(folder.to_owned()))?;
+    if matches!(installed, Installed::Copied) {
+        // Converting the copied layout reads every source of the crate, to
+        // keep the dependencies they still use.
+        guard(folder, &expecting(COPIED_SOURCES.iter().copied()))?;
+    }
     let name = cargo_table
         .get("package")
         .and_then(|p| p.get("name"))
@@ -241,6 +296,13 @@ pub fn upgrade(folder: &Path, force: bool) -> Result<Upgraded, UpgradeError> {
         Installed::Copied => glue_files(&name, &env_prefix)?,
         Installed::Vendored { .. } => Vec::new(),
     };
+    // The sources as they will be after the upgrade (the copies removed,
+    // the glue rewritten), read now so that a file that cannot be read
+    // stops the upgrade before it changes anything.
+    let sources = match installed {
+        Installed::Copied => Some(copied_sources(folder, &rewrites)?),
+        Installed::Vendored { .. } => None,
+    };
     let mut document: toml_edit::DocumentMut = cargo_text
         .parse()
         .map_err(|e: toml_edit::TomlError| toml_error(e.to_string()))?;
@@ -274,7 +336,13 @@ pub fn upgrade(folder: &Path, force: bool) -> Result<Upgraded, UpgradeError> {
                 outcome.removed.push(format!("{copied}/"));
             }
         }
-        outcome.dropped = drop_unused_dependencies(folder, &mut document);
+    }
+    if let Some(sources) = &sources {
+        // Shown: the names are the extension's own `Cargo.toml` keys.
+        outcome.dropped = drop_unused_dependencies(sources, &mut document)
+            .iter()
+            .map(|name| crate::outside::value(name))
+            .collect();
     }
     // 3. Cargo.toml: the new version, checksum and shared versions.
     outcome.aligned = align_dependencies(&mut document);
@@ -290,6 +358,14 @@ pub fn upgrade(folder: &Path, force: bool) -> Result<Upgraded, UpgradeError> {
 /// says nothing).
 fn edited_vendored(folder: &Path, recorded: Option<&str>) -> Result<Vec<String>, UpgradeError> {
     let root = folder.join(vendor::VENDOR_DIR);
+    if std::fs::symlink_metadata(&root).is_err() {
+        // Deleted, or an interrupted swap that left nothing to put back:
+        // only --force writes a runtime whose old copy cannot be compared.
+        return Ok(vec![format!(
+            "{} (missing, and no interrupted upgrade left a copy to put back)",
+            vendor::VENDOR_DIR
+        )]);
+    }
     let on_disk = vendor::read_tree(&root).map_err(io(&root))?;
     let sum = vendor::tree_sha256(on_disk.iter().map(|(p, c)| (p.as_str(), c.as_slice())));
     if recorded == Some(sum.as_str()) || sum == vendor::runtime_sha256() {
@@ -328,10 +404,15 @@ fn edited_contracts(folder: &Path) -> Result<Vec<String>, UpgradeError> {
     if !root.is_dir() {
         return Ok(Vec::new());
     }
-    let vendored = folder.join(vendor::VENDOR_DIR).join(CONTRACTS);
+    let vendored_root = folder.join(vendor::VENDOR_DIR).join(CONTRACTS);
+    let vendored = if vendored_root.is_dir() {
+        vendor::read_tree(&vendored_root).map_err(io(&vendored_root))?
+    } else {
+        Vec::new()
+    };
     let mut edited = Vec::new();
     for (path, contents) in vendor::read_tree(&root).map_err(io(&root))? {
-        if std::fs::read(vendored.join(&path)).ok().as_deref() != Some(contents.as_slice()) {
+        if !vendored.contains(&(path.clone(), contents)) {
             edited.push(format!("{CONTRACTS}/{path}"));
         }
     }
@@ -341,7 +422,7 @@ fn edited_contracts(folder: &Path) -> Result<Vec<String>, UpgradeError> {
 /// The extension's environment prefix, from the copied layout's
 /// `src/lib.rs` (`pub const BASE_URL_ENV: &str = "ACME_CONTEXT_BASE_URL";`).
 fn copied_env_prefix(folder: &Path) -> Option<String> {
-    let lib = std::fs::read_to_string(folder.join("src/lib.rs")).ok()?;
+    let lib = read_text(folder, &folder.join("src/lib.rs")).ok()?;
     let line = lib
         .lines()
         .find(|l| l.starts_with("pub const BASE_URL_ENV: &str = \""))?;
@@ -394,18 +475,23 @@ fn edited_copied(folder: &Path, name: &str) -> Result<Vec<String>, UpgradeError>
     let mut edited = Vec::new();
     for path in &known {
         let expected = copied_original(path, name, &env_prefix).unwrap_or_default();
-        match std::fs::read_to_string(folder.join(path)) {
+        match read_text(folder, &folder.join(path)) {
             Ok(actual) if actual == expected => {}
             Ok(_) => edited.push(path.clone()),
-            Err(_) => edited.push(format!("{path} (missing)")),
+            Err(UpgradeError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                edited.push(format!("{path} (missing)"))
+            }
+            Err(other) => return Err(other),
         }
     }
     for copied in COPIED_FOLDERS {
         let root = folder.join(copied);
-        if !root.exists() {
+        if !root.is_dir() {
             continue;
         }
-        for (path, _) in vendor::read_tree(&root).map_err(io(&root))? {
+        for path in vendor::tree_paths(&root).map_err(io(&root))? {
             let full = format!("{copied}/{path}");
             if !known.contains(&full) {
                 edited.push(format!("{full} (added)"));
@@ -427,10 +513,42 @@ fn glue_files(name: &str, env_prefix: &str) -> Result<Vec<(String, String)>, Upg
         .collect())
 }
 
+/// What an upgrade expects at a path it touches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    /// A regular file, read or replaced whole.
+    File,
+    /// A folder whose whole tree is read, replaced or removed.
+    Tree,
+}
+
 /// The paths `ecp upgrade` reads, writes, renames or removes, relative to
-/// the extension folder: files, then folders whose whole tree it reads.
-const TOUCHED_FILES: &[&str] = &["Cargo.toml", "src/main.rs", "src/lib.rs"];
-const TOUCHED_TREES: &[&str] = &[vendor::VENDOR_DIR, CONTRACTS, "src/profile", "src/runtime"];
+/// the extension folder (and the `vendor/.ecp-runtime-*` an interrupted
+/// swap left, [`leftovers`]).
+const TOUCHED: &[(&str, Expect)] = &[
+    ("Cargo.toml", Expect::File),
+    ("src/main.rs", Expect::File),
+    ("src/lib.rs", Expect::File),
+    (vendor::VENDOR_DIR, Expect::Tree),
+    (CONTRACTS, Expect::Tree),
+    ("src/profile", Expect::Tree),
+    ("src/runtime", Expect::Tree),
+];
+
+/// What converting the copied layout reads besides: every source of the
+/// crate (for the dependencies they still use).
+const COPIED_SOURCES: &[(&str, Expect)] = &[("src", Expect::Tree), ("tests", Expect::Tree)];
+
+/// The prefixes of the folders [`replace_vendor`] writes beside
+/// `vendor/ecp-runtime`.
+const NEW_PREFIX: &str = ".ecp-runtime-new-";
+const OLD_PREFIX: &str = ".ecp-runtime-old-";
+
+fn expecting<'a>(paths: impl Iterator<Item = (&'a str, Expect)>) -> Vec<(PathBuf, Expect)> {
+    paths
+        .map(|(path, expect)| (PathBuf::from(path), expect))
+        .collect()
+}
 
 /// What a file type is, in words, when it is not a regular file or folder.
 fn special(kind: std::fs::FileType) -> Option<&'static str> {
@@ -450,24 +568,39 @@ fn special(kind: std::fs::FileType) -> Option<&'static str> {
     }
 }
 
+/// [`guard`] over [`TOUCHED`], then over the leftovers of an interrupted
+/// swap (listed only once `vendor/` is known to be a real folder).
+fn guard_touched(folder: &Path) -> Result<(), UpgradeError> {
+    guard(folder, &expecting(TOUCHED.iter().copied()))?;
+    let (news, olds) = leftovers(folder)?;
+    let leftovers: Vec<(PathBuf, Expect)> = news
+        .into_iter()
+        .chain(olds)
+        .map(|path| {
+            let relative = path.strip_prefix(folder).unwrap_or(&path).to_owned();
+            (relative, Expect::Tree)
+        })
+        .collect();
+    guard(folder, &leftovers)
+}
+
 /// Refuses, before anything is read or written, a link or special file on
 /// the way to anything an upgrade touches: every folder from the extension
 /// down to it, the file itself, and everything inside the trees it reads
-/// or replaces (`vendor/`, `contracts/v1`, the copied layout's folders). A
-/// linked `vendor/` would have the upgrade rename, remove and rewrite the
-/// folder at the link's target.
-fn guard(folder: &Path) -> Result<(), UpgradeError> {
+/// or replaces (`vendor/`, `contracts/v1`, the copied layout's folders, the
+/// leftovers of an interrupted swap). A linked `vendor/` would have the
+/// upgrade rename, remove and rewrite the folder at the link's target; a
+/// FIFO would hang the read.
+fn guard(folder: &Path, touched: &[(PathBuf, Expect)]) -> Result<(), UpgradeError> {
     let refuse = |path: PathBuf, what| Err(UpgradeError::Unsafe { path, what });
-    let mut checked = std::collections::BTreeSet::new();
-    for relative in TOUCHED_FILES.iter().chain(TOUCHED_TREES) {
+    for (relative, expect) in touched {
+        let parts: Vec<_> = relative.components().collect();
         let mut path = folder.to_owned();
-        let parts: Vec<&str> = relative.split('/').collect();
+        let mut present = true;
         for (index, part) in parts.iter().enumerate() {
             path.push(part);
-            if !checked.insert(path.clone()) {
-                continue;
-            }
             let Ok(metadata) = std::fs::symlink_metadata(&path) else {
+                present = false;
                 break;
             };
             let kind = metadata.file_type();
@@ -475,65 +608,79 @@ fn guard(folder: &Path) -> Result<(), UpgradeError> {
                 return refuse(path, what);
             }
             let last = index + 1 == parts.len();
-            let is_tree = TOUCHED_TREES.contains(relative);
-            if (!last || is_tree) && !kind.is_dir() {
+            if (!last || *expect == Expect::Tree) && !kind.is_dir() {
                 return refuse(path, "a file where a folder belongs");
             }
-            if last && !is_tree && !kind.is_file() {
+            if last && *expect == Expect::File && !kind.is_file() {
                 return refuse(path, "a folder where a file belongs");
             }
         }
-    }
-    for tree in TOUCHED_TREES {
-        let root = folder.join(tree);
-        if !root.is_dir() {
+        if !present || *expect == Expect::File {
             continue;
         }
-        let mut stack = vec![root];
-        while let Some(dir) = stack.pop() {
-            for entry in std::fs::read_dir(&dir).map_err(io(&dir))? {
-                let entry = entry.map_err(io(&dir))?;
-                let kind = entry.file_type().map_err(io(&entry.path()))?;
-                if let Some(what) = special(kind) {
-                    return refuse(entry.path(), what);
-                }
-                if kind.is_dir() {
-                    stack.push(entry.path());
-                }
+        // Inside the tree: links are listed, never followed.
+        for inside in vendor::tree_paths(&path).map_err(io(&path))? {
+            let entry = path.join(&inside);
+            let kind = std::fs::symlink_metadata(&entry)
+                .map_err(io(&entry))?
+                .file_type();
+            if let Some(what) = special(kind) {
+                return refuse(entry, what);
             }
         }
     }
     Ok(())
 }
 
-/// Finishes or undoes an upgrade that stopped inside [`replace_vendor`],
-/// from what it left in `vendor/`: a complete new copy (`.ecp-runtime-new-*`
-/// whose files are exactly the carried runtime) is swapped in when the
-/// runtime folder is missing; otherwise the old copy (`.ecp-runtime-old-*`)
-/// goes back, and leftovers are removed. Says what it did.
-fn recover_swap(folder: &Path) -> Result<Vec<String>, UpgradeError> {
-    let target = folder.join(vendor::VENDOR_DIR);
-    let Some(parent) = target.parent().filter(|p| p.is_dir()) else {
-        return Ok(Vec::new());
-    };
+/// The folders an interrupted [`replace_vendor`] left beside
+/// `vendor/ecp-runtime`: (new copies, old copies), each sorted.
+fn leftovers(folder: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), UpgradeError> {
+    let runtime = folder.join(vendor::VENDOR_DIR);
+    let parent = runtime.parent().unwrap_or(folder);
     let mut news = Vec::new();
     let mut olds = Vec::new();
+    // A link or a file here is refused by the guard over TOUCHED first.
+    if !std::fs::symlink_metadata(parent).is_ok_and(|m| m.is_dir()) {
+        return Ok((news, olds));
+    }
     for entry in std::fs::read_dir(parent).map_err(io(parent))? {
         let entry = entry.map_err(io(parent))?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with(".ecp-runtime-new-") {
+        if name.starts_with(NEW_PREFIX) {
             news.push(entry.path());
-        } else if name.starts_with(".ecp-runtime-old-") {
+        } else if name.starts_with(OLD_PREFIX) {
             olds.push(entry.path());
         }
     }
     news.sort();
     olds.sort();
+    Ok((news, olds))
+}
+
+/// Finishes or undoes an upgrade that stopped inside [`replace_vendor`],
+/// from what it left in `vendor/` (every leftover already passed
+/// [`guard`]). [`replace_vendor`] writes a new copy into
+/// `.ecp-runtime-new-*`, makes an empty `.ecp-runtime-old-*`, renames
+/// `vendor/ecp-runtime` onto it, renames the new copy to
+/// `vendor/ecp-runtime`, then removes the old copy. So:
+///
+/// - `vendor/ecp-runtime` missing (stopped between the two renames): a
+///   complete new copy (exactly the carried runtime) is swapped in and the
+///   old copy removed; without one, the old copy is put back. With neither
+///   nothing is put back, and the upgrade then refuses, naming the missing
+///   runtime.
+/// - `vendor/ecp-runtime` present (stopped before the first rename or
+///   after the second): the leftovers are removed.
+///
+/// Says what it did, one sentence per step.
+fn recover_swap(folder: &Path) -> Result<Vec<String>, UpgradeError> {
+    let target = folder.join(vendor::VENDOR_DIR);
+    let (mut news, mut olds) = leftovers(folder)?;
     let mut said = Vec::new();
     let shown = |path: &Path| {
         crate::outside::value(&path.strip_prefix(folder).unwrap_or(path).to_string_lossy())
     };
-    if std::fs::symlink_metadata(&target).is_err() {
+    if std::fs::symlink_metadata(&target).is_err() && !(news.is_empty() && olds.is_empty()) {
         let complete = news.iter().position(|new| {
             vendor::read_tree(new).is_ok_and(|tree| {
                 vendor::tree_sha256(tree.iter().map(|(p, c)| (p.as_str(), c.as_slice())))
@@ -545,17 +692,25 @@ fn recover_swap(folder: &Path) -> Result<Vec<String>, UpgradeError> {
             .position(|old| std::fs::read_dir(old).is_ok_and(|mut d| d.next().is_some()));
         if let Some(index) = complete {
             let new = news.remove(index);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                // Stopped before its mode was set, it would still be 0700.
+                std::fs::set_permissions(&new, std::fs::Permissions::from_mode(0o755))
+                    .map_err(io(&new))?;
+            }
             std::fs::rename(&new, &target).map_err(io(&target))?;
             said.push(format!(
-                "finished an interrupted upgrade: {} swapped in from {}",
+                "finished an interrupted upgrade: {} swapped in from {} (a complete copy of runtime {})",
                 vendor::VENDOR_DIR,
-                shown(&new)
+                shown(&new),
+                vendor::RUNTIME_VERSION
             ));
         } else if let Some(index) = non_empty_old {
             let old = olds.remove(index);
             std::fs::rename(&old, &target).map_err(io(&target))?;
             said.push(format!(
-                "undid an interrupted upgrade: {} put back from {}",
+                "undid an interrupted upgrade: {} put back from {} (no complete new copy was left)",
                 vendor::VENDOR_DIR,
                 shown(&old)
             ));
@@ -579,7 +734,7 @@ fn replace_vendor(folder: &Path) -> Result<(), UpgradeError> {
     let parent = target.parent().unwrap_or(folder).to_owned();
     std::fs::create_dir_all(&parent).map_err(io(&parent))?;
     let staging = tempfile::Builder::new()
-        .prefix(".ecp-runtime-new-")
+        .prefix(NEW_PREFIX)
         .tempdir_in(&parent)
         .map_err(io(&parent))?;
     for (path, contents) in vendor::runtime_files() {
@@ -598,7 +753,7 @@ fn replace_vendor(folder: &Path) -> Result<(), UpgradeError> {
     }
     let old = if std::fs::symlink_metadata(&target).is_ok() {
         let old = tempfile::Builder::new()
-            .prefix(".ecp-runtime-old-")
+            .prefix(OLD_PREFIX)
             .tempdir_in(&parent)
             .map_err(io(&parent))?
             .keep();
@@ -737,19 +892,41 @@ fn align_dependencies(document: &mut toml_edit::DocumentMut) -> Vec<String> {
     aligned
 }
 
-/// Drops the `[dependencies]` that none of the extension's own sources
-/// (`src/`, `tests/`, after the upgrade) name any more: the old copies'.
-fn drop_unused_dependencies(folder: &Path, document: &mut toml_edit::DocumentMut) -> Vec<String> {
+/// The Rust sources of the crate (`src/`, `tests/`) as they will be after
+/// converting the copied layout: without the copies it removes and with
+/// the glue `rewrites` in place of the old. Every file is read bounded
+/// ([`vendor::read_tree`]); one that cannot be read stops the upgrade
+/// (skipping it could drop a dependency it uses).
+fn copied_sources(folder: &Path, rewrites: &[(String, String)]) -> Result<String, UpgradeError> {
     let mut sources = String::new();
     for dir in ["src", "tests"] {
         let root = folder.join(dir);
-        for (path, contents) in vendor::read_tree(&root).unwrap_or_default() {
-            if path.ends_with(".rs") {
+        if !root.is_dir() {
+            continue;
+        }
+        for (path, contents) in vendor::read_tree(&root).map_err(io(&root))? {
+            let full = format!("{dir}/{path}");
+            let replaced = REMOVED_FOLDERS
+                .iter()
+                .any(|f| full.starts_with(&format!("{f}/")))
+                || rewrites.iter().any(|(p, _)| *p == full);
+            if path.ends_with(".rs") && !replaced {
                 sources.push_str(&String::from_utf8_lossy(&contents));
                 sources.push('\n');
             }
         }
     }
+    for (_, contents) in rewrites {
+        sources.push_str(contents);
+        sources.push('\n');
+    }
+    Ok(sources)
+}
+
+/// Drops the `[dependencies]` that none of the extension's own `sources`
+/// (`src/`, `tests/`, after the upgrade: [`copied_sources`]) name any
+/// more: the old copies'.
+fn drop_unused_dependencies(sources: &str, document: &mut toml_edit::DocumentMut) -> Vec<String> {
     // A path that starts with the crate's name: `ident::`, `ident!` or
     // `use ident`, not preceded by another identifier character
     // (`rustls::crypto::ring::` does not use `ring`).

@@ -5,15 +5,24 @@ use super::{Exit, Failure, Outcome, UpgradeArgs};
 use crate::upgrade;
 
 pub fn run(args: UpgradeArgs) -> Outcome {
-    let outcome = match upgrade::upgrade(&args.path, args.force) {
+    let failed = |error: upgrade::UpgradeError| {
+        let exit = match error {
+            upgrade::UpgradeError::Edited { .. } => Exit::No,
+            _ => Exit::CouldNotRun,
+        };
+        let help = error.help();
+        Failure::new(exit, error).help(help)
+    };
+    // First what an interrupted upgrade left, so that it is said even when
+    // the upgrade itself then stops.
+    let recovered = upgrade::recover(&args.path).map_err(failed)?;
+    let outcome = match upgrade::upgrade_recovered(&args.path, args.force, recovered.clone()) {
         Ok(outcome) => outcome,
         Err(error) => {
-            let exit = match error {
-                upgrade::UpgradeError::Edited { .. } => Exit::No,
-                _ => Exit::CouldNotRun,
-            };
-            let help = error.help();
-            return Err(Failure::new(exit, error).help(help));
+            for line in &recovered {
+                eprintln!("note: {line}");
+            }
+            return Err(failed(error));
         }
     };
     if args.json {

@@ -120,34 +120,70 @@ pub fn installed(folder: &std::path::Path, cargo_toml: &toml::Table) -> Option<I
 /// below; a tree is someone else's folder).
 const MAX_TREE_FILE_BYTES: u64 = 8 * 1024 * 1024;
 
+/// The most [`read_tree`] reads from one tree, all files together (the
+/// runtime is under 1 MiB).
+const MAX_TREE_BYTES: u64 = 64 * 1024 * 1024;
+
 /// Every file under `root` as (relative `/` path, contents), sorted; a link
 /// is read as its target text behind a marker, so that it never matches a
-/// file (and is never followed).
+/// file (and is never followed). Only regular files are opened (a FIFO
+/// would hang the read, a device never end it), without waiting, and read
+/// bounded: at most [`MAX_TREE_FILE_BYTES`] a file and [`MAX_TREE_BYTES`]
+/// in all, else an error that names the file.
 pub fn read_tree(root: &std::path::Path) -> std::io::Result<Vec<(String, Vec<u8>)>> {
     let mut files = Vec::new();
+    let mut total: u64 = 0;
     walk(root, &mut |relative, path, kind| {
         let contents = if kind.is_symlink() {
             let target = std::fs::read_link(path)?;
             format!("\0link\0{}", target.display()).into_bytes()
         } else {
-            // A regular file only (a FIFO would hang the read, a device
-            // never end it), bounded.
-            let (mut file, _) = crate::lint::files::open_regular(path, None, MAX_TREE_FILE_BYTES)
-                .map_err(|problem| {
-                std::io::Error::new(std::io::ErrorKind::InvalidData, problem.to_string())
-            })?;
+            let (file, _) = crate::lint::files::open_regular(path, None, MAX_TREE_FILE_BYTES)
+                .map_err(|problem| not_read(&relative, problem))?;
             let mut contents = Vec::new();
             std::io::Read::read_to_end(
-                &mut std::io::Read::take(&mut file, MAX_TREE_FILE_BYTES + 1),
+                &mut std::io::Read::take(file, MAX_TREE_FILE_BYTES + 1),
                 &mut contents,
             )?;
+            if contents.len() as u64 > MAX_TREE_FILE_BYTES {
+                return Err(invalid(format!(
+                    "{relative} grew past {MAX_TREE_FILE_BYTES} bytes while it was read"
+                )));
+            }
             contents
         };
+        total += contents.len() as u64;
+        if total > MAX_TREE_BYTES {
+            return Err(invalid(format!(
+                "holds more than {MAX_TREE_BYTES} bytes of files (at {relative}); a tree is read up to that"
+            )));
+        }
         files.push((relative, contents));
         Ok(())
     })?;
     files.sort();
     Ok(files)
+}
+
+fn invalid(message: String) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, message)
+}
+
+/// Why the file at `relative` (in a tree) was not read.
+fn not_read(relative: &str, problem: crate::lint::files::FileProblem) -> std::io::Error {
+    use crate::lint::files::FileProblem;
+    match problem {
+        FileProblem::Io { source, .. } => {
+            std::io::Error::new(source.kind(), format!("{relative}: {source}"))
+        }
+        FileProblem::NotRegular { what, .. } => {
+            invalid(format!("{relative} is {what}, not a regular file"))
+        }
+        FileProblem::TooLarge { size, max, .. } => invalid(format!(
+            "{relative} is {size} bytes; a file of a tree is read up to {max}"
+        )),
+        other => invalid(other.to_string()),
+    }
 }
 
 /// The relative `/` paths of every file and link under `root`, sorted,

@@ -237,14 +237,10 @@ fn an_edited_runtime_is_refused_unless_forced() {
     assert_carried_runtime(&vendored);
 }
 
-#[test]
-fn an_older_vendored_runtime_is_upgraded_and_conforms() {
-    let temp = tempfile::tempdir().unwrap();
-    let dir = temp.path().join("acme-context");
-    assert!(ecp_new(&dir, &[]).status.success());
-    assert!(text(&in_dir(&dir, &["upgrade"])).contains("is current; nothing to do"));
-    // Make it an older release, as an earlier ecp would have vendored it:
-    // an older version in the copy, recorded with its own checksum.
+/// Makes the fresh extension at `dir` one with an older release, as an
+/// earlier ecp would have vendored it: version 0.1.9 in the copy, recorded
+/// in `Cargo.toml` with the copy's own checksum.
+fn make_older(dir: &Path) {
     let vendored = dir.join(vendor::VENDOR_DIR);
     let manifest = vendored.join("Cargo.toml");
     let old = std::fs::read_to_string(&manifest).unwrap().replacen(
@@ -271,6 +267,15 @@ fn an_older_vendored_runtime_is_upgraded_and_conforms() {
             "path = \"vendor/ecp-runtime\", version = \"0.1.9\"",
         );
     std::fs::write(&cargo_path, cargo).unwrap();
+}
+
+#[test]
+fn an_older_vendored_runtime_is_upgraded_and_conforms() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("acme-context");
+    assert!(ecp_new(&dir, &[]).status.success());
+    assert!(text(&in_dir(&dir, &["upgrade"])).contains("is current; nothing to do"));
+    make_older(&dir);
     assert_eq!(lint_ids(&dir), ["runtime-outdated"]);
 
     let output = in_dir(&dir, &["upgrade"]);
@@ -334,15 +339,30 @@ fn no_auth_reads_like_ecp_serve(main: &Path) {
     );
 }
 
-/// Every file under `root` with its bytes, for before/after comparisons.
+/// Everything under `root` (folders, files with their bytes, links with
+/// their targets, FIFOs), by `lstat`: links are recorded, never followed.
 fn snapshot(root: &Path) -> Vec<(String, Vec<u8>)> {
-    files_under(root)
-        .into_iter()
-        .map(|f| {
-            let bytes = std::fs::read(&f).unwrap();
-            (relative(root, &f).to_owned(), bytes)
-        })
-        .collect()
+    let mut entries = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let kind = std::fs::symlink_metadata(&path).unwrap().file_type();
+            let what = if kind.is_symlink() {
+                format!("link {}", std::fs::read_link(&path).unwrap().display()).into_bytes()
+            } else if kind.is_dir() {
+                stack.push(path.clone());
+                b"folder".to_vec()
+            } else if kind.is_file() {
+                std::fs::read(&path).unwrap()
+            } else {
+                b"special".to_vec()
+            };
+            entries.push((relative(root, &path), what));
+        }
+    }
+    entries.sort();
+    entries
 }
 
 /// `ecp upgrade ARGS DIR` under the hostile tests' memory cap and timeout.
@@ -353,177 +373,496 @@ fn upgrade_capped(dir: &Path, args: &[&str]) -> std::process::Output {
     super::hostile::ecp_capped(&all, &[], None)
 }
 
+fn mkfifo(path: &Path) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let status = Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+/// Finding 3 of issue 28: a linked `vendor/` or `contracts/` (or a link
+/// anywhere on the way to what upgrade reads or writes) had the upgrade
+/// rename, remove and rewrite the folder at the link's target. Each is
+/// refused with and without --force, by path, and nothing is changed:
+/// not the extension, not the link's target.
 #[test]
-fn upgrade_refuses_links_and_special_files_on_its_way_and_changes_nothing() {
+fn upgrade_refuses_links_on_its_way_and_changes_nothing() {
     let temp = tempfile::tempdir().unwrap();
+    let outside = temp.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
     let fresh = |name: &str| {
         let dir = temp.path().join(name);
         assert!(ecp_new(&dir, &[]).status.success());
         dir
     };
-    // vendor/ as a link to a folder elsewhere; contracts/ as a link; a
-    // linked file inside the runtime.
-    let elsewhere = temp.path().join("elsewhere");
-    let linked_vendor = fresh("linked-vendor");
-    std::fs::rename(linked_vendor.join("vendor"), &elsewhere).unwrap();
-    std::os::unix::fs::symlink(&elsewhere, linked_vendor.join("vendor")).unwrap();
-    let linked_contracts = fresh("linked-contracts");
-    let contracts_elsewhere = temp.path().join("contracts-elsewhere");
-    std::fs::create_dir_all(contracts_elsewhere.join("v1")).unwrap();
-    std::fs::write(contracts_elsewhere.join("v1/mine.json"), "{}").unwrap();
-    std::os::unix::fs::symlink(&contracts_elsewhere, linked_contracts.join("contracts")).unwrap();
-    let linked_file = fresh("linked-file");
-    let lib = linked_file.join("vendor/ecp-runtime/src/lib.rs");
-    std::fs::rename(&lib, temp.path().join("lib.rs")).unwrap();
-    std::os::unix::fs::symlink(temp.path().join("lib.rs"), &lib).unwrap();
-    let before = (snapshot(&elsewhere), snapshot(&contracts_elsewhere));
-    for (dir, names) in [
-        (&linked_vendor, "linked-vendor/vendor is a symlink"),
-        (&linked_contracts, "linked-contracts/contracts is a symlink"),
-        (&linked_file, "src/lib.rs is a symlink"),
-    ] {
-        for args in [&[][..], &["--force"][..]] {
+    let link = |target: &Path, at: &Path| std::os::unix::fs::symlink(target, at).unwrap();
+    let mut cases: Vec<(PathBuf, &str)> = Vec::new();
+
+    // vendor/ linked to a folder elsewhere (the real runtime moved there).
+    let dir = fresh("linked-vendor");
+    std::fs::rename(dir.join("vendor"), outside.join("vendor")).unwrap();
+    link(&outside.join("vendor"), &dir.join("vendor"));
+    cases.push((dir, "linked-vendor/vendor is a symlink"));
+    // vendor/ecp-runtime itself linked.
+    let dir = fresh("linked-runtime");
+    std::fs::rename(
+        dir.join("vendor/ecp-runtime"),
+        outside.join("runtime-elsewhere"),
+    )
+    .unwrap();
+    link(
+        &outside.join("runtime-elsewhere"),
+        &dir.join("vendor/ecp-runtime"),
+    );
+    cases.push((dir, "linked-runtime/vendor/ecp-runtime is a symlink"));
+    // contracts/ linked to a folder with a contracts tree of its own.
+    let dir = fresh("linked-contracts");
+    std::fs::create_dir_all(outside.join("contracts/v1")).unwrap();
+    std::fs::write(outside.join("contracts/v1/mine.json"), "{}").unwrap();
+    link(&outside.join("contracts"), &dir.join("contracts"));
+    cases.push((dir, "linked-contracts/contracts is a symlink"));
+    // A file inside the runtime linked to a file elsewhere.
+    let dir = fresh("linked-file");
+    let lib = dir.join("vendor/ecp-runtime/src/lib.rs");
+    std::fs::rename(&lib, outside.join("lib.rs")).unwrap();
+    link(&outside.join("lib.rs"), &lib);
+    cases.push((
+        dir,
+        "linked-file/vendor/ecp-runtime/src/lib.rs is a symlink",
+    ));
+    // Cargo.toml linked to one elsewhere (read, then rewritten).
+    let dir = fresh("linked-cargo");
+    std::fs::rename(dir.join("Cargo.toml"), outside.join("Cargo.toml")).unwrap();
+    link(&outside.join("Cargo.toml"), &dir.join("Cargo.toml"));
+    cases.push((dir, "linked-cargo/Cargo.toml is a symlink"));
+    // A leftover of an interrupted swap linked to a complete runtime
+    // elsewhere, with vendor/ecp-runtime missing: it would be renamed into
+    // place (and the old copy deleted).
+    let dir = fresh("linked-leftover");
+    copy_tree(
+        &dir.join("vendor/ecp-runtime"),
+        &outside.join("complete-runtime"),
+    );
+    std::fs::rename(
+        dir.join("vendor/ecp-runtime"),
+        dir.join("vendor/.ecp-runtime-old-Qw3rTy"),
+    )
+    .unwrap();
+    link(
+        &outside.join("complete-runtime"),
+        &dir.join("vendor/.ecp-runtime-new-As4dFg"),
+    );
+    cases.push((
+        dir,
+        "linked-leftover/vendor/.ecp-runtime-new-As4dFg is a symlink",
+    ));
+    // The copied layout (0.1.0): src/runtime linked, and tests/ linked
+    // (its sources are read to keep the dependencies they use).
+    let dir = temp.path().join("copied-linked-runtime");
+    copy_tree(&fixture(), &dir);
+    std::fs::rename(dir.join("src/runtime"), outside.join("copied-runtime")).unwrap();
+    link(&outside.join("copied-runtime"), &dir.join("src/runtime"));
+    cases.push((dir, "copied-linked-runtime/src/runtime is a symlink"));
+    let dir = temp.path().join("copied-linked-tests");
+    copy_tree(&fixture(), &dir);
+    std::fs::rename(dir.join("tests"), outside.join("copied-tests")).unwrap();
+    link(&outside.join("copied-tests"), &dir.join("tests"));
+    cases.push((dir, "copied-linked-tests/tests is a symlink"));
+
+    let outside_before = snapshot(&outside);
+    for (dir, says) in &cases {
+        let before = snapshot(dir);
+        for args in [&[][..], &["--force"][..], &["--force", "--json"][..]] {
             let output = upgrade_capped(dir, args);
             let said = text(&output);
             assert_eq!(output.status.code(), Some(2), "{args:?} {said}");
-            assert!(said.contains(names), "{args:?} {said}");
+            assert!(said.contains("error: "), "{args:?} {said}");
+            assert!(said.contains(says), "{args:?} {said}");
             assert!(said.contains("= help:"), "{said}");
+            assert!(output.stdout.is_empty(), "{args:?} {said}");
         }
+        assert_eq!(snapshot(dir), before, "{} changed", dir.display());
     }
     assert_eq!(
-        (snapshot(&elsewhere), snapshot(&contracts_elsewhere)),
-        before
+        snapshot(&outside),
+        outside_before,
+        "a link's target changed"
     );
+}
 
-    // A FIFO in the runtime or in contracts/v1: refused at once, by name.
-    for (name, fifo) in [
-        ("fifo-runtime", "vendor/ecp-runtime/src/pipe"),
-        ("fifo-contracts", "contracts/v1/pipe.json"),
-    ] {
-        let dir = fresh(name);
-        std::fs::create_dir_all(dir.join(fifo).parent().unwrap()).unwrap();
-        let status = Command::new("mkfifo").arg(dir.join(fifo)).status().unwrap();
-        assert!(status.success());
-        let output = upgrade_capped(&dir, &["--force"]);
-        let said = text(&output);
-        assert_eq!(output.status.code(), Some(2), "{said}");
-        assert!(said.contains(&format!("{fifo} is a FIFO")), "{said}");
+/// Finding 5 of issue 28: a FIFO under `vendor/ecp-runtime/` or
+/// `contracts/v1/` hung `ecp upgrade`. Every FIFO (or socket) on its way is
+/// refused at once, by name (escaped), with and without --force, and the
+/// folder is left as it was.
+#[test]
+fn upgrade_refuses_fifos_at_once_by_name() {
+    let temp = tempfile::tempdir().unwrap();
+    let fifo_name = "pipe\u{1b}]0;owned\u{7}.rs";
+    let cases: Vec<(&str, String, String)> = vec![
+        (
+            "fifo-runtime",
+            "vendor/ecp-runtime/src/pipe.rs".into(),
+            "vendor/ecp-runtime/src/pipe.rs is a FIFO".into(),
+        ),
+        (
+            "fifo-contracts",
+            "contracts/v1/pipe.json".into(),
+            "contracts/v1/pipe.json is a FIFO".into(),
+        ),
+        (
+            "fifo-cargo",
+            "Cargo.toml".into(),
+            "fifo-cargo/Cargo.toml is a FIFO".into(),
+        ),
+        (
+            "fifo-escaped",
+            format!("vendor/ecp-runtime/src/{fifo_name}"),
+            "src/pipe\\u{1b}]0;owned\\u{7}.rs is a FIFO".into(),
+        ),
+        (
+            "fifo-leftover",
+            "vendor/.ecp-runtime-new-Zx9cVb/src/lib.rs".into(),
+            "vendor/.ecp-runtime-new-Zx9cVb/src/lib.rs is a FIFO".into(),
+        ),
+        (
+            "copied-fifo-tests",
+            "tests/pipe.rs".into(),
+            "copied-fifo-tests/tests/pipe.rs is a FIFO".into(),
+        ),
+    ];
+    for (name, fifo, says) in &cases {
+        let dir = temp.path().join(name);
+        if name.starts_with("copied") {
+            copy_tree(&fixture(), &dir);
+        } else {
+            assert!(ecp_new(&dir, &[]).status.success());
+        }
+        if fifo == "Cargo.toml" {
+            std::fs::remove_file(dir.join(fifo)).unwrap();
+        }
+        mkfifo(&dir.join(fifo));
+        let before = snapshot(&dir);
+        for args in [&[][..], &["--force"][..]] {
+            let started = std::time::Instant::now();
+            let output = upgrade_capped(&dir, args);
+            let said = text(&output);
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(10),
+                "{name}: {:?}",
+                started.elapsed()
+            );
+            assert_eq!(output.status.code(), Some(2), "{name} {args:?} {said}");
+            assert!(said.contains(says.as_str()), "{name} {args:?} {said}");
+            assert!(!said.contains('\u{1b}'), "{name}: a raw ESC: {said:?}");
+        }
+        assert_eq!(snapshot(&dir), before, "{name} changed");
     }
 }
 
+/// Finding 6 of issue 28: `ecp upgrade` printed `Cargo.toml` values with
+/// terminal escapes intact. The package name, the recorded runtime version
+/// and the names of dropped dependencies are shown escaped and bounded, in
+/// the summary and in --json.
 #[test]
 fn upgrade_shows_the_extensions_values_escaped_and_bounded() {
     let temp = tempfile::tempdir().unwrap();
-    let dir = temp.path().join("escapes");
-    assert!(ecp_new(&dir, &[]).status.success());
-    let cargo_toml = dir.join("Cargo.toml");
-    let text_before = std::fs::read_to_string(&cargo_toml).unwrap();
     let long = "x".repeat(5000);
+    // TOML escapes: the file is plain ASCII, the values are not.
     let hostile = format!("acme\\u001b]0;owned\\u0007\\u202e{long}");
-    let edited = text_before.replacen(
-        "name = \"acme-context\"",
-        &format!("name = \"{hostile}\""),
-        1,
-    );
-    assert_ne!(edited, text_before, "no package name to replace");
-    std::fs::write(&cargo_toml, edited).unwrap();
+    let hostile_version = format!("0.1\\u001b[2J\\u202e{long}");
+    let hostile_dependency = "evil\\u001b]0;owned\\u0007\\u202e";
+    let check = |said: &str, args: &[&str]| {
+        assert!(
+            !said.contains('\u{1b}') && !said.contains('\u{202e}') && !said.contains('\u{7}'),
+            "{args:?}: {said:?}"
+        );
+        assert!(said.len() < 20_000, "{args:?}: {} bytes", said.len());
+    };
+
+    // A vendored extension: its name and its recorded runtime version.
     for args in [&[][..], &["--json"][..]] {
+        let dir = temp.path().join(format!("vendored{}", args.len()));
+        assert!(ecp_new(&dir, &[]).status.success());
+        let cargo_toml = dir.join("Cargo.toml");
+        let before = std::fs::read_to_string(&cargo_toml).unwrap();
+        let edited = before
+            .replacen(
+                "name = \"acme-context\"",
+                &format!("name = \"{hostile}\""),
+                1,
+            )
+            .replacen(
+                &format!("version = \"{}\"\nsha256", vendor::RUNTIME_VERSION),
+                &format!("version = \"{hostile_version}\"\nsha256"),
+                1,
+            );
+        assert_eq!(edited.matches("\\u001b").count(), 2, "{edited}");
+        std::fs::write(&cargo_toml, edited).unwrap();
         let output = upgrade_capped(&dir, args);
         let said = text(&output);
         assert!(output.status.success(), "{said}");
-        assert!(
-            !said.contains('\u{1b}') && !said.contains('\u{202e}'),
-            "{args:?}"
-        );
-        let name = if args.is_empty() {
-            said.clone()
+        check(&said, args);
+        let (name, from) = if args.is_empty() {
+            (said.clone(), said.clone())
         } else {
             let outcome: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-            outcome["name"].as_str().unwrap().to_owned()
+            (
+                outcome["name"].as_str().unwrap().to_owned(),
+                outcome["from"].as_str().unwrap().to_owned(),
+            )
         };
         assert!(
             name.contains("acme\\u{1b}]0;owned\\u{7}\\u{202e}xxx"),
             "{said}"
         );
         assert!(name.contains("more characters)"), "{said}");
-        assert!(said.len() < 2000, "{args:?}: {} bytes", said.len());
+        assert!(from.contains("0.1\\u{1b}[2J\\u{202e}xxx"), "{said}");
+        assert!(from.contains("more characters)"), "{said}");
+    }
+
+    // The copied layout: a dependency no source uses is dropped and named.
+    for args in [&[][..], &["--json"][..]] {
+        let dir = temp.path().join(format!("copied{}", args.len()));
+        copy_tree(&fixture(), &dir);
+        let cargo_toml = dir.join("Cargo.toml");
+        let before = std::fs::read_to_string(&cargo_toml).unwrap();
+        let edited = before.replacen(
+            "[dependencies]\n",
+            &format!("[dependencies]\n\"{hostile_dependency}{long}\" = \"1\"\n"),
+            1,
+        );
+        assert_ne!(edited, before);
+        std::fs::write(&cargo_toml, edited).unwrap();
+        let output = upgrade_capped(&dir, args);
+        let said = text(&output);
+        assert!(output.status.success(), "{said}");
+        check(&said, args);
+        let dropped = if args.is_empty() {
+            said.clone()
+        } else {
+            let outcome: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+            let names: Vec<&str> = outcome["dropped"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| n.as_str().unwrap())
+                .collect();
+            names.join(", ")
+        };
+        assert!(
+            dropped.contains("evil\\u{1b}]0;owned\\u{7}\\u{202e}xxx"),
+            "{said}"
+        );
+        assert!(dropped.contains("more characters)"), "{said}");
     }
 }
 
+/// The state `replace_vendor` (src/upgrade.rs) leaves when stopped at each
+/// point of the swap, in an extension whose runtime is older (0.1.9): it
+/// writes the carried runtime into `.ecp-runtime-new-*` (a 0700 tempdir,
+/// then 0755), makes an empty `.ecp-runtime-old-*`, renames
+/// `vendor/ecp-runtime` onto it, renames the new copy to
+/// `vendor/ecp-runtime`, removes the old copy; `Cargo.toml` is written
+/// after all that, so it still records 0.1.9 in every state.
+#[derive(Debug, Clone, Copy)]
+enum Stopped {
+    /// While writing the new copy (some files, mode 0700).
+    WritingNew,
+    /// After making the empty placeholder for the old copy.
+    PlaceholderMade,
+    /// Between the two renames: no vendor/ecp-runtime.
+    BetweenRenames,
+    /// Between the renames, the new copy damaged since (not complete).
+    BetweenRenamesNewDamaged,
+    /// After the second rename, before the old copy was removed.
+    AfterSwap,
+    /// While removing the old copy (part of it left).
+    RemovingOld,
+}
+
+fn stop_at(dir: &Path, stopped: Stopped) {
+    use std::os::unix::fs::PermissionsExt;
+    let runtime = dir.join("vendor/ecp-runtime");
+    let new = dir.join("vendor/.ecp-runtime-new-Kq2WzX");
+    let old = dir.join("vendor/.ecp-runtime-old-Pm7TbY");
+    // The carried runtime, as the new copy is written.
+    let write_new = |files: usize| {
+        for (path, contents) in vendor::runtime_files().into_iter().take(files) {
+            let file = new.join(path);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, contents).unwrap();
+        }
+    };
+    let all = vendor::runtime_files().len();
+    match stopped {
+        Stopped::WritingNew => {
+            write_new(all / 2);
+            std::fs::set_permissions(&new, std::fs::Permissions::from_mode(0o700)).unwrap();
+        }
+        Stopped::PlaceholderMade => {
+            write_new(all);
+            std::fs::create_dir(&old).unwrap();
+        }
+        Stopped::BetweenRenames | Stopped::BetweenRenamesNewDamaged => {
+            write_new(all);
+            std::fs::create_dir(&old).unwrap();
+            std::fs::rename(&runtime, &old).unwrap();
+            if matches!(stopped, Stopped::BetweenRenamesNewDamaged) {
+                std::fs::remove_file(new.join("src/lib.rs")).unwrap();
+            }
+        }
+        Stopped::AfterSwap | Stopped::RemovingOld => {
+            write_new(all);
+            std::fs::create_dir(&old).unwrap();
+            std::fs::rename(&runtime, &old).unwrap();
+            std::fs::rename(&new, &runtime).unwrap();
+            if matches!(stopped, Stopped::RemovingOld) {
+                std::fs::remove_dir_all(old.join("src")).unwrap();
+            }
+        }
+    }
+}
+
+/// Finding 12 of issue 28: an upgrade interrupted between its two renames
+/// failed with a bare "No such file or directory" and left its folders
+/// behind. The next run finishes the swap (a complete new copy), undoes it
+/// (the old copy back), or removes what was left, says which, and then
+/// upgrades; a second run is current.
 #[test]
 fn an_interrupted_swap_is_finished_or_undone_and_said() {
     let temp = tempfile::tempdir().unwrap();
-    let copy_runtime = |dir: &Path, to: &str| {
-        copy_tree(
-            &dir.join("vendor/ecp-runtime"),
-            &dir.join("vendor").join(to),
-        );
-    };
-    // Stopped between the two renames, the new copy complete: finished.
-    let dir = temp.path().join("complete");
+    let new = "vendor/.ecp-runtime-new-Kq2WzX";
+    let old = "vendor/.ecp-runtime-old-Pm7TbY";
+    let finished = format!(
+        "finished an interrupted upgrade: vendor/ecp-runtime swapped in from {new} (a complete copy of runtime {})",
+        vendor::RUNTIME_VERSION
+    );
+    let undone = format!(
+        "undid an interrupted upgrade: vendor/ecp-runtime put back from {old} (no complete new copy was left)"
+    );
+    let removed = |leftover: &str| format!("removed {leftover}, left by an interrupted upgrade");
+    let upgraded = format!("ecp-runtime 0.1.9 -> {}", vendor::RUNTIME_VERSION);
+    let cases: Vec<(Stopped, Vec<String>)> = vec![
+        (Stopped::WritingNew, vec![removed(new)]),
+        (Stopped::PlaceholderMade, vec![removed(new), removed(old)]),
+        (
+            Stopped::BetweenRenames,
+            vec![finished.clone(), removed(old)],
+        ),
+        (
+            Stopped::BetweenRenamesNewDamaged,
+            vec![undone.clone(), removed(new)],
+        ),
+        (Stopped::AfterSwap, vec![removed(old)]),
+        (Stopped::RemovingOld, vec![removed(old)]),
+    ];
+    for (stopped, says) in cases {
+        let dir = temp.path().join(format!("{stopped:?}"));
+        assert!(ecp_new(&dir, &[]).status.success());
+        make_older(&dir);
+        stop_at(&dir, stopped);
+        for args in [&["--json"][..], &[][..]] {
+            let output = upgrade_capped(&dir, args);
+            let said = text(&output);
+            assert_eq!(output.status.code(), Some(0), "{stopped:?} {said}");
+            assert!(!said.contains("No such file"), "{stopped:?} {said}");
+            if args.is_empty() {
+                // The repair was done by the --json run; this one is current.
+                assert!(
+                    said.contains("is current; nothing to do"),
+                    "{stopped:?} {said}"
+                );
+                assert!(!said.contains("interrupted"), "{stopped:?} {said}");
+                continue;
+            }
+            let outcome: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+            assert_eq!(outcome["recovered"], serde_json::json!(says), "{stopped:?}");
+            assert_eq!(outcome["from"], "0.1.9", "{stopped:?}");
+            assert_eq!(outcome["changed"], true, "{stopped:?}");
+        }
+        assert_carried_runtime(&dir);
+        let left: Vec<String> = std::fs::read_dir(dir.join("vendor"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(left, ["ecp-runtime"], "{stopped:?}");
+    }
+
+    // The human summary says the same before it upgrades.
+    let dir = temp.path().join("human");
     assert!(ecp_new(&dir, &[]).status.success());
-    copy_runtime(&dir, ".ecp-runtime-new-a1");
-    std::fs::rename(
-        dir.join("vendor/ecp-runtime"),
-        dir.join("vendor/.ecp-runtime-old-b2"),
-    )
-    .unwrap();
-    let output = in_dir(&dir, &["upgrade"]);
+    make_older(&dir);
+    stop_at(&dir, Stopped::BetweenRenames);
+    let output = upgrade_capped(&dir, &[]);
     let said = text(&output);
     assert!(output.status.success(), "{said}");
     assert!(
-        said.contains("finished an interrupted upgrade: vendor/ecp-runtime swapped in from vendor/.ecp-runtime-new-a1"),
+        said.contains(&format!("acme-context: {finished}")),
         "{said}"
     );
     assert!(
-        said.contains("removed vendor/.ecp-runtime-old-b2"),
+        said.contains(&format!("acme-context: {}", removed(old))),
+        "{said}"
+    );
+    assert!(said.contains(&upgraded), "{said}");
+
+    // The copied layout (0.1.0) has no old copy: stopped before its one
+    // rename, the complete new copy is swapped in and the conversion goes on.
+    let dir = temp.path().join("copied");
+    copy_tree(&fixture(), &dir);
+    for (path, contents) in vendor::runtime_files() {
+        let file = dir.join(new).join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, contents).unwrap();
+    }
+    let output = upgrade_capped(&dir, &[]);
+    let said = text(&output);
+    assert!(output.status.success(), "{said}");
+    assert!(said.contains(&format!("swapped in from {new}")), "{said}");
+    assert!(
+        said.contains("(copied into src/ by ecp 0.1.0) -> "),
         "{said}"
     );
     assert_carried_runtime(&dir);
-    let again = in_dir(&dir, &["upgrade"]);
-    assert!(text(&again).contains("is current"), "{}", text(&again));
-    let vendor_entries: Vec<_> = std::fs::read_dir(dir.join("vendor")).unwrap().collect();
-    assert_eq!(vendor_entries.len(), 1);
+    assert!(text(&upgrade_capped(&dir, &[])).contains("is current"));
 
-    // Stopped between the renames with a new copy cut short: the old copy
-    // goes back.
-    let dir = temp.path().join("partial");
+    // Nothing left to put back (the runtime deleted, or a swap that left
+    // neither copy): a refusal that names it, never a bare "No such file";
+    // --force writes the carried runtime.
+    let dir = temp.path().join("gone");
     assert!(ecp_new(&dir, &[]).status.success());
-    copy_runtime(&dir, ".ecp-runtime-new-c3");
-    std::fs::remove_file(dir.join("vendor/.ecp-runtime-new-c3/src/lib.rs")).unwrap();
-    std::fs::rename(
-        dir.join("vendor/ecp-runtime"),
-        dir.join("vendor/.ecp-runtime-old-d4"),
-    )
-    .unwrap();
-    let output = in_dir(&dir, &["upgrade"]);
+    make_older(&dir);
+    std::fs::remove_dir_all(dir.join("vendor/ecp-runtime")).unwrap();
+    let output = upgrade_capped(&dir, &[]);
     let said = text(&output);
-    assert!(output.status.success(), "{said}");
-    assert!(said.contains("undid an interrupted upgrade"), "{said}");
+    assert_eq!(output.status.code(), Some(1), "{said}");
     assert!(
-        said.contains("removed vendor/.ecp-runtime-new-c3"),
+        said.contains(
+            "vendor/ecp-runtime (missing, and no interrupted upgrade left a copy to put back)"
+        ),
         "{said}"
     );
+    assert!(!said.contains("No such file"), "{said}");
+    let output = upgrade_capped(&dir, &["--force"]);
+    assert!(output.status.success(), "{}", text(&output));
     assert_carried_runtime(&dir);
+    assert!(text(&upgrade_capped(&dir, &[])).contains("is current"));
 
-    // Stopped while writing the new copy (the runtime still in place), or
-    // after the swap (the old copy left behind): the leftovers go.
-    let dir = temp.path().join("leftovers");
+    // A refusal after a repair still says the repair (on stderr).
+    let dir = temp.path().join("repaired-then-refused");
     assert!(ecp_new(&dir, &[]).status.success());
-    copy_runtime(&dir, ".ecp-runtime-new-e5");
-    std::fs::remove_file(dir.join("vendor/.ecp-runtime-new-e5/Cargo.toml")).unwrap();
-    copy_runtime(&dir, ".ecp-runtime-old-f6");
-    let output = in_dir(&dir, &["upgrade"]);
+    make_older(&dir);
+    stop_at(&dir, Stopped::BetweenRenamesNewDamaged);
+    let old_lib = dir.join(old).join("src/lib.rs");
+    let mut source = std::fs::read_to_string(&old_lib).unwrap();
+    source.push_str("\n// a local change\n");
+    std::fs::write(&old_lib, source).unwrap();
+    let output = upgrade_capped(&dir, &[]);
     let said = text(&output);
-    assert!(output.status.success(), "{said}");
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    assert!(said.contains(&format!("note: {undone}")), "{said}");
     assert!(
-        said.contains("removed vendor/.ecp-runtime-new-e5"),
+        said.contains("error: the runtime here was edited since ecp wrote it: ")
+            && said.contains("vendor/ecp-runtime/src/lib.rs"),
         "{said}"
     );
-    assert!(
-        said.contains("removed vendor/.ecp-runtime-old-f6"),
-        "{said}"
-    );
-    assert!(said.contains("is current"), "{said}");
-    assert_eq!(std::fs::read_dir(dir.join("vendor")).unwrap().count(), 1);
 }
