@@ -1,7 +1,7 @@
 //! `ecp new`: render a provider extension from the Tera templates embedded
 //! from `templates/`, plus the runtime crate vendored verbatim ([`vendor`])
-//! and the provider's own `src/provider.rs` (the runtime's HTTP binding as a
-//! start), then write it all at once.
+//! and the provider's own `src/provider.rs` (a V1 mapping on the runtime's
+//! HTTP client, to change), then write it all at once.
 //!
 //! Rendering happens entirely in memory first ([`plan`]); [`write`] then
 //! puts the tree into place through a temporary sibling folder and one
@@ -313,7 +313,6 @@ pub fn plan(settings: &NewSettings) -> Result<Vec<GeneratedFile>, ScaffoldError>
         })?;
 
     let mut files = Vec::new();
-    let mut provider_header = None;
     let mut pending: Vec<&include_dir::File<'_>> = Vec::new();
     let mut stack = vec![dir];
     while let Some(dir) = stack.pop() {
@@ -333,25 +332,12 @@ pub fn plan(settings: &NewSettings) -> Result<Vec<GeneratedFile>, ScaffoldError>
                 message: "not UTF-8".into(),
             })?;
         let rendered = render(&mut tera, &full, source, &context)?;
-        if relative == "provider-header.rs.tera" {
-            provider_header = Some(rendered);
-        } else {
-            files.push(GeneratedFile {
-                path: output_path(&relative),
-                contents: rendered.into_bytes(),
-            });
-        }
+        files.push(GeneratedFile {
+            path: output_path(&relative),
+            contents: rendered.into_bytes(),
+        });
     }
     if settings.template == Template::Local {
-        files.push(GeneratedFile {
-            path: "src/provider.rs".to_owned(),
-            contents: format!(
-                "{}{}",
-                provider_header.unwrap_or_default(),
-                vendor::PROVIDER_SOURCE
-            )
-            .into_bytes(),
-        });
         for (path, contents) in vendor::runtime_files() {
             files.push(GeneratedFile {
                 path: format!("{}/{path}", vendor::VENDOR_DIR),

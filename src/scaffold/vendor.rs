@@ -2,8 +2,7 @@
 //! at compile time): `ecp new` writes it verbatim under
 //! `vendor/ecp-runtime/` of every local extension with its version and a
 //! checksum of the tree in `Cargo.toml`, and `ecp upgrade` replaces an older
-//! copy with it. The extension's `src/provider.rs` starts as the runtime's
-//! own Generic HTTP Search V1 binding.
+//! copy with it.
 
 use include_dir::{Dir, include_dir};
 use sha2::{Digest, Sha256};
@@ -15,9 +14,6 @@ pub const VENDOR_DIR: &str = "vendor/ecp-runtime";
 
 /// The version of the runtime this ecp carries.
 pub const RUNTIME_VERSION: &str = ecp_runtime::releases::VERSION;
-
-/// The binding an extension's `src/provider.rs` starts from.
-pub const PROVIDER_SOURCE: &str = include_str!("../../crates/ecp-runtime/src/binding.rs");
 
 /// Every file of the carried runtime: (path relative to the crate, with `/`
 /// separators; contents), sorted by path.

@@ -1,13 +1,11 @@
 //! The Generic HTTP Search V1 binding: `POST {base}/v1/context/search` with a
-//! bearer credential, the answer's `items` mapped to profile items.
+//! bearer credential, the answer's `items` mapped to profile items. A
+//! provider like any other, on the hardened client of [`crate::http`]; what
+//! `ecp serve` runs, and what a generated extension's `src/provider.rs`
+//! spells out in its own few lines.
 //!
 //! Decisions where a Rust client would otherwise differ from the JavaScript
-//! reference (profile-v1, "Traps"):
-//! - proxies from the environment are honoured as the reference honours
-//!   them (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`; see
-//!   [`ecp_runtime::proxy`]); a proxy that refuses or fails is the
-//!   stable transport error, and its credentials are never shown;
-//! - redirects are never followed and reqwest's retry policy is `never`;
+//! reference (profile-v1, "Traps"), beside those of [`crate::http`]:
 //! - a number literal that overflows a double (`1e400`) is `Infinity` to the
 //!   reference: the literal is read as a non-number, so a score is dropped
 //!   and its item kept, exactly as the reference does;
@@ -15,24 +13,17 @@
 //!   becomes U+FFFD (the reference would re-escape it as `\ud800`);
 //! - documents nested deeper than 128 levels are malformed here (serde_json's
 //!   limit); the reference accepts them.
-//!
-//! It uses the runtime only through `ecp_runtime::...` paths: `ecp new`
-//! copies it verbatim into an extension as `src/provider.rs`, the
-//! provider's own file to edit.
 
-#![deny(clippy::print_stdout, clippy::print_stderr)]
+use std::sync::Arc;
 
-use ecp_runtime::{
+use crate::{
     Provider, ProviderError,
-    profile::{ProviderItem, ecmascript::javascript_compatible},
-    proxy::ProxyEnv,
-    reqwest::{
-        self, Url,
-        header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue},
-    },
-    serde_json::{self, Value},
-    url,
+    http::{Credential, Upstream},
+    profile::ProviderItem,
 };
+use serde_json::Value;
+
+pub use crate::http::{ConfigError, MAX_BODY_BYTES, parse_json_like_javascript};
 
 /// Default name of the base URL variable.
 pub const DEFAULT_BASE_URL_ENV: &str = "PROVIDER_CONTEXT_BASE_URL";
@@ -40,44 +31,11 @@ pub const DEFAULT_BASE_URL_ENV: &str = "PROVIDER_CONTEXT_BASE_URL";
 pub const DEFAULT_TOKEN_ENV: &str = "PROVIDER_CONTEXT_TOKEN";
 /// The search path under the base URL.
 pub const SEARCH_PATH: &str = "v1/context/search";
-/// Largest accepted response body (exactly this many bytes is fine).
-pub const MAX_BODY_BYTES: usize = 1024 * 1024;
-
-/// Why the binding cannot start. `Display` names the variable and the rule,
-/// never the value.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ConfigError {
-    /// Unset, empty, or still a literal `${NAME}` placeholder.
-    Missing { var: String },
-    /// The base URL breaks a rule.
-    InvalidBaseUrl { var: String, rule: &'static str },
-    /// The credential cannot be sent as a header value.
-    InvalidToken { var: String },
-}
-
-impl std::fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ConfigError::Missing { var } => write!(
-                f,
-                "{var} is not set; export it before starting (an empty value or a literal ${{{var}}} counts as unset)"
-            ),
-            ConfigError::InvalidBaseUrl { var, rule } => write!(f, "{var} is invalid: {rule}"),
-            ConfigError::InvalidToken { var } => write!(
-                f,
-                "{var} is invalid: a credential must be visible ASCII without spaces or line breaks"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for ConfigError {}
 
 /// Where to search and with which credential, validated.
 #[derive(Clone)]
 pub struct HttpSearchConfig {
-    endpoint: Url,
-    authorization: HeaderValue,
+    upstream: Arc<Upstream>,
 }
 
 impl std::fmt::Debug for HttpSearchConfig {
@@ -86,48 +44,10 @@ impl std::fmt::Debug for HttpSearchConfig {
     }
 }
 
-/// An unresolved manifest variable stays literal in Qwen (`${NAME}`), so it
-/// counts as missing, like an empty value.
-fn is_unset(value: &str) -> bool {
-    let value = value.trim();
-    value.is_empty() || (value.starts_with("${") && value.ends_with('}'))
-}
-
-fn is_loopback_host(url: &Url) -> bool {
-    match url.host() {
-        Some(url::Host::Domain(domain)) => domain.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => ip == std::net::Ipv4Addr::LOCALHOST,
-        Some(url::Host::Ipv6(ip)) => ip == std::net::Ipv6Addr::LOCALHOST,
-        None => false,
-    }
-}
-
-/// The search endpoint for a base URL, or the rule it breaks.
-pub fn search_endpoint(base_url: &str) -> Result<Url, &'static str> {
-    let url = Url::parse(base_url.trim()).map_err(|error| match error {
-        // A name no Unicode table maps, or any non-ASCII name where url's
-        // tables are left out (an extension that pins `idna_adapter` 1.0,
-        // the opt-in in its Cargo.toml).
-        url::ParseError::IdnaError => {
-            "its host name cannot be mapped to ASCII; write it in its xn-- (punycode) form"
-        }
-        _ => "it is not an absolute URL",
-    })?;
-    match url.scheme() {
-        "https" => {}
-        "http" if is_loopback_host(&url) => {}
-        "http" => return Err("http is allowed only for localhost, 127.0.0.1 and [::1]; use https"),
-        _ => return Err("the scheme must be https"),
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err("it must not contain user info; pass the credential in the token variable");
-    }
-    if url.query().is_some() {
-        return Err("it must not have a query string");
-    }
-    if url.fragment().is_some() {
-        return Err("it must not have a fragment");
-    }
+/// The search endpoint for a base URL, or the rule it breaks. The binding
+/// keeps the profile's rule of a base without a path (`/` or empty).
+pub fn search_endpoint(base_url: &str) -> Result<reqwest::Url, &'static str> {
+    let url = crate::http::base_url(base_url)?;
     if url.path() != "/" {
         return Err("its path must be empty or /; the binding appends /v1/context/search");
     }
@@ -144,36 +64,18 @@ impl HttpSearchConfig {
         base_url_var: &str,
         token_var: &str,
     ) -> Result<HttpSearchConfig, ConfigError> {
-        if is_unset(base_url) {
-            return Err(ConfigError::Missing {
-                var: base_url_var.to_owned(),
-            });
-        }
-        if is_unset(token) {
-            return Err(ConfigError::Missing {
-                var: token_var.to_owned(),
-            });
-        }
-        let endpoint = search_endpoint(base_url).map_err(|rule| ConfigError::InvalidBaseUrl {
+        let upstream = Upstream::new(
+            base_url,
+            base_url_var,
+            &Credential::bearer(token_var),
+            Some(token),
+        )?;
+        search_endpoint(base_url).map_err(|rule| ConfigError::InvalidBaseUrl {
             var: base_url_var.to_owned(),
             rule,
         })?;
-        let token = token.trim();
-        if !token.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err(ConfigError::InvalidToken {
-                var: token_var.to_owned(),
-            });
-        }
-        let mut authorization =
-            HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
-                ConfigError::InvalidToken {
-                    var: token_var.to_owned(),
-                }
-            })?;
-        authorization.set_sensitive(true);
         Ok(HttpSearchConfig {
-            endpoint,
-            authorization,
+            upstream: Arc::new(upstream),
         })
     }
 
@@ -191,92 +93,27 @@ impl HttpSearchConfig {
 
 /// The binding as a [`Provider`].
 pub struct HttpSearchProvider {
-    /// Built on the first search: loading the TLS roots is most of an
-    /// adapter's start-up time, and `initialize` should not wait for it.
-    client: std::sync::OnceLock<Option<reqwest::Client>>,
-    config: HttpSearchConfig,
-}
-
-fn build_client() -> Option<reqwest::Client> {
-    ecp_runtime::install_tls_provider();
-    let builder = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .retry(reqwest::retry::never())
-        // reqwest's own reading of the environment differs from the
-        // reference's; ours is explicit.
-        .no_proxy()
-        .user_agent(concat!(
-            env!("CARGO_PKG_NAME"),
-            "/",
-            env!("CARGO_PKG_VERSION")
-        ));
-    let builder = match ProxyEnv::from_env().into_reqwest() {
-        Some(proxy) => builder.proxy(proxy),
-        None => builder,
-    };
-    builder.build().ok()
+    upstream: Arc<Upstream>,
 }
 
 impl HttpSearchProvider {
     pub fn new(config: HttpSearchConfig) -> HttpSearchProvider {
         HttpSearchProvider {
-            client: std::sync::OnceLock::new(),
-            config,
+            upstream: config.upstream,
         }
-    }
-
-    fn client(&self) -> Result<&reqwest::Client, ProviderError> {
-        self.client
-            .get_or_init(build_client)
-            .as_ref()
-            .ok_or(ProviderError::Internal)
-    }
-
-    async fn fetch(&self, query: &str, limit: usize) -> Result<Vec<u8>, ProviderError> {
-        let body = search_request(query, limit).map_err(|_| ProviderError::Internal)?;
-        let mut response = self
-            .client()?
-            .post(self.config.endpoint.clone())
-            .header(ACCEPT, "application/json")
-            .header(AUTHORIZATION, self.config.authorization.clone())
-            .header(CONTENT_TYPE, "application/json")
-            .body(body)
-            .send()
-            .await
-            .map_err(|_| ProviderError::Transport)?;
-        let status = response.status();
-        if status.is_redirection() {
-            return Err(ProviderError::Redirect(status.as_u16()));
-        }
-        if status == reqwest::StatusCode::TOO_MANY_REQUESTS {
-            return Err(ProviderError::RateLimited);
-        }
-        if !status.is_success() {
-            return Err(ProviderError::Status(status.as_u16()));
-        }
-        let declared = response.content_length().unwrap_or(0);
-        if declared > MAX_BODY_BYTES as u64 {
-            return Err(ProviderError::Oversized);
-        }
-        let mut body = Vec::with_capacity(declared as usize);
-        while let Some(chunk) = response
-            .chunk()
-            .await
-            .map_err(|_| ProviderError::Transport)?
-        {
-            if body.len() + chunk.len() > MAX_BODY_BYTES {
-                return Err(ProviderError::Oversized);
-            }
-            body.extend_from_slice(&chunk);
-        }
-        Ok(body)
     }
 }
 
 impl Provider for HttpSearchProvider {
     async fn search(&self, query: &str, limit: usize) -> Result<Vec<ProviderItem>, ProviderError> {
-        let body = self.fetch(query, limit).await?;
-        parse_search_response(&body, limit)
+        let body = search_request(query, limit).map_err(|_| ProviderError::Internal)?;
+        let text = self
+            .upstream
+            .post(SEARCH_PATH)
+            .json_bytes(body)
+            .send_text()
+            .await?;
+        parse_search_text(&text, limit)
     }
 }
 
@@ -297,8 +134,13 @@ pub fn parse_search_response(
     // A leading BOM is dropped, as JavaScript's TextDecoder does.
     let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
     let text = std::str::from_utf8(body).map_err(|_| ProviderError::InvalidUtf8)?;
+    parse_search_text(text, limit)
+}
+
+/// [`parse_search_response`] for a body already read as text.
+fn parse_search_text(text: &str, limit: usize) -> Result<Vec<ProviderItem>, ProviderError> {
     // The typed reader answers the documents it can decide alone.
-    if let Some(items) = ecp_runtime::search_response::read_items(text, limit) {
+    if let Some(items) = crate::search_response::read_items(text, limit) {
         return Ok(items);
     }
     parse_search_document(text, limit)
@@ -360,15 +202,6 @@ pub fn provider_item_from_owned_json(item: Value) -> ProviderItem {
             "updatedAt"
         }),
     }
-}
-
-/// `JSON.parse` for the documents serde_json refuses but JavaScript reads:
-/// overflowing number literals and lone surrogate escapes (see the module
-/// documentation). Plain documents take the fast path.
-pub fn parse_json_like_javascript(text: &str) -> Option<Value> {
-    serde_json::from_str(text)
-        .ok()
-        .or_else(|| serde_json::from_str(&javascript_compatible(text, true)).ok())
 }
 
 #[cfg(test)]

@@ -10,8 +10,11 @@
 //!   over MCP Streamable HTTP as an OAuth resource server;
 //! - [`Adapter`]: the one entry point of a `dist/main` (and of `ecp serve`),
 //!   flags and environment parsed in one place;
-//! - [`binding`]: the Generic HTTP Search V1 binding, which `ecp new` also
-//!   copies into an extension as its own `src/provider.rs`;
+//! - [`http`]: the hardened HTTP client a provider maps its REST API with
+//!   (base URL and credential rules, no redirect, no retry, proxies, the
+//!   1 MiB cap, strict UTF-8, JSON as `JSON.parse` reads it, stable errors);
+//! - [`binding`]: the Generic HTTP Search V1 binding, a provider on that
+//!   client (what `ecp serve` runs);
 //! - [`contracts`]: the canonical schemas and vectors of `contracts/v1`;
 //! - [`releases`]: this crate's releases and security fixes (`ecp upgrade`,
 //!   `ecp lint`).
@@ -24,14 +27,11 @@
 
 #![deny(clippy::print_stdout)]
 
-// `ecp_runtime::...` paths work inside the crate too, so that `binding`
-// reads the same here and as an extension's `src/provider.rs`.
-extern crate self as ecp_runtime;
-
 pub mod adapter;
 pub mod binding;
 pub mod contracts;
 mod framing;
+pub mod http;
 pub mod log;
 pub mod profile;
 pub mod proxy;

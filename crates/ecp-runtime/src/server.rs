@@ -104,7 +104,13 @@ impl<P: Provider> ContextSearchServer<P> {
                     Err(_elapsed) => Outcome::Failed(ProviderError::Timeout),
                     Ok(Err(_join_error)) => Outcome::Failed(ProviderError::Internal),
                     Ok(Ok(Err(error))) => Outcome::Failed(error),
-                    Ok(Ok(Ok(items))) => Outcome::Found(items),
+                    Ok(Ok(Ok(mut items))) => {
+                        // Invalid items are dropped before the renderer
+                        // keeps the first five, as the V1 binding does, so
+                        // that a mapping need neither filter nor limit.
+                        crate::profile::retain_valid(&mut items);
+                        Outcome::Found(items)
+                    }
                 }
             }
         }

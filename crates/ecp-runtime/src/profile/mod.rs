@@ -24,3 +24,10 @@ pub const TOOL_NAME: &str = "context_search";
 pub const SEARCH_FAILED: &str = "External context search failed.";
 /// The limit the provider receives with every query.
 pub const PROVIDER_LIMIT: usize = MAX_ITEMS;
+
+/// Drops the items without an id or content, as the runtime does with what
+/// a provider returns before the renderer keeps the first five (the V1
+/// binding's "invalid items are dropped before the limit").
+pub fn retain_valid(items: &mut Vec<ProviderItem>) {
+    items.retain(|item| !item.id.is_empty() && !item.content.is_empty());
+}
