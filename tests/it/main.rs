@@ -1,5 +1,6 @@
 //! The integration tests: one binary, one module per area.
 
+mod any_api;
 mod check;
 mod ci_tools;
 mod cli;
@@ -30,5 +31,7 @@ mod runtime;
 mod serve_http;
 mod serve_remote;
 mod serve_stdio;
+#[path = "../support/services.rs"]
+mod services;
 mod upgrade;
 mod workflows;

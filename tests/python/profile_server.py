@@ -18,9 +18,23 @@ It differs from ecp where a real Python server would:
 - proxies come from Python's own reading of the environment
   (urllib.request.getproxies_environment / proxy_bypass_environment).
 
+`--api datasette` maps a REST API instead of the binding, as a provider
+engineer maps their own (tests/it/any_api.rs): `GET
+{base}/{database}/{table}.json?_search=<query>&_shape=objects&_size=5`
+answered by Datasette's `{"rows": [{"id": 1, "title", "body", "url",
+"updated"}]}` (the integer id written as a string, body as content, url as
+uri, updated as updatedAt); `--database NAME` (default kb) and `--table
+NAME` (default docs) say where. The base URL may have a path there and the
+token is optional (sent as a bearer when set).
+
 `--defect NAME` breaks one promise, for the tests that prove ecp check
 names it: accepts-2001, extra-item-properties, destructive, extra-hint,
-extra-tool, float-in-text.
+extra-tool, float-in-text; and for a mapping's upstream: retry (a failed
+request is sent once more), follow-redirect (a 3xx is followed to its
+Location), no-cap (the whole body is read, however large), echo-query (the
+failure text holds the query), six-items (six items asked for and
+returned), ignore-cancel (notifications/cancelled leaves the upstream
+connection open and the call running).
 """
 
 import decimal
@@ -50,6 +64,9 @@ ECMA_WHITESPACE = set(
 
 DEFECT = None
 SCHEMAS = "own"
+API = "v1"
+DATABASE = "kb"
+TABLE = "docs"
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -252,7 +269,7 @@ def compact(p):
 
 def render(provider_items):
     out = []
-    for p in provider_items[:LIMIT]:
+    for p in provider_items[: 6 if DEFECT == "six-items" else LIMIT]:
         if not p.get("id") or not p.get("content"):
             continue
         item = compact(p)
@@ -291,12 +308,16 @@ class Failed(Exception):
 def config():
     base = os.environ.get("PROVIDER_CONTEXT_BASE_URL", "")
     token = os.environ.get("PROVIDER_CONTEXT_TOKEN", "")
-    if not base or base == "${PROVIDER_CONTEXT_BASE_URL}" or not token or token == "${PROVIDER_CONTEXT_TOKEN}":
+    if token == "${PROVIDER_CONTEXT_TOKEN}":
+        token = ""
+    if not base or base == "${PROVIDER_CONTEXT_BASE_URL}" or (API == "v1" and not token):
         sys.stderr.write("configuration: PROVIDER_CONTEXT_BASE_URL and PROVIDER_CONTEXT_TOKEN must be set\n")
         sys.exit(1)
     url = urllib.parse.urlsplit(base)
     loopback = url.hostname in ("localhost", "127.0.0.1", "::1")
-    if not (url.scheme == "https" or (url.scheme == "http" and loopback)) or url.username or url.query or url.fragment or url.path not in ("", "/"):
+    # The binding's base is an origin; a mapped REST API may live under a path.
+    path_allowed = API != "v1" or url.path in ("", "/")
+    if not (url.scheme == "https" or (url.scheme == "http" and loopback)) or url.username or url.query or url.fragment or not path_allowed:
         sys.stderr.write("configuration: PROVIDER_CONTEXT_BASE_URL breaks the base URL rules\n")
         sys.exit(1)
     return url, token
@@ -331,43 +352,56 @@ class Call:
             connection.close()
 
 
-def fetch(base, token, query, call, deadline):
-    host, port = base.hostname, base.port or (443 if base.scheme == "https" else 80)
-    target = "%s://%s/v1/context/search" % (base.scheme, base.netloc)
+def connect(url, remaining):
+    """An HTTP connection for `url` (split) and the request target to send,
+    through the environment's proxy as Python's urllib reads it."""
+    host, port = url.hostname, url.port or (443 if url.scheme == "https" else 80)
+    path = (url.path or "/") + ("?" + url.query if url.query else "")
     proxies = urllib.request.getproxies_environment()
-    proxy = proxies.get(base.scheme)
+    proxy = proxies.get(url.scheme)
     if proxy and urllib.request.proxy_bypass_environment(host, proxies):
         proxy = None
-    remaining = max(0.01, deadline - time.monotonic())
-    headers = {
-        "accept": "application/json",
-        "authorization": "Bearer " + token,
-        "content-type": "application/json",
-    }
-    if proxy and base.scheme == "http":
+    extra = {}
+    if proxy and url.scheme == "http":
         p = urllib.parse.urlsplit(proxy if "://" in proxy else "http://" + proxy)
         connection = http.client.HTTPConnection(p.hostname, p.port or 80, timeout=remaining)
-        path = target
+        target = "%s://%s%s" % (url.scheme, url.netloc, path)
         if p.username:
             import base64
 
             pair = "%s:%s" % (urllib.parse.unquote(p.username), urllib.parse.unquote(p.password or ""))
-            headers["proxy-authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
-    elif base.scheme == "https":
-        connection = http.client.HTTPSConnection(host, port, timeout=remaining)
-        path = "/v1/context/search"
-    else:
-        connection = http.client.HTTPConnection(host, port, timeout=remaining)
-        path = "/v1/context/search"
+            extra["proxy-authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+        return connection, target, extra
+    if url.scheme == "https":
+        return http.client.HTTPSConnection(host, port, timeout=remaining), path, extra
+    return http.client.HTTPConnection(host, port, timeout=remaining), path, extra
+
+
+def exchange(call, deadline, method, target, token, body=None, hops=0):
+    """One request to the absolute URL `target`: the body of a 2xx answer,
+    at most MAX_BODY bytes, within the deadline; anything else is Failed."""
+    url = urllib.parse.urlsplit(target)
+    remaining = max(0.01, deadline - time.monotonic())
+    connection, request_target, headers = connect(url, remaining)
+    headers["accept"] = "application/json"
+    if token:
+        headers["authorization"] = "Bearer " + token
+    if body is not None:
+        headers["content-type"] = "application/json"
     call.attach(connection)
     try:
-        body = json.dumps({"query": query, "limit": LIMIT}, ensure_ascii=False).encode("utf-8")
-        connection.request("POST", path, body=body, headers=headers)
+        connection.request(method, request_target, body=body, headers=headers)
         response = connection.getresponse()
+        location = response.getheader("location")
+        if DEFECT == "follow-redirect" and 300 <= response.status < 400 and location and hops < 5:
+            followed = urllib.parse.urljoin(target, location)
+            same_origin = urllib.parse.urlsplit(followed).netloc == url.netloc
+            connection.close()
+            return exchange(call, deadline, "GET", followed, token if same_origin else "", None, hops + 1)
         if not 200 <= response.status < 300:
             raise Failed()
         declared = response.getheader("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
+        if DEFECT != "no-cap" and declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
             raise Failed()
         data = bytearray()
         while True:
@@ -377,7 +411,7 @@ def fetch(base, token, query, call, deadline):
             if not chunk:
                 break
             data += chunk
-            if len(data) > MAX_BODY:
+            if DEFECT != "no-cap" and len(data) > MAX_BODY:
                 raise Failed()
         return bytes(data)
     except (OSError, http.client.HTTPException, ValueError):
@@ -386,18 +420,80 @@ def fetch(base, token, query, call, deadline):
         connection.close()
 
 
+def send_once(call, deadline, method, target, token, body=None):
+    """The request, never retried (unless the retry defect is on)."""
+    try:
+        return exchange(call, deadline, method, target, token, body)
+    except Failed:
+        if DEFECT == "retry" and not call.cancelled and time.monotonic() < deadline:
+            return exchange(call, deadline, method, target, token, body)
+        raise
+
+
+def under(base, path):
+    """`path` joined under the base URL's path, as under a folder."""
+    folder = base.path if base.path.endswith("/") else base.path + "/"
+    return "%s://%s%s%s" % (base.scheme, base.netloc, folder, path)
+
+
+def fetch(base, token, query, call, deadline):
+    """The binding's request: POST {base}/v1/context/search."""
+    size = 6 if DEFECT == "six-items" else LIMIT
+    body = json.dumps({"query": query, "limit": size}, ensure_ascii=False).encode("utf-8")
+    return send_once(call, deadline, "POST", under(base, "v1/context/search"), token, body)
+
+
+def fetch_datasette(base, token, query, call, deadline):
+    """Datasette's table API with full-text search."""
+    size = 6 if DEFECT == "six-items" else LIMIT
+    parameters = urllib.parse.urlencode([("_search", query), ("_shape", "objects"), ("_size", size)])
+    path = "%s/%s.json?%s" % (urllib.parse.quote(DATABASE), urllib.parse.quote(TABLE), parameters)
+    return send_once(call, deadline, "GET", under(base, path), token)
+
+
 def reject_constant(name):
     raise ValueError(name)
 
 
-def parse_items(body):
+def parse_document(body):
     if body.startswith(b"\xef\xbb\xbf"):
         body = body[3:]
     try:
         text = body.decode("utf-8", errors="strict")
-        document = json.loads(text, parse_constant=reject_constant)
+        return json.loads(text, parse_constant=reject_constant)
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise Failed()
+
+
+def kept(items):
+    return items if DEFECT == "six-items" else items[:LIMIT]
+
+
+def parse_datasette(body):
+    """Datasette's `{"rows": [...]}` (`_shape=objects`) as provider items."""
+    document = parse_document(body)
+    if not isinstance(document, dict) or not isinstance(document.get("rows"), list):
+        raise Failed()
+    items = []
+    for row in document["rows"]:
+        if not isinstance(row, dict):
+            continue
+        item = {}
+        raw_id = row.get("id")
+        if isinstance(raw_id, int) and not isinstance(raw_id, bool):
+            item["id"] = str(raw_id)
+        elif isinstance(raw_id, str):
+            item["id"] = raw_id
+        for source, key in (("body", "content"), ("title", "title"), ("url", "uri"), ("updated", "updatedAt")):
+            if isinstance(row.get(source), str):
+                item[key] = row[source]
+        if item.get("id") and item.get("content"):
+            items.append(item)
+    return kept(items)
+
+
+def parse_items(body):
+    document = parse_document(body)
     if not isinstance(document, dict) or not isinstance(document.get("items"), list):
         raise Failed()
     items = []
@@ -418,7 +514,7 @@ def parse_items(body):
             item["score"] = score
         if item.get("id") and item.get("content"):
             items.append(item)
-    return items[:LIMIT]
+    return kept(items)
 
 
 # --- input ----------------------------------------------------------------
@@ -499,7 +595,10 @@ def tool_call(request_id, params, base, token):
 
         def work():
             try:
-                outcome["items"] = parse_items(fetch(base, token, query, call, deadline))
+                if API == "datasette":
+                    outcome["items"] = parse_datasette(fetch_datasette(base, token, query, call, deadline))
+                else:
+                    outcome["items"] = parse_items(fetch(base, token, query, call, deadline))
             except Failed:
                 outcome["failed"] = True
             except Exception:  # any internal failure is the stable error
@@ -514,7 +613,10 @@ def tool_call(request_id, params, base, token):
         if call.cancelled:
             return  # no response is owed for a cancelled request
         if "items" not in outcome:
-            reply(request_id, failure(FAILED))
+            if DEFECT == "echo-query":
+                reply(request_id, failure("%s (query: %s)" % (FAILED, query)))
+            else:
+                reply(request_id, failure(FAILED))
             return
         items = render(outcome["items"])
         text = serialize(items)
@@ -532,7 +634,7 @@ def tool_call(request_id, params, base, token):
 
 
 def main():
-    global DEFECT, SCHEMAS
+    global DEFECT, SCHEMAS, API, DATABASE, TABLE
     args = sys.argv[1:]
     while args:
         flag = args.pop(0)
@@ -540,8 +642,17 @@ def main():
             DEFECT = args.pop(0)
         elif flag == "--schemas" and args:
             SCHEMAS = args.pop(0)
+        elif flag == "--api" and args and args[0] in ("v1", "datasette"):
+            API = args.pop(0)
+        elif flag == "--database" and args:
+            DATABASE = args.pop(0)
+        elif flag == "--table" and args:
+            TABLE = args.pop(0)
         else:
-            sys.stderr.write("usage: profile_server.py [--defect NAME] [--schemas own|qwen]\n")
+            sys.stderr.write(
+                "usage: profile_server.py [--defect NAME] [--schemas own|qwen] [--api v1|datasette]"
+                " [--database NAME] [--table NAME]\n"
+            )
             sys.exit(2)
     base, token = config()
     for line in sys.stdin:
@@ -578,7 +689,7 @@ def main():
         elif method == "notifications/cancelled":
             with CALLS_LOCK:
                 call = CALLS.get(json.dumps(params.get("requestId")))
-            if call is not None:
+            if call is not None and DEFECT != "ignore-cancel":
                 call.abort()
         elif method is not None and method.startswith("notifications/"):
             pass

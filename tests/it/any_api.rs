@@ -1,0 +1,426 @@
+//! Issue 29, "any REST API": an extension mapped to a real search service
+//! nobody here wrote (tests/support/services.rs: Datasette from PyPI,
+//! json-server from npm, on loopback) is proven by `ecp check --upstream`
+//! against the live service, recorded, and again from its cassette
+//! offline; an independent mapping with one defect fails on the check that
+//! names it; and a mapping whose every call fails passes no check that
+//! needs a successful call.
+//!
+//! - Rust: `ecp new kb-context`, its `src/provider.rs` replaced by
+//!   `tests/data/any_api/datasette_provider.rs` (Datasette's
+//!   `GET kb/docs.json?_search=...&_shape=objects&_size=5`, integer ids).
+//! - TypeScript: `ecp new kb-context --template local-ts`, its
+//!   `src/provider.ts` replaced by `tests/data/any_api/json_server_provider.ts`
+//!   (json-server's `GET docs?q=...&_limit=5`, a top-level array).
+//! - Python: `tests/python/profile_server.py --api datasette [--defect X]`.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output, Stdio},
+};
+
+use serde_json::Value;
+
+use crate::services::{Service, corpus, start_datasette, start_json_server};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// What the suite's calls search for: several rows of the corpus hold it,
+/// in both services' readings (Datasette: every word; json-server: the
+/// phrase).
+const QUERY: &str = "release train";
+
+/// A credential the target is given; no cassette may hold it.
+const TOKEN: &str = "kb-secret-token-4f1d";
+
+/// The checks that prove something only after a successful baseline call
+/// through the same upstream.
+const NEED_A_BASELINE: &[&str] = &[
+    "fault-timeout",
+    "fault-redirect",
+    "fault-rate-limit",
+    "fault-server-error",
+    "fault-malformed",
+    "fault-oversized",
+    "fault-invalid-utf8",
+    "fault-slow-body",
+    "no-retry",
+    "cancellation",
+    "hostile-responses",
+    "concurrency",
+    "structured-content",
+    "text-serialization",
+    "text-escaping",
+    "text-bound",
+];
+
+/// Of those, the ones a mapping on the runtime must PASS (not skip).
+const MUST_PASS: &[&str] = &[
+    "fault-timeout",
+    "fault-redirect",
+    "fault-rate-limit",
+    "fault-server-error",
+    "fault-malformed",
+    "fault-oversized",
+    "fault-invalid-utf8",
+    "fault-slow-body",
+    "no-retry",
+    "cancellation",
+    "hostile-responses",
+];
+
+fn show(output: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// `ecp check --format json ARGS`: its exit code and report.
+fn check(args: &[&str]) -> (Option<i32>, Value) {
+    let output = Command::new(env!("CARGO_BIN_EXE_ecp"))
+        .args(["check", "--format", "json"])
+        .args(args)
+        .env("CARGO_TARGET_DIR", crate::cli::generated_target())
+        .env("KB_CONTEXT_TOKEN", TOKEN)
+        .env("PROVIDER_CONTEXT_TOKEN", TOKEN)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let report = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|_| panic!("no JSON report from ecp check {args:?}:\n{}", show(&output)));
+    (output.status.code(), report)
+}
+
+fn status_of<'a>(report: &'a Value, id: &str) -> Option<&'a str> {
+    report["checks"]
+        .as_array()?
+        .iter()
+        .find(|c| c["id"] == id)
+        .and_then(|c| c["status"].as_str())
+}
+
+fn reason_of<'a>(report: &'a Value, id: &str) -> &'a str {
+    report["checks"]
+        .as_array()
+        .and_then(|checks| checks.iter().find(|c| c["id"] == id))
+        .and_then(|c| c["reason"].as_str())
+        .unwrap_or("")
+}
+
+fn with_status<'a>(report: &'a Value, status: &str) -> Vec<&'a str> {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["status"] == status)
+        .map(|c| c["id"].as_str().unwrap())
+        .collect()
+}
+
+/// Nothing failed, exit 0, and every check a mapping must pass passed.
+fn assert_proven(what: &str, code: Option<i32>, report: &Value) {
+    assert_eq!(
+        with_status(report, "fail"),
+        Vec::<&str>::new(),
+        "{what}: {report:#}"
+    );
+    assert_eq!(code, Some(0), "{what}: {report:#}");
+    for id in MUST_PASS {
+        assert_eq!(
+            status_of(report, id),
+            Some("pass"),
+            "{what}: {id} must pass ({}): {report:#}",
+            reason_of(report, id)
+        );
+    }
+    assert_eq!(report["failed"], 0, "{what}: {report:#}");
+}
+
+/// The adapted mapping file, at most 80 lines, written over `dest`.
+fn adapt(source: &str, dest: &Path) {
+    let text =
+        std::fs::read_to_string(Path::new(ROOT).join("tests/data/any_api").join(source)).unwrap();
+    let lines = text.lines().count();
+    assert!(
+        lines <= 80,
+        "{source} is {lines} lines; a mapping fits in 80"
+    );
+    assert!(
+        dest.is_file(),
+        "ecp new wrote no {} to replace",
+        dest.display()
+    );
+    std::fs::write(dest, text).unwrap();
+}
+
+/// Live against `service`, recording; then the service stopped and the
+/// same suite from the cassette alone. `logged` is what the service's own
+/// log shows of the mapping's request.
+fn prove_live_then_offline(dir: &Path, service: Service, cassette: &Path, logged: &str) {
+    let target = dir.to_str().unwrap();
+    let (code, report) = check(&[
+        target,
+        "--upstream",
+        &service.base_url,
+        "--query",
+        QUERY,
+        "--record",
+        cassette.to_str().unwrap(),
+    ]);
+    assert_proven("live", code, &report);
+    let recorded = std::fs::read_to_string(cassette)
+        .unwrap_or_else(|e| panic!("--record wrote no {}: {e}", cassette.display()));
+    let _: Value = serde_json::from_str(&recorded).expect("the cassette is JSON");
+    assert!(
+        !recorded.contains(TOKEN),
+        "the cassette holds the credential:\n{recorded}"
+    );
+    assert!(
+        recorded.contains("Release train"),
+        "the cassette holds the service's answer:\n{recorded}"
+    );
+    let log = service.output();
+    assert!(
+        log.contains(logged),
+        "the live run reached the service ({logged:?}):\n{log}"
+    );
+    service.stop();
+
+    let (code, report) = check(&[target, "--cassette", cassette.to_str().unwrap()]);
+    assert_proven("offline", code, &report);
+}
+
+#[test]
+fn the_services_answer_the_shapes_the_mappings_read() {
+    let datasette = start_datasette(&corpus());
+    let (status, body) = datasette.get("kb/docs.json?_search=release+train&_shape=objects&_size=5");
+    assert_eq!(status, 200, "{body}");
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    let rows = answer["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 5, "{answer:#}");
+    assert_eq!(rows[0]["id"], 1, "an INTEGER PRIMARY KEY is a JSON number");
+    assert_eq!(rows[0]["title"], "Release train");
+    for key in ["body", "url", "updated"] {
+        assert!(rows[0][key].is_string(), "{key}: {answer:#}");
+    }
+    // Six asked, six given: the corpus has more than five hits.
+    let (_, body) = datasette.get("kb/docs.json?_search=release+train&_shape=objects&_size=6");
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(answer["rows"].as_array().unwrap().len(), 6);
+    // No hit is an empty list; an unknown database is a 404.
+    let (status, body) = datasette.get("kb/docs.json?_search=zzzz&_shape=objects&_size=5");
+    assert_eq!(status, 200);
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["rows"],
+        serde_json::json!([])
+    );
+    assert_eq!(datasette.get("missing/docs.json?_search=x").0, 404);
+
+    let json_server = start_json_server(&corpus());
+    let (status, body) = json_server.get("docs?q=release+train&_limit=5");
+    assert_eq!(status, 200, "{body}");
+    let rows: Value = serde_json::from_str(&body).unwrap();
+    let rows = rows.as_array().expect("a top-level array");
+    assert_eq!(rows.len(), 5);
+    assert_eq!(rows[0]["id"], 1);
+    let (_, body) = json_server.get("docs?q=nothing+like+this&_limit=5");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap(),
+        serde_json::json!([])
+    );
+    assert_eq!(json_server.get("missing?q=x").0, 404);
+}
+
+#[test]
+fn a_rust_mapping_of_datasette_is_proven_live_and_from_its_cassette() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("kb-context");
+    let new = crate::cli::ecp(&["new", "kb-context", "--yes", "--dir", dir.to_str().unwrap()]);
+    assert!(new.status.success(), "{}", show(&new));
+    adapt("datasette_provider.rs", &dir.join("src/provider.rs"));
+    crate::cli::cargo_release_build(&dir);
+    std::fs::create_dir_all(dir.join("dist")).unwrap();
+    std::fs::copy(
+        crate::cli::generated_target().join("release/kb-context"),
+        dir.join("dist/main"),
+    )
+    .unwrap();
+
+    let service = start_datasette(&corpus());
+    prove_live_then_offline(
+        &dir,
+        service,
+        &temp.path().join("datasette.cassette.json"),
+        "GET /kb/docs.json?_search=release",
+    );
+}
+
+/// npm's download cache, shared by every project the tests install.
+fn npm_cache() -> PathBuf {
+    Path::new(ROOT).join("target/npm-cache/_npm")
+}
+
+fn npm(dir: &Path, args: &[&str]) {
+    let output = Command::new("npm")
+        .args(args)
+        .current_dir(dir)
+        .env("npm_config_cache", npm_cache())
+        .env("npm_config_audit", "false")
+        .env("npm_config_fund", "false")
+        .env("npm_config_prefer_offline", "true")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("npm: {e}"));
+    assert!(output.status.success(), "npm {args:?}: {}", show(&output));
+}
+
+#[test]
+fn a_typescript_mapping_of_json_server_is_proven_live_and_from_its_cassette() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("kb-context");
+    let new = crate::cli::ecp(&[
+        "new",
+        "kb-context",
+        "--template",
+        "local-ts",
+        "--yes",
+        "--dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(new.status.success(), "{}", show(&new));
+    adapt("json_server_provider.ts", &dir.join("src/provider.ts"));
+    npm(&dir, &["ci"]);
+    // The mapping typechecks as the entry point uses it (the project's own
+    // tests speak the generated V1 mapping, so only src/ is checked).
+    npm(
+        &dir,
+        &[
+            "exec",
+            "--",
+            "tsc",
+            "--noEmit",
+            "--strict",
+            "--skipLibCheck",
+            "--target",
+            "ES2022",
+            "--module",
+            "ESNext",
+            "--moduleResolution",
+            "Bundler",
+            "--resolveJsonModule",
+            "--types",
+            "node",
+            "src/main.ts",
+        ],
+    );
+    npm(&dir, &["run", "build"]);
+    assert!(dir.join("dist/main.js").is_file());
+
+    let service = start_json_server(&corpus());
+    prove_live_then_offline(
+        &dir,
+        service,
+        &temp.path().join("json-server.cassette.json"),
+        "GET /docs?q=release",
+    );
+}
+
+/// tests/python/profile_server.py, mapping Datasette's API.
+fn python_mapping(extra: &[&str]) -> Vec<String> {
+    let server = Path::new(ROOT).join("tests/python/profile_server.py");
+    let mut command = vec![
+        "python3".to_owned(),
+        server.display().to_string(),
+        "--api".to_owned(),
+        "datasette".to_owned(),
+    ];
+    command.extend(extra.iter().map(|s| (*s).to_owned()));
+    command
+}
+
+/// `ecp check --upstream BASE --query QUERY -- python3 profile_server.py
+/// --api datasette EXTRA...`.
+fn check_python(base_url: &str, extra: &[&str]) -> (Option<i32>, Value) {
+    let mut args = vec!["--upstream", base_url, "--query", QUERY, "--"];
+    let command = python_mapping(extra);
+    args.extend(command.iter().map(String::as_str));
+    check(&args)
+}
+
+#[test]
+fn each_defective_mapping_fails_on_the_check_that_names_it() {
+    let service = start_datasette(&corpus());
+    let base_url = service.base_url.clone();
+    // (defect, the checks of which one must fail)
+    let cases: &[(&str, &[&str])] = &[
+        ("retry", &["no-retry"]),
+        ("follow-redirect", &["fault-redirect"]),
+        ("no-cap", &["fault-oversized"]),
+        ("echo-query", &["redaction"]),
+        ("six-items", &["structured-content", "hostile-responses"]),
+        ("ignore-cancel", &["cancellation"]),
+    ];
+    // The runs are I/O-bound (budgets and faults); run them side by side,
+    // with the conforming mapping.
+    let runs = std::thread::scope(|scope| {
+        let base_url = &base_url;
+        let conforming = scope.spawn(move || check_python(base_url, &[]));
+        let defective: Vec<_> = cases
+            .iter()
+            .map(|&(defect, expected)| {
+                scope.spawn(move || {
+                    (
+                        defect,
+                        expected,
+                        check_python(base_url, &["--defect", defect]),
+                    )
+                })
+            })
+            .collect();
+        (
+            conforming.join().unwrap(),
+            defective
+                .into_iter()
+                .map(|run| run.join().unwrap())
+                .collect::<Vec<_>>(),
+        )
+    });
+    let ((code, report), defective) = runs;
+    assert_proven("the conforming Python mapping", code, &report);
+    for (defect, expected, (code, report)) in defective {
+        let failed = with_status(&report, "fail");
+        assert!(
+            expected.iter().any(|id| failed.contains(id)),
+            "{defect}: expected one of {expected:?} to fail, failed: {failed:?}\n{report:#}"
+        );
+        assert_eq!(code, Some(1), "{defect}: {report:#}");
+    }
+    drop(service);
+}
+
+#[test]
+fn a_mapping_whose_every_call_fails_passes_nothing_that_needs_a_call() {
+    let service = start_datasette(&corpus());
+    // A database Datasette does not have: every request is a 404.
+    let (code, report) = check_python(&service.base_url, &["--database", "missing"]);
+    assert_ne!(code, Some(2), "it ran: {report:#}");
+    for id in NEED_A_BASELINE {
+        assert_eq!(
+            status_of(&report, id),
+            Some("skip"),
+            "{id} without a successful call: {report:#}"
+        );
+        assert!(
+            reason_of(&report, id).starts_with("no successful baseline call"),
+            "{id}: {}",
+            reason_of(&report, id)
+        );
+    }
+    assert_eq!(
+        report["skipped"].as_u64().unwrap() as usize,
+        with_status(&report, "skip").len()
+    );
+}
