@@ -12,8 +12,9 @@ pub enum Group {
     Discovery,
     /// The input vectors and the refusals.
     Inputs,
-    /// Against the scripted Generic HTTP Search V1 upstream: the request,
-    /// the render vectors, every fault, no retry, cancellation.
+    /// Against the scripted upstream (the Generic HTTP Search V1 binding,
+    /// or a real upstream's recorded answers): the request, rendering,
+    /// every fault, no retry, cancellation, hostile answers.
     Binding,
     /// Concurrency, and the promises kept by every result seen.
     Output,
@@ -66,6 +67,7 @@ checks! {
     FaultSlowBody = "fault-slow-body", Binding, "a slow body gives the stable error in time";
     NoRetry = "no-retry", Binding, "one call makes at most one upstream request";
     Cancellation = "cancellation", Binding, "a cancelled call closes the upstream connection";
+    HostileResponses = "hostile-responses", Binding, "hostile answers of the upstream's own shape keep every output promise";
     Concurrency = "concurrency", Output, "concurrent calls are all answered";
     StructuredContent = "structured-content", Output, "structuredContent validates against the output schema";
     TextSerialization = "text-serialization", Output, "the text is the exact profile serialization";

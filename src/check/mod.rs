@@ -8,10 +8,15 @@
 //! - [`embedded`]: the contract data, refused whole when any part is missing;
 //! - [`suite`]: the checks themselves;
 //! - [`schema`]: judging a declared schema by what it accepts;
-//! - [`upstream`]: the scripted Generic HTTP Search V1 upstream on loopback.
+//! - [`upstream`]: the scripted upstream on loopback (the Generic HTTP
+//!   Search V1 binding, or a real upstream's answers replayed);
+//! - [`cassette`]: a real upstream's answers, recorded (`--upstream`) and
+//!   replayed (`--cassette`); [`mutate`]: hostile answers of their shape.
 
+pub mod cassette;
 pub mod catalogue;
 pub mod embedded;
+pub mod mutate;
 pub mod process;
 pub mod schema;
 pub mod suite;
@@ -57,6 +62,44 @@ pub struct CheckSettings {
     pub token_env: Option<String>,
     /// For a URL target: a bearer token for the MCP endpoint itself.
     pub bearer: Option<String>,
+    /// Which upstream the target is pointed at.
+    pub upstream: UpstreamSource,
+    /// Seeds the hostile answers.
+    pub seed: u64,
+    /// How many hostile answers the target meets.
+    pub mutations: usize,
+}
+
+/// Where the answers of the target's upstream come from.
+#[derive(Debug, Clone, Default)]
+pub enum UpstreamSource {
+    /// The scripted Generic HTTP Search V1 upstream.
+    #[default]
+    V1,
+    /// The provider's real upstream at this URL: a few probe calls are
+    /// recorded through a loopback proxy, then replayed.
+    Record {
+        url: String,
+        queries: Vec<String>,
+        /// Where to keep the cassette.
+        keep: Option<std::path::PathBuf>,
+    },
+    /// A cassette recorded before.
+    Cassette(std::path::PathBuf),
+}
+
+/// The seed of the hostile answers when none is given.
+pub const DEFAULT_SEED: u64 = 29;
+/// How many hostile answers a run sends when not told.
+pub const DEFAULT_MUTATIONS: usize = 200;
+
+/// A started target.
+struct Opened {
+    session: Session,
+    include_tools: Option<Vec<String>>,
+    /// The variables that carry its endpoint and credential, when ecp
+    /// could set them.
+    binding: Option<target::BindingEnv>,
 }
 
 /// The outcome of a run.
@@ -85,19 +128,16 @@ fn describe(target: &Target) -> String {
     }
 }
 
-/// Starts the target and runs every check. `progress` sees each result as
-/// it is decided. `Err` when the target cannot be started at all.
-pub async fn run(
+/// Starts the target with its endpoint at `base_url` and, when `token` is
+/// given, that credential (else its own, from the environment).
+async fn open(
     settings: &CheckSettings,
-    progress: suite::Progress<'_>,
-) -> Result<CheckReport, CheckError> {
-    let embedded = embedded::Embedded::get().map_err(CheckError::Embedded)?;
-    let upstream = suite::start_upstream(embedded)
-        .await
-        .map_err(CheckError::Upstream)?;
-    let (session, include_tools, with_upstream) = match &settings.target {
+    base_url: &str,
+    token: Option<&str>,
+) -> Result<Opened, CheckError> {
+    match &settings.target {
         Target::Extension(path) => {
-            let server = target::from_extension(path, Some((&upstream.base_url, TOKEN_CANARY)))
+            let server = target::from_extension(path, Some((base_url, token)))
                 .map_err(CheckError::Target)?;
             match server {
                 ManifestServer::Local(mut launch) => {
@@ -105,42 +145,38 @@ pub async fn run(
                         eprintln!("{note}");
                     }
                     target::reach_loopback_directly(&mut launch.env);
-                    let binding = launch.binding.is_some();
-                    (
-                        Session::spawn(&launch).await.map_err(CheckError::Target)?,
-                        launch.include_tools.clone(),
-                        binding,
-                    )
+                    Ok(Opened {
+                        session: Session::spawn(&launch).await.map_err(CheckError::Target)?,
+                        include_tools: launch.include_tools.clone(),
+                        binding: launch.binding.clone(),
+                    })
                 }
                 ManifestServer::Remote {
                     url,
                     call_timeout,
                     include_tools,
-                } => (
-                    Session::connect(&url, settings.bearer.clone(), call_timeout)
+                } => Ok(Opened {
+                    session: Session::connect(&url, settings.bearer.clone(), call_timeout)
                         .await
                         .map_err(CheckError::Target)?,
                     include_tools,
-                    false,
-                ),
+                    binding: None,
+                }),
             }
         }
         Target::Command(command) => {
             let [program, args @ ..] = command.as_slice() else {
                 return Err(CheckError::Settings("no command given after --".into()));
             };
-            let base_url_env = settings
-                .base_url_env
-                .clone()
-                .unwrap_or_else(|| DEFAULT_BASE_URL_ENV.into());
-            let token_env = settings
-                .token_env
-                .clone()
-                .unwrap_or_else(|| DEFAULT_TOKEN_ENV.into());
-            let mut env = BTreeMap::from([
-                (base_url_env.clone(), upstream.base_url.clone()),
-                (token_env.clone(), TOKEN_CANARY.to_owned()),
-            ]);
+            let binding = target::BindingEnv {
+                base_url: (settings.base_url_env.clone())
+                    .unwrap_or_else(|| DEFAULT_BASE_URL_ENV.into()),
+                token: (settings.token_env.clone()).unwrap_or_else(|| DEFAULT_TOKEN_ENV.into()),
+            };
+            let mut env = BTreeMap::from([(binding.base_url.clone(), base_url.to_owned())]);
+            if let Some(token) = token {
+                env.insert(binding.token.clone(), token.to_owned());
+            }
             target::reach_loopback_directly(&mut env);
             let launch = Launch {
                 program: program.clone(),
@@ -150,35 +186,186 @@ pub async fn run(
                 env,
                 call_timeout: DEFAULT_CALL_TIMEOUT,
                 include_tools: None,
-                binding: Some(target::BindingEnv {
-                    base_url: base_url_env,
-                    token: token_env,
-                }),
+                binding: Some(binding.clone()),
                 _extracted: None,
             };
-            (
-                Session::spawn(&launch).await.map_err(CheckError::Target)?,
-                None,
-                true,
-            )
+            Ok(Opened {
+                session: Session::spawn(&launch).await.map_err(CheckError::Target)?,
+                include_tools: None,
+                binding: Some(binding),
+            })
         }
-        Target::Url(url) => (
-            Session::connect(url, settings.bearer.clone(), DEFAULT_CALL_TIMEOUT)
+        Target::Url(url) => Ok(Opened {
+            session: Session::connect(url, settings.bearer.clone(), DEFAULT_CALL_TIMEOUT)
                 .await
                 .map_err(CheckError::Target)?,
-            None,
-            false,
-        ),
+            include_tools: None,
+            binding: None,
+        }),
+    }
+}
+
+/// The path of an upstream URL, ending in `/`, and the URL's origin.
+fn split_upstream(url: &str) -> Result<(reqwest::Url, String), CheckError> {
+    let parsed = ecp_runtime::http::base_url(url).map_err(|rule| {
+        CheckError::Settings(format!("--upstream {}: {rule}", crate::outside::value(url)))
+    })?;
+    let path = parsed.path().to_owned();
+    let mut origin = parsed;
+    origin.set_path("/");
+    Ok((origin, path))
+}
+
+/// `--upstream`: starts the target against a recording proxy in front of
+/// the real upstream, calls it once per query, and returns what passed.
+async fn record(
+    settings: &CheckSettings,
+    url: &str,
+    queries: &[String],
+) -> Result<cassette::Cassette, CheckError> {
+    let (origin, base_path) = split_upstream(url)?;
+    ecp_runtime::install_tls_provider();
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| CheckError::Upstream(format!("cannot build an HTTP client: {e}")))?;
+    let forward = std::sync::Arc::new(upstream::Forward { origin, client });
+    let proxy = upstream::Upstream::try_start(move |_| upstream::Reply::Forward(forward.clone()))
+        .await
+        .map_err(|e| CheckError::Upstream(format!("cannot start the recording proxy: {e}")))?;
+    let opened = open(settings, &format!("{}{base_path}", proxy.base_url), None).await?;
+    let Some(binding) = opened.binding.clone() else {
+        opened.session.close().await;
+        return Err(CheckError::Settings(
+            "--upstream needs a target that takes its endpoint from a *_BASE_URL variable (a local extension, or -- CMD with --base-url-env)".into(),
+        ));
     };
+    let secret = std::env::var(&binding.token).ok();
+    let mut exchanges = Vec::new();
+    for query in queries {
+        let before = proxy.exchanges().len();
+        let result = opened
+            .session
+            .call(serde_json::json!({ "query": query }))
+            .await;
+        // The exchange is logged before its answer goes out; a request the
+        // target sent without waiting may still be on its way.
+        for _ in 0..20 {
+            if proxy.exchanges().len() > before {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let new = proxy.exchanges().into_iter().skip(before);
+        let new: Vec<_> = new.map(|exchange| (query.clone(), exchange)).collect();
+        if new.is_empty() {
+            let why = match result {
+                Err(error) => error,
+                Ok(_) => "it answered without a request".into(),
+            };
+            opened.session.close().await;
+            return Err(CheckError::Target(format!(
+                "the call with {query:?} never reached the upstream: {}\n  = help: the target must take its endpoint from {} (set to the recording proxy)",
+                crate::outside::line(&why, 500),
+                binding.base_url
+            )));
+        }
+        if let Some(Err(why)) = new
+            .iter()
+            .map(|(_, e)| e.response.clone())
+            .find(Result::is_err)
+        {
+            opened.session.close().await;
+            return Err(CheckError::Upstream(format!(
+                "{}: {why}\n  = help: check that {} answers from this machine",
+                crate::outside::value(url),
+                crate::outside::value(url)
+            )));
+        }
+        exchanges.extend(new);
+    }
+    opened.session.close().await;
+    Ok(cassette::Cassette::from_exchanges(
+        &base_path,
+        &exchanges,
+        secret.as_deref(),
+    ))
+}
+
+/// The answers the target's upstream gives during the run.
+async fn script(
+    settings: &CheckSettings,
+    embedded: &'static embedded::Embedded,
+) -> Result<(suite::Script, String), CheckError> {
+    match &settings.upstream {
+        UpstreamSource::V1 => Ok((
+            suite::Script::V1 {
+                vectors: embedded.render_vectors.clone(),
+            },
+            "/".to_owned(),
+        )),
+        UpstreamSource::Record { url, queries, keep } => {
+            if matches!(settings.target, Target::Url(_)) {
+                return Err(CheckError::Settings(
+                    "--upstream needs a target ecp starts (a folder, an archive or -- CMD), not --url".into(),
+                ));
+            }
+            let cassette = record(settings, url, queries).await?;
+            if let Some(path) = keep {
+                cassette.save(path).map_err(CheckError::Settings)?;
+                eprintln!(
+                    "recorded {} exchange(s) into {}",
+                    cassette.exchanges.len(),
+                    path.display()
+                );
+            }
+            let base = cassette.base_path.clone();
+            Ok((suite::Script::Recorded(cassette), base))
+        }
+        UpstreamSource::Cassette(path) => {
+            if matches!(settings.target, Target::Url(_)) {
+                return Err(CheckError::Settings(
+                    "--cassette needs a target ecp starts (a folder, an archive or -- CMD), not --url".into(),
+                ));
+            }
+            let cassette = cassette::Cassette::load(path).map_err(CheckError::Settings)?;
+            let base = cassette.base_path.clone();
+            Ok((suite::Script::Recorded(cassette), base))
+        }
+    }
+}
+
+/// Starts the target and runs every check. `progress` sees each result as
+/// it is decided. `Err` when the target cannot be started at all.
+pub async fn run(
+    settings: &CheckSettings,
+    progress: suite::Progress<'_>,
+) -> Result<CheckReport, CheckError> {
+    let embedded = embedded::Embedded::get().map_err(CheckError::Embedded)?;
+    let (script, base_path) = script(settings, embedded).await?;
+    let scripted = std::sync::Arc::new(suite::Scripted {
+        script,
+        seed: settings.seed,
+        mutations: settings.mutations,
+    });
+    let upstream = suite::start_upstream(scripted.clone())
+        .await
+        .map_err(CheckError::Upstream)?;
+    let opened = open(
+        settings,
+        &format!("{}{base_path}", upstream.base_url),
+        Some(TOKEN_CANARY),
+    )
+    .await?;
     let suite = Suite::new(
         embedded,
-        &session,
-        with_upstream.then_some(&upstream),
-        include_tools,
+        &opened.session,
+        opened.binding.is_some().then(|| (&upstream, scripted)),
+        opened.include_tools.clone(),
         progress,
     );
     let checks = suite.run().await;
-    session.close().await;
+    opened.session.close().await;
     let count = |status| checks.iter().filter(|c| c.status == status).count();
     Ok(CheckReport {
         target: describe(&settings.target),
@@ -248,7 +435,7 @@ pub async fn call_once(
     query: &str,
     fixture: Option<&upstream::Upstream>,
 ) -> Result<CallOutcome, CheckError> {
-    let upstream = fixture.map(|u| (u.base_url.as_str(), FIXTURE_TOKEN));
+    let upstream = fixture.map(|u| (u.base_url.as_str(), Some(FIXTURE_TOKEN)));
     let session = match &settings.target {
         Target::Extension(path) => {
             match target::from_extension(path, upstream).map_err(CheckError::Target)? {

@@ -145,10 +145,11 @@ fn manifest_folder(root: &Path) -> PathBuf {
 
 /// Reads an extension's manifest and resolves its one server as Qwen
 /// would. `upstream` (base URL, token) fills the variables the manifest
-/// passes to the adapter for its endpoint and credential.
+/// passes to the adapter for its endpoint and credential; without a token,
+/// the credential comes from ecp's own environment, as Qwen would pass it.
 pub fn from_extension(
     path: &Path,
-    upstream: Option<(&str, &str)>,
+    upstream: Option<(&str, Option<&str>)>,
 ) -> Result<ManifestServer, String> {
     InputError::check_exists(path).map_err(|e| input_message(&e))?;
     let extracted = if path.is_file() {
@@ -208,7 +209,7 @@ pub fn from_extension(
             }
         } else if upper.ends_with("TOKEN") {
             binding.1 = Some(key.clone());
-            if let Some((_, token)) = upstream {
+            if let Some((_, Some(token))) = upstream {
                 env.insert(key.clone(), token.to_owned());
                 continue;
             }
@@ -502,7 +503,7 @@ fn http_handshake_error(url: &str, error: &rmcp::service::ClientInitializeError)
 }
 
 /// The innermost cause of `error`, which says what happened.
-fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
     std::iter::successors(Some(error), |e| e.source())
         .last()
         .map(|e| e.to_string())

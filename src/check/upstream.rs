@@ -37,6 +37,57 @@ impl SeenRequest {
         let body: serde_json::Value = serde_json::from_str(&self.body).unwrap_or_default();
         body["query"].as_str().unwrap_or_default().to_owned()
     }
+
+    /// The words of the request: its target percent-decoded (`+` read as a
+    /// space), then its body, split at every character that is not an
+    /// ASCII letter, digit or `-`, lower-cased. Wherever a mapping puts the
+    /// query (path, query string, JSON body), its words are among these.
+    pub fn words(&self) -> Vec<String> {
+        let target = self.path.replace('+', " ");
+        let decoded = percent_decode(&target);
+        decoded
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+            .chain(
+                self.body
+                    .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')),
+            )
+            .filter(|w| !w.is_empty())
+            .map(str::to_ascii_lowercase)
+            .collect()
+    }
+
+    /// The first of `markers` among the request's [`words`](Self::words),
+    /// with the number that follows it, if any (`ecpmutation 12`).
+    pub fn marker(&self, markers: &[&str]) -> Option<(String, Option<usize>)> {
+        let words = self.words();
+        words.iter().enumerate().find_map(|(at, word)| {
+            markers.contains(&word.as_str()).then(|| {
+                let number = words.get(at + 1).and_then(|n| n.parse().ok());
+                (word.clone(), number)
+            })
+        })
+    }
+}
+
+/// `%XX` decoded (bytes that are not UTF-8 read as U+FFFD).
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (bytes[at], bytes.get(at + 1), bytes.get(at + 2)) {
+            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
+                out.push((hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0)) as u8);
+                at += 3;
+            }
+            (byte, _, _) => {
+                out.push(byte);
+                at += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// What to answer.
@@ -54,10 +105,23 @@ pub enum Reply {
     Trickle { body: Vec<u8>, every: Duration },
     /// A 200 whose body is `len` bytes of valid JSON, chunked (no length).
     ChunkedJson { len: usize },
+    /// A 200 whose body is `body` padded with spaces to `len` bytes,
+    /// chunked (no length): still the same JSON document.
+    Padded { body: Vec<u8>, len: usize },
     /// A 200 that declares `len` bytes in content-length but sends nothing.
     DeclaredLength { len: usize },
     /// Close the connection without answering.
     Close,
+    /// Status, content type and body, with a correct content-length (a
+    /// recorded answer replayed).
+    Raw {
+        status: u16,
+        content_type: Option<String>,
+        body: Vec<u8>,
+    },
+    /// Forwarded to the real upstream at this origin (scheme, host, port),
+    /// the answer passed back and kept in [`Upstream::exchanges`].
+    Forward(Arc<Forward>),
     /// Status, content type and body (e.g. a `text/event-stream`), then close.
     Typed {
         status: u16,
@@ -84,13 +148,51 @@ impl Reply {
 
 type Script = dyn Fn(&SeenRequest) -> Reply + Send + Sync;
 
+/// Where [`Reply::Forward`] sends a request, and with which client.
+pub struct Forward {
+    pub origin: reqwest::Url,
+    pub client: reqwest::Client,
+}
+
+impl std::fmt::Debug for Forward {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Forward { .. }")
+    }
+}
+
+/// A request forwarded to the real upstream and what it answered.
+#[derive(Debug, Clone)]
+pub struct Exchange {
+    pub request: SeenRequest,
+    /// `None` when the upstream could not be reached or answered past the
+    /// bounds; the reason.
+    pub response: Result<Recorded, String>,
+}
+
+/// An upstream's answer as recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recorded {
+    pub status: u16,
+    pub content_type: Option<String>,
+    pub body: Vec<u8>,
+}
+
+/// The most a recorded answer may hold (the adapter reads at most 1 MiB).
+pub const MAX_RECORDED_BODY: usize = 4 * 1024 * 1024;
+/// The most a request from the target may hold: head, then body.
+const MAX_REQUEST_HEAD: usize = 64 * 1024;
+const MAX_REQUEST_BODY: usize = 8 * 1024 * 1024;
+
 #[derive(Default)]
 struct Log {
     requests: Vec<SeenRequest>,
     /// When each connection closed, in closing order.
     closed: Vec<Instant>,
-    /// The queries each closed connection carried, parallel to `closed`.
+    /// The queries (and markers) each closed connection carried, parallel
+    /// to `closed`.
     closed_queries: Vec<Vec<String>>,
+    /// What [`Reply::Forward`] sent and got.
+    exchanges: Vec<Exchange>,
 }
 
 /// A running upstream; it stops when dropped.
@@ -155,6 +257,11 @@ impl Upstream {
 
     pub fn requests(&self) -> Vec<SeenRequest> {
         self.log().requests.clone()
+    }
+
+    /// The forwarded exchanges, in the order they ended.
+    pub fn exchanges(&self) -> Vec<Exchange> {
+        self.log().exchanges.clone()
     }
 
     pub fn closed_connections(&self) -> Vec<Instant> {
@@ -239,6 +346,9 @@ async fn read_request(stream: &mut TcpStream) -> Option<SeenRequest> {
         if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
             break at;
         }
+        if buffer.len() > MAX_REQUEST_HEAD {
+            return None;
+        }
         let n = stream.read(&mut chunk).await.ok()?;
         if n == 0 {
             return None;
@@ -259,6 +369,9 @@ async fn read_request(stream: &mut TcpStream) -> Option<SeenRequest> {
         .find(|(n, _)| n == "content-length")
         .and_then(|(_, v)| v.parse().ok())
         .unwrap_or(0);
+    if length > MAX_REQUEST_BODY {
+        return None;
+    }
     let mut body = buffer[head_end + 4..].to_vec();
     while body.len() < length {
         let n = stream.read(&mut chunk).await.ok()?;
@@ -286,8 +399,32 @@ async fn write_reply(stream: &mut TcpStream, reply: Reply) -> std::io::Result<()
             stream.write_all(head.as_bytes()).await?;
             stream.write_all(&body).await
         }
+        Reply::Raw {
+            status,
+            content_type,
+            body,
+        } => {
+            let content_type = content_type
+                .map(|t| format!("content-type: {t}\r\n"))
+                .unwrap_or_default();
+            let head = format!(
+                "HTTP/1.1 {status} {}\r\n{content_type}content-length: {}\r\n\r\n",
+                reason(status),
+                body.len()
+            );
+            stream.write_all(head.as_bytes()).await?;
+            stream.write_all(&body).await
+        }
+        Reply::Forward(_) => {
+            // Resolved into Raw by `connection` before it gets here.
+            Err(std::io::ErrorKind::Unsupported.into())
+        }
         Reply::Redirect => {
-            let head = "HTTP/1.1 302 Found\r\nlocation: http://127.0.0.1:9/elsewhere\r\ncontent-length: 0\r\n\r\n";
+            // To a place on this upstream that answers with a success, so
+            // that a client that follows redirects gets one.
+            let head = format!(
+                "HTTP/1.1 302 Found\r\nlocation: {REDIRECTED}\r\ncontent-length: 0\r\n\r\n"
+            );
             stream.write_all(head.as_bytes()).await
         }
         Reply::After(delay, reply) => {
@@ -311,11 +448,13 @@ async fn write_reply(stream: &mut TcpStream, reply: Reply) -> std::io::Result<()
             Ok(())
         }
         Reply::ChunkedJson { len } => {
+            let body = br#"{"items":[]}"#.to_vec();
+            Box::pin(write_reply(stream, Reply::Padded { body, len })).await
+        }
+        Reply::Padded { mut body, len } => {
             let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
             stream.write_all(head.as_bytes()).await?;
-            let prefix = br#"{"items":[]}"#;
-            let mut body = prefix.to_vec();
-            body.resize(len, b' ');
+            body.resize(len.max(body.len()), b' ');
             for piece in body.chunks(64 * 1024) {
                 stream
                     .write_all(format!("{:x}\r\n", piece.len()).as_bytes())
@@ -353,6 +492,88 @@ async fn write_reply(stream: &mut TcpStream, reply: Reply) -> std::io::Result<()
     }
 }
 
+/// The words the suite's queries start with, which the scripted upstream
+/// answers by (see [`SeenRequest::marker`]).
+/// Where [`Reply::Redirect`] points.
+pub const REDIRECTED: &str = "/ecp-redirected";
+
+pub const MARKERS: &[&str] = &[
+    "fault-timeout",
+    "fault-redirect",
+    "fault-rate-limit",
+    "fault-server-error",
+    "fault-malformed",
+    "fault-oversized",
+    "fault-invalid-utf8",
+    "fault-slow-body",
+    "ecphang",
+    "ecpvector",
+    "ecpconcurrent",
+    "ecpmutation",
+    "ecpprobe",
+];
+
+/// Sends `request` to the real upstream (same method, target, body and
+/// headers but those of the hop) and reads its answer within bounds.
+async fn forward_request(forward: &Forward, request: &SeenRequest) -> Result<Recorded, String> {
+    let url = forward
+        .origin
+        .join(&request.path)
+        .map_err(|_| "the request target is not a path".to_owned())?;
+    if url.origin() != forward.origin.origin() {
+        return Err("the request target leaves the upstream".into());
+    }
+    let method = reqwest::Method::from_bytes(request.method.as_bytes())
+        .map_err(|_| "the method is not HTTP".to_owned())?;
+    let mut builder = forward.client.request(method, url);
+    for (name, value) in &request.headers {
+        if !matches!(
+            name.as_str(),
+            "host" | "content-length" | "connection" | "transfer-encoding" | "accept-encoding"
+        ) {
+            builder = builder.header(name.as_str(), value.as_str());
+        }
+    }
+    if !request.body.is_empty() {
+        builder = builder.body(request.body.clone());
+    }
+    let mut response = builder
+        .timeout(Duration::from_secs(30))
+        .send()
+        .await
+        .map_err(|e| {
+            format!(
+                "the upstream could not be reached: {}",
+                crate::check::target::innermost(&e)
+            )
+        })?;
+    let status = response.status().as_u16();
+    let content_type = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|_| "the upstream's answer broke off".to_owned())?
+    {
+        if body.len() + chunk.len() > MAX_RECORDED_BODY {
+            return Err(format!(
+                "the upstream's answer is over {} MiB",
+                MAX_RECORDED_BODY >> 20
+            ));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Recorded {
+        status,
+        content_type,
+        body,
+    })
+}
+
 async fn connection(
     mut stream: TcpStream,
     script: Arc<Script>,
@@ -364,13 +585,30 @@ async fn connection(
     let _ = stream.set_nodelay(true);
     let mut queries = Vec::new();
     while let Some(request) = read_request(&mut stream).await {
-        let reply = script(&request);
+        let mut reply = script(&request);
         queries.push(request.query());
+        queries.extend(request.marker(MARKERS).map(|(word, _)| word));
         log.lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .requests
-            .push(request);
+            .push(request.clone());
         changed.notify_waiters();
+        if let Reply::Forward(forward) = &reply {
+            let response = forward_request(forward, &request).await;
+            reply = match &response {
+                Ok(recorded) => Reply::Raw {
+                    status: recorded.status,
+                    content_type: recorded.content_type.clone(),
+                    body: recorded.body.clone(),
+                },
+                Err(_) => Reply::status(502, "{}"),
+            };
+            log.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .exchanges
+                .push(Exchange { request, response });
+            changed.notify_waiters();
+        }
         if write_reply(&mut stream, reply).await.is_err() {
             break;
         }

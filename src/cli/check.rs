@@ -29,6 +29,9 @@ fn settings(path: Option<PathBuf>, args: &TargetArgs) -> Result<CheckSettings, S
         base_url_env: args.base_url_env.clone(),
         token_env: args.token_env.clone(),
         bearer,
+        upstream: check::UpstreamSource::V1,
+        seed: check::DEFAULT_SEED,
+        mutations: check::DEFAULT_MUTATIONS,
     })
 }
 
@@ -99,9 +102,24 @@ fn line(result: &CheckResult, color: bool) -> String {
 }
 
 pub fn run_check(args: CheckArgs, color: ColorChoice) -> Outcome {
-    let (settings, tokio) = match prepare(args.path, &args.target) {
+    let (mut settings, tokio) = match prepare(args.path, &args.target) {
         Ok(prepared) => prepared,
         Err(message) => return Err(could_not_run(&message)),
+    };
+    settings.seed = args.seed;
+    settings.mutations = args.mutations;
+    settings.upstream = match (args.upstream, args.cassette) {
+        (Some(url), _) => check::UpstreamSource::Record {
+            url,
+            queries: if args.queries.is_empty() {
+                vec!["ecp probe".to_owned()]
+            } else {
+                args.queries
+            },
+            keep: args.record,
+        },
+        (None, Some(path)) => check::UpstreamSource::Cassette(path),
+        (None, None) => check::UpstreamSource::V1,
     };
     let human = args.format == CheckFormat::Human;
     let progress_color = color.for_stderr();

@@ -95,7 +95,7 @@ enum Command {
     Serve(ServeArgs),
     /// Prove that an implementation conforms to the profile, faults included
     #[command(
-        after_help = "Examples:\n  ecp check                                  # the extension in this folder (after ecp package)\n  ecp check dist/linux.x64.acme-context.tar.gz\n  ecp check -- node dist/main.js             # any stdio server\n  ecp check --url https://context.acme.example/mcp --token-env TOKEN\n\nExit status: 0 conforms (warnings allowed), 1 a check failed, 2 the target could not be started."
+        after_help = "Examples:\n  ecp check                                  # the extension in this folder (after ecp package)\n  ecp check dist/linux.x64.acme-context.tar.gz\n  ecp check -- node dist/main.js             # any stdio server\n  ecp check --url https://context.acme.example/mcp --token-env TOKEN\n  ecp check . --upstream https://kb.acme.example/api --query \"deploy policy\" --record tests/kb.cassette.json\n  ecp check . --cassette tests/kb.cassette.json   # offline, from what was recorded\n\nExit status: 0 conforms (warnings allowed), 1 a check failed, 2 the target could not be started."
     )]
     Check(CheckArgs),
     /// Make one context_search call and pretty-print the result
@@ -302,6 +302,32 @@ pub struct CheckArgs {
 
     #[command(flatten)]
     pub target: TargetArgs,
+
+    /// Check against your own API: record a few calls to it through a
+    /// loopback proxy, then replay its answers with every fault
+    #[arg(long, value_name = "URL", conflicts_with_all = ["cassette", "url"])]
+    pub upstream: Option<String>,
+
+    /// With --upstream: a probe query, once per call [default: "ecp probe"]
+    #[arg(long = "query", value_name = "TEXT", requires = "upstream")]
+    pub queries: Vec<String>,
+
+    /// With --upstream: keep the recorded exchanges in FILE (credentials
+    /// removed), for --cassette
+    #[arg(long, value_name = "FILE", requires = "upstream")]
+    pub record: Option<PathBuf>,
+
+    /// Check offline against recorded answers (from --record)
+    #[arg(long, value_name = "FILE", conflicts_with = "url")]
+    pub cassette: Option<PathBuf>,
+
+    /// Seed of the hostile answers (same seed, same answers)
+    #[arg(long, value_name = "N", default_value_t = crate::check::DEFAULT_SEED)]
+    pub seed: u64,
+
+    /// How many hostile answers to send
+    #[arg(long, value_name = "N", default_value_t = crate::check::DEFAULT_MUTATIONS)]
+    pub mutations: usize,
 
     /// Output format
     #[arg(long, value_enum, default_value_t = CheckFormat::Human)]

@@ -1,56 +1,157 @@
-//! The Generic HTTP Search V1 binding against the scripted upstream: the
-//! request, the render vectors byte for byte, every fault (at once), no
-//! retry, cancellation.
+//! The upstream checks: the scripted upstream (the Generic HTTP Search V1
+//! binding, or a recorded real upstream replayed), the request, rendering,
+//! every fault (at once), no retry, cancellation, hostile answers.
+//!
+//! Every check here is decided only after a baseline call through the same
+//! upstream succeeded: a fault that gives "the stable error" proves nothing
+//! when every call fails anyway.
 
 use super::{output::text_of, *};
+use crate::check::{
+    cassette::{Cassette, Tape},
+    mutate,
+    upstream::{MARKERS, REDIRECTED},
+};
 
-pub(super) fn reply_for(request: &SeenRequest, vectors: &[(String, String)]) -> Reply {
-    let query = request.query();
-    let first = query.split(' ').next().unwrap_or("");
-    let canary_body = format!(r#"{{"error":"{BODY_CANARY}"}}"#);
-    match (Check::from_id(first), first) {
-        (Some(Check::FaultTimeout), _) => Reply::After(Duration::from_secs(600), Box::new(Reply::json(r#"{"items":[]}"#))),
-        (Some(Check::FaultRedirect), _) => Reply::Redirect,
-        (Some(Check::FaultRateLimit), _) => Reply::status(429, &canary_body),
-        (Some(Check::FaultServerError), _) => Reply::status(500, &canary_body),
-        (Some(Check::FaultMalformed), _) => Reply::json(format!(r#"{{"items":[{{"id":"{BODY_CANARY}""#)),
-        (Some(Check::FaultOversized), _) => Reply::ChunkedJson { len: MIB + 1 },
-        (Some(Check::FaultInvalidUtf8), _) => Reply::Body {
-            status: 200,
-            body: [br#"{"items":[{"id":"a","content":""#.as_slice(), BODY_CANARY.as_bytes(), b"\xff\"}]}"].concat(),
-        },
-        (Some(Check::FaultSlowBody), _) => Reply::Trickle {
-            body: br#"{"items":[]}"#.to_vec(),
-            every: Duration::from_secs(2),
-        },
-        (_, "hang") => Reply::Hang,
-        (_, "vector") => {
-            let index: usize = query.split(' ').nth(1).and_then(|n| n.parse().ok()).unwrap_or(usize::MAX);
-            match vectors.get(index) {
-                Some((body, _)) => Reply::json(body.clone()),
+/// What the scripted upstream answers with.
+#[derive(Debug, Clone)]
+pub enum Script {
+    /// The Generic HTTP Search V1 binding, with the render vectors.
+    V1 { vectors: Vec<(String, String)> },
+    /// A real upstream's recorded answers.
+    Recorded(Cassette),
+}
+
+/// The scripted upstream's settings for a run.
+#[derive(Debug, Clone)]
+pub struct Scripted {
+    pub script: Script,
+    /// Seeds the hostile answers.
+    pub seed: u64,
+    /// How many hostile answers the target meets.
+    pub mutations: usize,
+}
+
+/// The V1 upstream's answer to a plain call.
+fn v1_success() -> String {
+    json!({"items": [
+        {"id": "ecp-check", "content": "Reference data with <angle> brackets & \"quotes\".", "score": 0.5, "title": "A title", "uri": "https://example.com/doc", "updated_at": "2026-01-01T00:00:00Z"},
+        {"id": "ecp-check-2", "content": "Second item.", "updatedAt": "2026-02-01"}
+    ]})
+    .to_string()
+}
+
+impl Scripted {
+    /// The answer to a call without a fault: the scripted item, or the
+    /// recorded answer to the same request.
+    fn success(&self, request: &SeenRequest) -> Reply {
+        match &self.script {
+            Script::V1 { .. } => Reply::json(v1_success()),
+            Script::Recorded(cassette) => match cassette.answer_for(request) {
+                Some(tape) => {
+                    let recorded = tape.recorded();
+                    Reply::Raw {
+                        status: recorded.status,
+                        content_type: recorded.content_type,
+                        body: recorded.body,
+                    }
+                }
                 None => Reply::status(404, "{}"),
-            }
+            },
         }
-        (_, "concurrent") => Reply::After(
-            Duration::from_millis(100),
-            Box::new(Reply::json(json!({"items": [{"id": query, "content": "concurrent"}]}).to_string())),
-        ),
-        _ => Reply::json(
-            json!({"items": [{"id": "ecp-check", "content": "Reference data with <angle> brackets & \"quotes\".", "score": 0.5}]})
-                .to_string(),
-        ),
+    }
+
+    /// The body of a successful answer, to bend into faults.
+    fn success_body(&self, request: &SeenRequest) -> Vec<u8> {
+        match self.success(request) {
+            Reply::Raw { body, .. } | Reply::Body { body, .. } => body,
+            _ => Vec::new(),
+        }
+    }
+
+    /// The document the hostile answers are made from.
+    pub fn hostile_source(&self) -> Option<Value> {
+        match &self.script {
+            Script::V1 { .. } => serde_json::from_str(&v1_success()).ok(),
+            Script::Recorded(cassette) => cassette
+                .baseline()
+                .and_then(|tape| ecp_runtime::http::parse_json_like_javascript(&tape.response)),
+        }
+    }
+
+    /// What to answer `request` with: the marker among its words selects
+    /// the fault (see [`MARKERS`]).
+    pub fn reply_for(&self, request: &SeenRequest, hostile: Option<&Value>) -> Reply {
+        if request.path.starts_with(REDIRECTED) {
+            return self.success(request);
+        }
+        let canary_body = format!(r#"{{"error":"{BODY_CANARY}"}}"#);
+        let (marker, number) = request.marker(MARKERS).unwrap_or_default();
+        match marker.as_str() {
+            "fault-timeout" => {
+                Reply::After(Duration::from_secs(600), Box::new(self.success(request)))
+            }
+            "fault-redirect" => Reply::Redirect,
+            "fault-rate-limit" => Reply::status(429, &canary_body),
+            "fault-server-error" => Reply::status(500, &canary_body),
+            "fault-malformed" => Reply::json(format!(r#"{{"items":[{{"id":"{BODY_CANARY}""#)),
+            "fault-oversized" => Reply::Padded {
+                body: self.success_body(request),
+                len: MIB + 1,
+            },
+            "fault-invalid-utf8" => {
+                // Inside the first string, with the canary: a reader that
+                // replaces bad bytes instead of failing gets a success.
+                let mut body = self.success_body(request);
+                let at = body.iter().position(|&b| b == b'"').map_or(0, |at| at + 1);
+                let bad: Vec<u8> = [BODY_CANARY.as_bytes(), b"\xff"].concat();
+                body.splice(at..at, bad);
+                Reply::Body { status: 200, body }
+            }
+            "fault-slow-body" => Reply::Trickle {
+                body: self.success_body(request),
+                every: Duration::from_secs(2),
+            },
+            "ecphang" => Reply::Hang,
+            "ecpvector" => match (&self.script, number) {
+                (Script::V1 { vectors }, Some(index)) if index < vectors.len() => {
+                    Reply::json(vectors[index].0.clone())
+                }
+                _ => Reply::status(404, "{}"),
+            },
+            "ecpconcurrent" => match &self.script {
+                Script::V1 { .. } => Reply::After(
+                    Duration::from_millis(100),
+                    Box::new(Reply::json(
+                        json!({"items": [{"id": request.query(), "content": "concurrent"}]})
+                            .to_string(),
+                    )),
+                ),
+                Script::Recorded(_) => {
+                    Reply::After(Duration::from_millis(100), Box::new(self.success(request)))
+                }
+            },
+            "ecpmutation" => match hostile {
+                Some(document) => Reply::Body {
+                    status: 200,
+                    body: mutate::hostile(document, self.seed, number.unwrap_or(0) as u64),
+                },
+                None => self.success(request),
+            },
+            _ => self.success(request),
+        }
     }
 }
 
 /// Starts the scripted upstream for a run.
-pub async fn start_upstream(embedded: &'static Embedded) -> Result<Upstream, String> {
-    let vectors = Arc::new(embedded.render_vectors.clone());
-    Upstream::try_start(move |request| reply_for(request, &vectors))
+pub async fn start_upstream(scripted: Arc<Scripted>) -> Result<Upstream, String> {
+    let hostile = scripted.hostile_source();
+    Upstream::try_start(move |request| scripted.reply_for(request, hostile.as_ref()))
         .await
         .map_err(|e| format!("cannot start the scripted upstream: {e}"))
 }
 
-/// What is wrong with the probe request, if anything.
+/// What is wrong with the V1 probe request, if anything.
 pub(super) fn request_problem(request: &SeenRequest) -> Option<String> {
     if request.method != "POST" || request.path != "/v1/context/search" {
         return Some(format!(
@@ -77,70 +178,230 @@ pub(super) fn request_problem(request: &SeenRequest) -> Option<String> {
     None
 }
 
+/// What differs between the replayed request and the recorded one, if
+/// anything: the same method, target and body, and the credential in the
+/// same header.
+fn recorded_request_problem(
+    request: &SeenRequest,
+    tape: &Tape,
+    credential_header: Option<&str>,
+) -> Option<String> {
+    if request.method != tape.method || request.path != tape.target {
+        return Some(format!(
+            "{} {} instead of the recorded {} {}: the mapping changed since the cassette was recorded; record it again (--upstream URL --record FILE)",
+            request.method, request.path, tape.method, tape.target
+        ));
+    }
+    if request.body != tape.body {
+        return Some(
+            "the body differs from the recorded one: the mapping changed since the cassette was recorded; record it again".into(),
+        );
+    }
+    if let Some(header) = credential_header
+        && !request
+            .header(header)
+            .is_some_and(|value| value.contains(TOKEN_CANARY))
+    {
+        return Some(format!(
+            "the credential is not in `{header}`, where the recorded request carried it"
+        ));
+    }
+    None
+}
+
+/// The query of the baseline call.
+fn baseline_query(script: &Script) -> String {
+    match script {
+        Script::V1 { .. } => "  ecp   probe  ".to_owned(),
+        Script::Recorded(cassette) => cassette
+            .baseline()
+            .map(|tape| tape.query.clone())
+            .unwrap_or_default(),
+    }
+}
+
+/// Why nothing that needs a baseline is decided.
+pub(super) fn no_baseline(why: &str) -> String {
+    format!("no successful baseline call: {why}")
+}
+
 impl Suite<'_> {
-    /// Whether the target talks to the scripted upstream.
-    pub(super) async fn binding(&mut self) -> Result<(), String> {
-        let Some(upstream) = self.upstream else {
-            return Err(skip::NO_BINDING.into());
+    /// One call through the scripted upstream that must succeed before any
+    /// check that depends on it is decided.
+    pub(super) async fn baseline(&mut self) -> Baseline {
+        let (Some(upstream), Some(scripted)) = (self.upstream, self.scripted.clone()) else {
+            return Baseline::NoUpstream;
         };
+        if let Script::Recorded(cassette) = &scripted.script
+            && cassette.baseline().is_none()
+        {
+            return Baseline::Failed(no_baseline(
+                "the real upstream answered no recorded call with a 2xx; record again with --query words your service finds",
+            ));
+        }
         let before = upstream.requests().len();
-        let result = self.call(json!({"query": "  ecp   probe  "})).await;
+        let query = baseline_query(&scripted.script);
+        let result = self.call(json!({ "query": query })).await;
         let seen = upstream
             .wait_until(Duration::from_secs(2), |r, _| r.len() > before)
             .await;
-        if !seen {
-            return Err(match result {
-                Ok(_) => "the target never called the scripted upstream: it does not speak the Generic HTTP Search V1 binding".into(),
-                Err(error) => format!("the probe call failed ({error}) without reaching the upstream"),
-            });
+        let v1 = matches!(scripted.script, Script::V1 { .. });
+        let hint = if v1 {
+            " (a mapping of another API: check it against that API with --upstream URL, or offline with --cassette FILE)"
+        } else {
+            ""
+        };
+        match result {
+            _ if !seen => Baseline::Failed(no_baseline(&format!(
+                "the target never called the scripted upstream{hint}"
+            ))),
+            Err(error) => Baseline::Failed(no_baseline(&format!("{error}{hint}"))),
+            Ok(result) if result.is_error == Some(true) => Baseline::Failed(no_baseline(&format!(
+                "the target never got an answer it could use from the scripted upstream{hint}"
+            ))),
+            Ok(result) => {
+                self.baseline_result = Some(result);
+                Baseline::Succeeded
+            }
         }
-        Ok(())
     }
 
     pub(super) async fn upstream_checks(&mut self) {
-        let Some(upstream) = self.upstream else {
+        let (Some(upstream), Some(scripted)) = (self.upstream, self.scripted.clone()) else {
             return;
         };
-        // The probe's request.
-        let probe = upstream
-            .requests()
-            .into_iter()
-            .find(|r| r.query().contains("probe"));
+        self.request_check(upstream, &scripted.script);
+        self.render_check(&scripted.script).await;
+        self.faults(upstream).await;
+
+        // No retry: one upstream request per call.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let requests = upstream.requests();
+        let mut counts = std::collections::BTreeMap::new();
+        for request in &requests {
+            let Some((marker, number)) = request.marker(MARKERS) else {
+                continue;
+            };
+            if marker.starts_with("fault-") || marker == "ecpvector" {
+                let alone = request.words().iter().any(|w| w == "alone");
+                *counts.entry((marker, number, alone)).or_insert(0) += 1;
+            }
+        }
+        let retried = counts
+            .iter()
+            .find(|(_, n)| **n > 1)
+            .map(|((marker, number, _), n)| {
+                let what = number.map_or(marker.clone(), |n| format!("{marker} {n}"));
+                format!("{n} requests for the call `{what}`: the adapter retried")
+            });
+        let redirected = requests.iter().any(|r| r.path.starts_with(REDIRECTED));
         self.record(
-            Check::UpstreamRequest,
-            match probe {
+            Check::NoRetry,
+            match retried {
+                Some(reason) => Err(reason),
+                None if counts.is_empty() => Err("no fault call reached the upstream".into()),
+                None => Ok(format!(
+                    "{} calls, one request each{}",
+                    counts.len(),
+                    if redirected {
+                        " (not counting a followed redirect)"
+                    } else {
+                        ""
+                    }
+                )),
+            },
+        );
+
+        self.cancellation(upstream).await;
+        self.hostile_responses(&scripted).await;
+    }
+
+    fn request_check(&mut self, upstream: &Upstream, script: &Script) {
+        let requests = upstream.requests();
+        let outcome = match script {
+            Script::V1 { .. } => match requests.iter().find(|r| r.query().contains("probe")) {
                 None => Err("no probe request".into()),
-                Some(request) => request_problem(&request).map_or_else(
+                Some(request) => request_problem(request).map_or_else(
                     || Ok("POST /v1/context/search, bearer, {query, limit: 5}".into()),
                     Err,
                 ),
             },
-        );
-
-        // Render vectors, byte for byte.
-        let vectors = &self.embedded.render_vectors;
-        let mut mismatch = None;
-        for (index, (_, expected)) in vectors.iter().enumerate() {
-            match self.call(json!({"query": format!("vector {index}")})).await {
-                Ok(result) if text_of(&result) == Some(expected.as_str()) => {}
-                Ok(_) => {
-                    mismatch.get_or_insert(format!(
-                        "vector {index}: the text differs from render-vectors.json"
-                    ));
-                }
-                Err(error) => {
-                    mismatch.get_or_insert(format!("vector {index}: {error}"));
+            Script::Recorded(cassette) => {
+                let tape = cassette.baseline();
+                let seen = tape.and_then(|tape| {
+                    requests
+                        .iter()
+                        .find(|r| r.method == tape.method && r.path == tape.target)
+                        .or(requests.first())
+                        .map(|r| (r, tape))
+                });
+                match seen {
+                    None => Err("no probe request".into()),
+                    Some((request, tape)) => recorded_request_problem(
+                        request,
+                        tape,
+                        cassette.credential_header.as_deref(),
+                    )
+                    .map_or_else(
+                        || {
+                            Ok(format!(
+                                "{} {} as recorded{}",
+                                tape.method,
+                                tape.target.split('?').next().unwrap_or(""),
+                                cassette
+                                    .credential_header
+                                    .as_deref()
+                                    .map(|h| format!(", the credential in `{h}`"))
+                                    .unwrap_or_default()
+                            ))
+                        },
+                        Err,
+                    ),
                 }
             }
-        }
-        self.record(
-            Check::RenderVectors,
-            mismatch.map_or_else(|| Ok(format!("{} vectors", vectors.len())), Err),
-        );
+        };
+        self.record(Check::UpstreamRequest, outcome);
+    }
 
-        // Faults: each gives the same stable error, before the MCP timeout.
-        // They run at once (each upstream request on its own connection), so
-        // the two that wait out the budget cost one budget, not two.
+    async fn render_check(&mut self, script: &Script) {
+        let outcome = match script {
+            Script::V1 { vectors } => {
+                let mut mismatch = None;
+                for (index, (_, expected)) in vectors.iter().enumerate() {
+                    match self
+                        .call(json!({"query": format!("ecpvector {index}")}))
+                        .await
+                    {
+                        Ok(result) if text_of(&result) == Some(expected.as_str()) => {}
+                        Ok(_) => {
+                            mismatch.get_or_insert(format!(
+                                "vector {index}: the text differs from render-vectors.json"
+                            ));
+                        }
+                        Err(error) => {
+                            mismatch.get_or_insert(format!("vector {index}: {error}"));
+                        }
+                    }
+                }
+                mismatch.map_or_else(|| Ok(format!("{} vectors", vectors.len())), Err)
+            }
+            Script::Recorded(_) => {
+                // The recorded answer replayed: the text must be what the
+                // profile's rendering algorithm gives for the items the
+                // target returned.
+                match &self.baseline_result {
+                    None => Err("no baseline result".into()),
+                    Some(result) => rendered_as_the_profile_says(result),
+                }
+            }
+        };
+        self.record(Check::RenderVectors, outcome);
+    }
+
+    async fn faults(&mut self, upstream: &Upstream) {
+        // Each gives the same stable error, before the MCP timeout. They run
+        // at once (each upstream request on its own connection), so the two
+        // that wait out the budget cost one budget, not two.
         let session = self.session;
         let calls = FAULTS.iter().map(|(id, _)| async move {
             let arguments = json!({"query": format!("{id} {QUERY_CANARY}")});
@@ -169,32 +430,25 @@ impl Suite<'_> {
                 }
             }
         }
-        let mut stable: Option<String> = None;
+        let requests = upstream.requests();
         for (((id, what), (arguments, result, elapsed)), alone) in
             FAULTS.iter().zip(answers).zip(alone)
         {
+            let reached = requests
+                .iter()
+                .any(|r| r.marker(MARKERS).is_some_and(|(m, _)| m == id.id()));
             let outcome = match self.observe(&arguments, result) {
+                _ if !reached => Err(format!(
+                    "the call never reached the upstream, so {what} was never served"
+                )),
                 Err(error) => Err(error),
                 Ok(result) if result.is_error != Some(true) => {
                     Err(format!("{what} gave a success"))
                 }
-                Ok(result) if result.structured_content.is_some() => {
-                    Err("the error carries structuredContent".into())
-                }
-                Ok(result) => match text_of(&result) {
-                    None => Err("the error is not one text block".into()),
-                    Some(text) => match &stable {
-                        Some(first) if first != text => Err(format!(
-                            "the error text differs from the other faults': {text:?}"
-                        )),
-                        _ => {
-                            stable.get_or_insert(text.to_owned());
-                            Ok(format!("stable error in {} ms", elapsed.as_millis()))
-                        }
-                    },
-                },
+                Ok(result) => self
+                    .stable_error(&result)
+                    .map(|()| format!("stable error in {} ms", elapsed.as_millis())),
             };
-
             match outcome {
                 Ok(reason) if alone => self.warn(
                     *id,
@@ -205,54 +459,40 @@ impl Suite<'_> {
                 outcome => self.record(*id, outcome),
             }
         }
+    }
 
-        // No retry: one upstream request per call.
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        let requests = upstream.requests();
-        let retried: Vec<String> = FAULTS
-            .iter()
-            .map(|(check, _)| check.id())
-            .chain(["vector"])
-            .filter_map(|prefix| {
-                let mut counts = std::collections::BTreeMap::new();
-                for request in requests.iter().filter(|r| r.query().starts_with(prefix)) {
-                    *counts.entry(request.query()).or_insert(0) += 1;
-                }
-                counts.into_iter().find(|(_, n)| *n > 1).map(|(q, n)| {
-                    format!(
-                        "{} requests for `{}`",
-                        n,
-                        q.replace(QUERY_CANARY, "<query>")
-                    )
-                })
-            })
-            .collect();
-        self.record(
-            Check::NoRetry,
-            retried.first().cloned().map_or_else(
-                || Ok(format!("{} calls, one request each", requests.len())),
-                Err,
-            ),
-        );
-
-        self.cancellation(upstream).await;
+    /// Whether an error result is the one stable error: no structured
+    /// content, one text block, the same text as every other failure.
+    fn stable_error(&mut self, result: &CallToolResult) -> Result<(), String> {
+        if result.structured_content.is_some() {
+            return Err("the error carries structuredContent".into());
+        }
+        let Some(text) = text_of(result) else {
+            return Err("the error is not one text block".into());
+        };
+        match &self.stable {
+            Some(first) if first != text => Err(format!(
+                "the error text differs from the other failures': {text:?}"
+            )),
+            _ => {
+                self.stable.get_or_insert(text.to_owned());
+                Ok(())
+            }
+        }
     }
 
     pub(super) async fn cancellation(&mut self, upstream: &Upstream) {
-        let before = upstream
-            .requests()
-            .iter()
-            .filter(|r| r.query() == "hang")
-            .count();
+        let hung = |r: &SeenRequest| r.marker(MARKERS).is_some_and(|(m, _)| m == "ecphang");
+        let before = upstream.requests().iter().filter(|r| hung(r)).count();
         let peer = self.session.client.peer().clone();
         let call = tokio::spawn(async move {
             let mut params = rmcp::model::CallToolRequestParams::new("context_search");
-            params.arguments = json!({"query": "hang"}).as_object().cloned();
+            params.arguments = json!({"query": "ecphang"}).as_object().cloned();
             peer.call_tool(params).await
         });
         let arrived = upstream
             .wait_until(Duration::from_secs(5), |r, _| {
-                r.iter().filter(|r| r.query() == "hang").count() > before
+                r.iter().filter(|r| hung(r)).count() > before
             })
             .await;
         if !arrived {
@@ -266,7 +506,7 @@ impl Suite<'_> {
         call.abort();
         let aborted = std::time::Instant::now();
         let closed = upstream
-            .wait_for_close_of("hang", Duration::from_secs(3))
+            .wait_for_close_of("ecphang", Duration::from_secs(3))
             .await;
         let after = aborted.elapsed().as_millis();
         self.record(
@@ -277,5 +517,105 @@ impl Suite<'_> {
                 Err("the upstream connection stayed open 3 s after notifications/cancelled".into())
             },
         );
+    }
+
+    /// The hostile answers: every one gives a result that keeps the
+    /// profile's promises, or the stable error, in time.
+    async fn hostile_responses(&mut self, scripted: &Scripted) {
+        if scripted.mutations == 0 {
+            self.skip(
+                Check::HostileResponses,
+                "--mutations 0: no hostile answer sent",
+            );
+            return;
+        }
+        if scripted.hostile_source().is_none() {
+            self.skip(
+                Check::HostileResponses,
+                "the recorded answer is not JSON: nothing to bend",
+            );
+            return;
+        }
+        let session = self.session;
+        let total = scripted.mutations;
+        let mut found = 0;
+        let mut failed = 0;
+        let mut problem = None;
+        for chunk in (0..total).collect::<Vec<_>>().chunks(4) {
+            let calls = chunk.iter().map(|index| async move {
+                let arguments = json!({"query": format!("ecpmutation {index}")});
+                (*index, arguments.clone(), session.call(arguments).await)
+            });
+            for (index, arguments, result) in futures_util::future::join_all(calls).await {
+                let result = self.observe(&arguments, result);
+                let outcome = match &result {
+                    Err(error) => Err(error.clone()),
+                    Ok(result) if result.is_error == Some(true) => {
+                        failed += 1;
+                        self.stable_error(result)
+                    }
+                    Ok(result) => {
+                        found += 1;
+                        let problems = success_problems(&self.embedded.output_validator, result);
+                        match problems.into_iter().next() {
+                            Some((check, p)) => Err(format!("{p} ({check})")),
+                            None => Ok(()),
+                        }
+                    }
+                };
+                if let Err(error) = outcome {
+                    problem.get_or_insert(format!(
+                        "hostile answer {index} (--seed {}): {error}",
+                        scripted.seed
+                    ));
+                }
+            }
+        }
+        self.record(
+            Check::HostileResponses,
+            match problem {
+                Some(problem) => Err(problem),
+                None if found == 0 => Err(format!(
+                    "none of {total} hostile answers (--seed {}) gave a result: the mapping fails on every variant of the recorded shape",
+                    scripted.seed
+                )),
+                None => Ok(format!(
+                    "{total} hostile answers (--seed {}): {found} results within the profile, {failed} the stable error",
+                    scripted.seed
+                )),
+            },
+        );
+    }
+}
+
+/// Whether a result's text is what the profile's rendering algorithm gives
+/// for the items it carries.
+fn rendered_as_the_profile_says(result: &CallToolResult) -> Result<String, String> {
+    let items = result
+        .structured_content
+        .as_ref()
+        .and_then(output::items_of)
+        .ok_or("the result has no items to render")?;
+    let provider_items: Vec<profile::ProviderItem> = items
+        .iter()
+        .map(|item| profile::ProviderItem {
+            id: item.id.clone(),
+            content: item.content.clone(),
+            title: item.title.clone(),
+            uri: item.uri.clone(),
+            score: item.score,
+            updated_at: item.updated_at.clone(),
+        })
+        .collect();
+    let expected = profile::render(&provider_items).text;
+    match text_of(result) {
+        Some(text) if text == expected => Ok(format!(
+            "the recorded answer gives {} items, rendered byte for byte",
+            items.len()
+        )),
+        Some(_) => {
+            Err("the text is not what the profile's rendering algorithm gives for its items".into())
+        }
+        None => Err("not exactly one text block".into()),
     }
 }

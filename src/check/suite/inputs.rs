@@ -5,8 +5,17 @@
 use super::*;
 
 impl Suite<'_> {
-    pub(super) async fn inputs(&mut self) {
-        // Valid inputs: each succeeds and keeps every output promise.
+    pub(super) async fn inputs(&mut self, baseline: &Baseline) {
+        if let Baseline::Failed(reason) = baseline {
+            self.skip(Check::ValidInputs, reason);
+        } else {
+            self.valid_inputs().await;
+        }
+        self.invalid_inputs().await;
+    }
+
+    /// Valid inputs: each succeeds and keeps every output promise.
+    async fn valid_inputs(&mut self) {
         let mut problems: Vec<(Check, String)> = Vec::new();
         let valid = &self.embedded.valid_inputs;
         for (name, arguments) in valid {
@@ -29,8 +38,10 @@ impl Suite<'_> {
             Check::ValidInputs,
             first.map_or_else(|| Ok(format!("{count} calls")), Err),
         );
+    }
 
-        // Invalid inputs: each refused, and no message repeats the query.
+    /// Invalid inputs: each refused, and no message repeats the query.
+    async fn invalid_inputs(&mut self) {
         let mut failure = None;
         let invalid = &self.embedded.invalid_inputs;
         let mut echoed = None;

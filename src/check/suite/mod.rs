@@ -9,7 +9,7 @@ mod discovery;
 mod inputs;
 mod output;
 
-pub use binding::start_upstream;
+pub use binding::{Script, Scripted, start_upstream};
 pub use output::same_as_json_parse;
 use output::success_problems;
 
@@ -83,6 +83,12 @@ pub struct Suite<'a> {
     embedded: &'static Embedded,
     session: &'a Session,
     upstream: Option<&'a Upstream>,
+    /// What the upstream answers with (with `upstream`).
+    scripted: Option<Arc<Scripted>>,
+    /// The baseline call's result, once it succeeded.
+    baseline_result: Option<CallToolResult>,
+    /// The first failure's text: every other must be the same.
+    stable: Option<String>,
     include_tools: Option<Vec<String>>,
     results: Vec<CheckResult>,
     /// Every text any call returned, for the redaction check.
@@ -98,14 +104,18 @@ impl<'a> Suite<'a> {
     pub fn new(
         embedded: &'static Embedded,
         session: &'a Session,
-        upstream: Option<&'a Upstream>,
+        upstream: Option<(&'a Upstream, Arc<Scripted>)>,
         include_tools: Option<Vec<String>>,
         progress: Progress<'a>,
     ) -> Suite<'a> {
+        let (upstream, scripted) = upstream.unzip();
         Suite {
             embedded,
             session,
             upstream,
+            scripted,
+            baseline_result: None,
+            stable: None,
             include_tools,
             results: Vec::new(),
             texts: Vec::new(),
@@ -190,19 +200,44 @@ impl<'a> Suite<'a> {
             }
             return self.results;
         }
-        self.inputs().await;
-        let binding = self.binding().await;
-        match binding {
-            Ok(()) => self.upstream_checks().await,
-            Err(reason) => {
+        let baseline = self.baseline().await;
+        self.inputs(&baseline).await;
+        match &baseline {
+            Baseline::Succeeded => self.upstream_checks().await,
+            Baseline::NoUpstream => {
                 for check in Check::in_group(Group::Binding) {
-                    self.skip(check, &reason);
+                    self.skip(check, skip::NO_BINDING);
+                }
+            }
+            Baseline::Failed(reason) => {
+                for check in Check::in_group(Group::Binding) {
+                    self.skip(check, reason);
                 }
             }
         }
-        self.concurrency().await;
-        self.output_checks();
+        match &baseline {
+            Baseline::Failed(reason) => {
+                for check in Check::in_group(Group::Output).filter(|c| *c != Check::Redaction) {
+                    self.skip(check, reason);
+                }
+            }
+            _ => {
+                self.concurrency().await;
+                self.output_checks();
+            }
+        }
         self.redaction();
         self.results
     }
+}
+
+/// Whether the calls through the scripted upstream can succeed at all.
+pub(super) enum Baseline {
+    /// The target is not pointed at an upstream of ecp's (a URL, a remote
+    /// manifest, a target without the variables).
+    NoUpstream,
+    /// The baseline call succeeded.
+    Succeeded,
+    /// It did not: why, the reason every dependent check is skipped with.
+    Failed(String),
 }
