@@ -20,6 +20,14 @@ pub struct Release {
 /// Newest first; the first is [`VERSION`].
 pub const RELEASES: &[Release] = &[
     Release {
+        version: "0.3.0",
+        notes: &[
+            "`ecp_runtime::http`: a hardened HTTP client for any provider mapping (base URL from the environment with the binding's rules, a path now allowed and request paths kept under it; a bearer or another header credential; GET with query parameters, POST with a JSON body; no redirects, no retries, `HTTP(S)_PROXY`/`NO_PROXY`, the 1 MiB cap declared and streamed, strict UTF-8 without its BOM, JSON as `JSON.parse` reads it, status mapping to the stable `ProviderError`s); the Generic HTTP Search V1 binding is a provider on it",
+            "the server drops items without an id or content before the renderer keeps five (`profile::retain_valid`), so a mapping need neither filter nor limit; V1 output is unchanged",
+        ],
+        security_fix: None,
+    },
+    Release {
         version: "0.2.6",
         notes: &[
             "`--listen`: the connection table of 0.2.5 is replaced by one that never drops a request and that a flood cannot fill in any state (`remote/connections.rs`). A connection holds no place that counts against others until a whole request head has arrived: an idle one (waiting for a request) may be closed to make room, one with a request in flight or an answer still being written never is (0.2.5 could drop a connection whose request arrived as it was chosen, or cut an answer being written). The per-peer cap counts only idle connections that never carried an authorized request and is 64 (`ECP_MAX_IDLE_PER_PEER`); past 1024 open connections (`ECP_MAX_CONNECTIONS`) a new one closes the oldest idle connection of the peer holding the most, those that never carried an authorized request first, at once (0.2.5 waited up to 250 ms in the accept loop); an IPv6 peer is its /64. The 16 `/healthz` places, taken when every connection has a request in flight, are made room on the same way, so silent connections cannot hold them either. A `connections_closed` log line (at most every 10 s) counts what was closed",
