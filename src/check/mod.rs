@@ -360,7 +360,7 @@ pub async fn run(
     let suite = Suite::new(
         embedded,
         &opened.session,
-        opened.binding.is_some().then(|| (&upstream, scripted)),
+        opened.binding.is_some().then_some((&upstream, scripted)),
         opened.include_tools.clone(),
         progress,
     );
