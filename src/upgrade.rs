@@ -509,8 +509,27 @@ fn glue_files(name: &str, env_prefix: &str) -> Result<Vec<(String, String)>, Upg
     Ok(files
         .into_iter()
         .filter(|f| f.path == "src/main.rs" || f.path == "src/lib.rs")
-        .map(|f| (f.path, String::from_utf8_lossy(&f.contents).into_owned()))
+        .map(|f| {
+            (
+                f.path,
+                old_provider_names(&String::from_utf8_lossy(&f.contents)),
+            )
+        })
         .collect())
+}
+
+/// The glue for a kept provider file of the copied layout, which defines
+/// the binding's `HttpSearchConfig`/`HttpSearchProvider` (converting that
+/// file to the small mapping is issue 29's open part).
+fn old_provider_names(glue: &str) -> String {
+    glue.replace(
+        "provider::SearchProvider}",
+        "provider::{HttpSearchConfig, HttpSearchProvider}}",
+    )
+    .replace(
+        ".main(|| SearchProvider::from_env(BASE_URL_ENV, TOKEN_ENV))",
+        ".main(|| HttpSearchConfig::from_env(BASE_URL_ENV, TOKEN_ENV).map(HttpSearchProvider::new))",
+    )
 }
 
 /// What an upgrade expects at a path it touches.
