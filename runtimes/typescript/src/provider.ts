@@ -2,173 +2,63 @@
 //
 // It starts as the Generic HTTP Search V1 binding of Qwen's reference
 // starter: `POST {base}/v1/context/search` with a bearer credential and
-// `{"query": "...", "limit": 5}`, answered by `{"items": [...]}`. It honours
-// HTTP_PROXY, HTTPS_PROXY and NO_PROXY (undici's EnvHttpProxyAgent, as the
-// reference does), reads at most 1 MiB of strict UTF-8, follows no redirect,
-// never retries, and aborts the request when the runtime's signal fires
-// (budget or client cancellation). Failure reasons name what failed, never
-// the query, the endpoint, the credential or the body.
-
-import { EnvHttpProxyAgent, fetch } from "undici";
+// `{"query": "...", "limit": 5}`, answered by `{"items": [...]}`. Change
+// the request and the mapping below into your API's. The hardening is the
+// runtime's `Upstream` (src/runtime/http.ts): the base URL's rules (a path
+// is fine; request paths are relative to it), the credential,
+// HTTP(S)_PROXY/NO_PROXY, no redirect, no retry, at most 1 MiB of strict
+// UTF-8 JSON, the budget and cancellation through `signal`, and failure
+// reasons that never hold the query, the endpoint, the credential or the
+// body. The runtime drops items whose `id` or `content` is empty and
+// renders the first five: a mapping needs neither filter nor limit.
+//
+// Another API, e.g. `GET {base}/db/docs.json?q=<query>&size=5` with the
+// credential in an `x-api-key` header, answering
+// `{"data": {"rows": [{"id", "title", "body", "url", "updated"}]}}`:
+// in `fromEnv`, `{ header: "x-api-key", variable: tokenVar }`, and in `search`
+//
+//   const answer = await this.upstream.get("db/docs.json").query("q", query).query("size", limit).send(signal);
+//   const rows = (answer as { data?: { rows?: unknown } } | null)?.data?.rows;
+//   if (!Array.isArray(rows)) throw new ProviderError("the response has no data.rows array");
+//   return rows.map((row) => ({
+//     id: text(row?.id) ?? "", // a numeric id: typeof row?.id === "number" ? String(row.id) : ""
+//     content: text(row?.body) ?? "",
+//     title: text(row?.title),
+//     uri: text(row?.url),
+//     updatedAt: text(row?.updated),
+//   }));
 
 import type { ProviderItem } from "./profile/contract.js";
-import { type Provider, ProviderError } from "./runtime/index.js";
+import { type Provider, ProviderError, Upstream } from "./runtime/index.js";
 
-/** The search path under the base URL. */
-export const SEARCH_PATH = "v1/context/search";
-/** Largest accepted response body (exactly this many bytes is fine). */
-export const MAX_BODY_BYTES = 1024 * 1024;
+/** A string field of the answer, or nothing. */
+const text = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined);
+/** A finite number field of the answer, or nothing. */
+const finite = (value: unknown): number | undefined =>
+  typeof value === "number" && Number.isFinite(value) ? value : undefined;
 
-/** An unresolved manifest variable stays literal in Qwen (`${NAME}`), so it counts as missing. */
-function isUnset(value: string | undefined): value is undefined {
-  const trimmed = value?.trim() ?? "";
-  return trimmed === "" || (trimmed.startsWith("${") && trimmed.endsWith("}"));
-}
+export class SearchProvider implements Provider {
+  constructor(private readonly upstream: Upstream) {}
 
-const LOOPBACK = new Set(["localhost", "127.0.0.1", "[::1]"]);
-
-/** The search endpoint for a base URL, or the rule it breaks. */
-export function searchEndpoint(baseUrl: string): { url: URL } | { rule: string } {
-  let url: URL;
-  try {
-    url = new URL(baseUrl.trim());
-  } catch {
-    return { rule: "it is not an absolute URL" };
+  /** The base URL and the credential from the environment; throws naming the variable and the rule, never the value. */
+  static fromEnv(baseUrlVar: string, tokenVar: string): SearchProvider {
+    return new SearchProvider(Upstream.fromEnv(baseUrlVar, { bearer: tokenVar }));
   }
-  if (url.protocol !== "https:" && !(url.protocol === "http:" && LOOPBACK.has(url.hostname.toLowerCase()))) {
-    return { rule: "it must use https (http only for localhost, 127.0.0.1 or [::1])" };
-  }
-  if (url.username !== "" || url.password !== "") return { rule: "it must not hold user information" };
-  if (url.search !== "" || baseUrl.includes("?")) return { rule: "it must not have a query" };
-  if (url.hash !== "" || baseUrl.includes("#")) return { rule: "it must not have a fragment" };
-  if (url.pathname !== "/") return { rule: "its path must be / or empty" };
-  return { url: new URL(SEARCH_PATH, url) };
-}
-
-export interface HttpSearchConfig {
-  endpoint: URL;
-  token: string;
-}
-
-/** Reads the base URL and credential from the environment; throws an Error naming the variable and the rule, never the value. */
-export function configFromEnv(baseUrlVar: string, tokenVar: string): HttpSearchConfig {
-  const missing = (name: string) =>
-    new Error(`${name} is not set; export it before starting (an empty value or a literal \${${name}} counts as unset)`);
-  const base = process.env[baseUrlVar];
-  const token = process.env[tokenVar];
-  if (isUnset(base)) throw missing(baseUrlVar);
-  if (isUnset(token)) throw missing(tokenVar);
-  const endpoint = searchEndpoint(base);
-  if ("rule" in endpoint) throw new Error(`${baseUrlVar} is invalid: ${endpoint.rule}`);
-  if (!/^[\x21-\x7e]+$/.test(token.trim())) {
-    throw new Error(`${tokenVar} is invalid: a credential must be visible ASCII without spaces or line breaks`);
-  }
-  return { endpoint: endpoint.url, token: token.trim() };
-}
-
-/** One item of the upstream answer as profile item, or `undefined` when it is not valid. */
-export function itemFromJson(value: unknown): ProviderItem | undefined {
-  if (value === null || typeof value !== "object" || Array.isArray(value)) return undefined;
-  const raw = value as Record<string, unknown>;
-  if (typeof raw.id !== "string" || raw.id === "" || typeof raw.content !== "string" || raw.content === "") {
-    return undefined;
-  }
-  const item: ProviderItem = { id: raw.id, content: raw.content };
-  if (typeof raw.title === "string") item.title = raw.title;
-  if (typeof raw.uri === "string") item.uri = raw.uri;
-  if (typeof raw.score === "number" && Number.isFinite(raw.score)) item.score = raw.score;
-  // `updated_at` wins when present and not null; present but not a string means none.
-  const updated = "updated_at" in raw && raw.updated_at !== null ? raw.updated_at : raw.updatedAt;
-  if (typeof updated === "string") item.updatedAt = updated;
-  return item;
-}
-
-/** Reads at most MAX_BODY_BYTES of the body; larger is a failure. */
-async function readBody(response: Awaited<ReturnType<typeof fetch>>): Promise<Uint8Array> {
-  const declared = Number(response.headers.get("content-length") ?? "0");
-  if (declared > MAX_BODY_BYTES) throw new ProviderError("the response is larger than 1 MiB");
-  const chunks: Uint8Array[] = [];
-  let length = 0;
-  if (response.body) {
-    for await (const chunk of response.body) {
-      length += chunk.byteLength;
-      if (length > MAX_BODY_BYTES) throw new ProviderError("the response is larger than 1 MiB");
-      chunks.push(chunk);
-    }
-  }
-  const body = new Uint8Array(length);
-  let at = 0;
-  for (const chunk of chunks) {
-    body.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return body;
-}
-
-const PROXY_VARIABLES = ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"];
-
-/** The Generic HTTP Search V1 binding. */
-export class HttpSearchProvider implements Provider {
-  // undici's environment proxy agent when a proxy is configured (it reads
-  // NO_PROXY too), else undici's direct default.
-  private readonly dispatcher = PROXY_VARIABLES.some((name) => process.env[name])
-    ? new EnvHttpProxyAgent()
-    : undefined;
-
-  constructor(private readonly config: HttpSearchConfig) {}
 
   async search(query: string, limit: number, signal: AbortSignal): Promise<ProviderItem[]> {
-    let response: Awaited<ReturnType<typeof fetch>>;
-    try {
-      response = await fetch(this.config.endpoint, {
-        method: "POST",
-        headers: {
-          accept: "application/json",
-          authorization: `Bearer ${this.config.token}`,
-          "content-type": "application/json",
-        },
-        body: JSON.stringify({ query, limit }),
-        redirect: "manual",
-        signal,
-        dispatcher: this.dispatcher,
-      });
-    } catch {
-      throw new ProviderError(signal.aborted ? "the request was aborted" : "the request failed in transport");
-    }
-    try {
-      if (response.status >= 300 && response.status < 400) throw new ProviderError(`upstream redirected (HTTP ${response.status})`);
-      if (response.status < 200 || response.status > 299) throw new ProviderError(`upstream failed (HTTP ${response.status})`);
-      let body: Uint8Array;
-      try {
-        body = await readBody(response);
-      } catch (error) {
-        if (error instanceof ProviderError) throw error;
-        throw new ProviderError("the response body could not be read");
-      }
-      let text: string;
-      try {
-        text = new TextDecoder("utf-8", { fatal: true }).decode(body);
-      } catch {
-        throw new ProviderError("the response is not UTF-8");
-      }
-      let document: unknown;
-      try {
-        document = JSON.parse(text);
-      } catch {
-        throw new ProviderError("the response is not JSON");
-      }
-      const items = (document as { items?: unknown } | null)?.items;
-      if (!Array.isArray(items)) throw new ProviderError("the response has no items array");
-      const valid: ProviderItem[] = [];
-      for (const value of items) {
-        const item = itemFromJson(value);
-        if (item) valid.push(item);
-        if (valid.length === limit) break;
-      }
-      return valid;
-    } finally {
-      // Whatever was not read is released, not left to a pool.
-      if (!response.bodyUsed) await response.body?.cancel().catch(() => {});
-    }
+    // The request: one, never retried; `signal` aborts it (budget, cancellation).
+    const answer = await this.upstream.post("v1/context/search").json({ query, limit }).send(signal);
+    // The mapping: the answer's items to profile items.
+    const items = (answer as { items?: unknown } | null)?.items;
+    if (!Array.isArray(items)) throw new ProviderError("the response has no items array");
+    return items.map((item) => ({
+      id: text(item?.id) ?? "",
+      content: text(item?.content) ?? "",
+      title: text(item?.title),
+      uri: text(item?.uri),
+      score: finite(item?.score),
+      // `updated_at` wins over `updatedAt` when it is present and not null.
+      updatedAt: text(item?.updated_at ?? item?.updatedAt),
+    }));
   }
 }

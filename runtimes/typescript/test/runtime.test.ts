@@ -9,8 +9,9 @@ import { test } from "node:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 
-import { type ProviderItem, SEARCH_FAILED, TOOL } from "../src/profile/index.js";
-import { contextSearchServer, type Provider, ProviderError } from "../src/runtime/index.js";
+import renderVectors from "../contracts/v1/render-vectors.json";
+import { type ProviderItem, render, SEARCH_FAILED, TOOL } from "../src/profile/index.js";
+import { contextSearchServer, type Provider, ProviderError, usableItems } from "../src/runtime/index.js";
 
 async function connect(provider: Provider, budgetMs = 5000) {
   const server = contextSearchServer(provider, { name: "acme-context", version: "0.1.0", budgetMs });
@@ -62,6 +63,29 @@ test("a call renders the envelope as text and structuredContent; the provider se
   const [block] = result.content as { type: string; text: string }[];
   assert.ok(block.text.includes("\\u003cdeploy\\u003e"), block.text);
   assert.deepEqual(result.structuredContent, JSON.parse(block.text));
+  await close();
+});
+
+test("items without a string id or content are dropped before the first five are rendered", async () => {
+  const valid = ["a", "b", "c", "d", "e", "f"].map((id) => ({ id, content: `content ${id}` }));
+  const invalid = [
+    { id: "", content: "no id" },
+    { id: "x", content: "" },
+    { id: 7, content: "numeric id" },
+    { id: "y" },
+    { content: "no id at all" },
+  ] as unknown as ProviderItem[];
+  const { client, close } = await connect({ search: async () => [...invalid, valid[0], ...invalid, ...valid.slice(1)] });
+  const result = await client.callTool({ name: "context_search", arguments: { query: "q" } });
+  const rendered = (result.structuredContent as { untrusted_external_context: { items: ProviderItem[] } })
+    .untrusted_external_context.items;
+  assert.deepEqual(rendered, valid.slice(0, 5));
+  // The render vectors' httpText (the V1 binding's filter-then-slice) is what
+  // the runtime renders from a provider that does not filter.
+  for (const vector of renderVectors) {
+    const expected = "httpText" in vector ? vector.httpText : vector.text;
+    assert.equal(render(usableItems(vector.providerItems as ProviderItem[])).text, expected, vector.name);
+  }
   await close();
 });
 

@@ -23,31 +23,41 @@ import {
 } from "../profile/contract.js";
 import { queryFromArguments } from "../profile/query.js";
 import { render } from "../profile/render.js";
+import { ProviderError } from "./error.js";
 import { FramedStdioTransport } from "./framing.js";
 
+export { ProviderError } from "./error.js";
 export { FramedStdioTransport, judge, MAX_DEPTH, MAX_LINE_BYTES } from "./framing.js";
+export { baseUrl, type Credential, isUnset, joinUnder, MAX_BODY_BYTES, Upstream, UpstreamRequest } from "./http.js";
+export { HttpSearchProvider, itemFromJson, itemsFromDocument, SEARCH_PATH } from "./v1.js";
 
 /** What a provider team implements: one search, at most one upstream request, no retry. */
 export interface Provider {
   /**
-   * Searches for `query` (already normalized) and returns at most `limit`
-   * items in rank order. `signal` aborts when the budget runs out or the
-   * client cancels: pass it to the request so that the upstream sees the
-   * connection close.
+   * Searches for `query` (already normalized) and returns items in rank
+   * order (`limit` is the profile's 5, for an API that takes a size; the
+   * runtime drops items without an `id` or `content` and renders the first
+   * five). `signal` aborts when the budget runs out or the client cancels:
+   * pass it to the request (`UpstreamRequest.send` takes it) so that the
+   * upstream sees the connection close.
    */
   search(query: string, limit: number, signal: AbortSignal): Promise<ProviderItem[]>;
 }
 
 /**
- * A failed search. `reason` goes to the server's stderr log (so it must not
- * hold the query, a credential, the endpoint or the upstream body); the
- * client only ever sees the stable message.
+ * The items the runtime renders: those whose `id` and `content` are
+ * non-empty strings, in provider order (the renderer then keeps the first
+ * five). Dropping them before the five are kept is the V1 binding's rule,
+ * so a mapping need neither filter nor limit. An item that is not an
+ * object at all is kept, and fails the call (a mapping gone wrong).
  */
-export class ProviderError extends Error {
-  constructor(readonly reason: string) {
-    super(reason);
-    this.name = "ProviderError";
-  }
+export function usableItems(items: readonly ProviderItem[]): ProviderItem[] {
+  return items.filter(
+    (item) =>
+      item === null ||
+      typeof item !== "object" ||
+      (typeof item.id === "string" && item.id !== "" && typeof item.content === "string" && item.content !== ""),
+  );
 }
 
 export interface AdapterOptions {
@@ -130,7 +140,7 @@ export function contextSearchServer(provider: Provider, options: AdapterOptions)
     let outcome = await searchWithin(provider, input.query, budgetMs, extra.signal);
     if ("found" in outcome) {
       try {
-        const envelope = render(outcome.found);
+        const envelope = render(usableItems(outcome.found));
         return { content: [{ type: "text" as const, text: envelope.text }], structuredContent: envelope.structuredContent };
       } catch {
         // Items that are not objects (a provider's own mapping gone wrong).
