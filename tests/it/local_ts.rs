@@ -96,6 +96,15 @@ fn the_typescript_runtime_is_copied_verbatim_and_the_package_files_derive_from_i
         copied += 1;
     }
     assert!(copied >= 12, "{copied} files");
+    // The provider's own file is its mapping only, on the runtime's client
+    // (issue 29: at most 80 lines as generated).
+    let provider = std::fs::read_to_string(dir.join("src/provider.ts")).unwrap();
+    assert!(
+        provider.lines().count() <= 80,
+        "{} lines",
+        provider.lines().count()
+    );
+    assert!(provider.contains("Upstream") && provider.contains(".post(\"v1/context/search\")"));
     // package.json: the runtime's, with the extension's name and version.
     let runtime: Value = serde_json::from_str(
         &std::fs::read_to_string(root.join("runtimes/typescript/package.json")).unwrap(),

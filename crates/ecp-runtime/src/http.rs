@@ -151,11 +151,15 @@ pub fn base_url(text: &str) -> Result<Url, &'static str> {
 /// `..` segment, no query, fragment or backslash (the query goes through
 /// [`Request::query`]).
 fn is_relative_path(path: &str) -> bool {
+    // `%2e` is a dot to the URL parser: `%2e%2e` leaves the base as `..` does.
+    let dot_segment = |segment: &str| {
+        let lower = segment.to_ascii_lowercase().replace("%2e", ".");
+        lower == "." || lower == ".."
+    };
     !path.starts_with('/')
         && !path.contains([':', '?', '#', '\\'])
-        && path
-            .split('/')
-            .all(|segment| segment != "." && segment != "..")
+        && !path.chars().any(char::is_control)
+        && !path.split('/').any(dot_segment)
 }
 
 /// A search service: its base URL, its credential, and one HTTP client
@@ -345,12 +349,32 @@ impl Request<'_> {
         self
     }
 
-    /// Another header (not the credential: that is the upstream's). A name
-    /// or value HTTP cannot carry makes sending fail with
-    /// [`ProviderError::Internal`].
+    /// Another header. The credential is the upstream's, and `accept`,
+    /// `content-type` and the framing headers are the client's: naming one
+    /// of those, or a name or value HTTP cannot carry, makes sending fail
+    /// with [`ProviderError::Internal`] (a defect of the mapping).
     pub fn header(mut self, name: &str, value: &str) -> Self {
+        let owned = |name: &HeaderName| {
+            [
+                "authorization",
+                "proxy-authorization",
+                "cookie",
+                "accept",
+                "content-type",
+                "content-length",
+                "transfer-encoding",
+                "host",
+                "connection",
+            ]
+            .contains(&name.as_str())
+                || self
+                    .upstream
+                    .credential
+                    .as_ref()
+                    .is_some_and(|(credential, _)| credential == name)
+        };
         match (HeaderName::try_from(name), HeaderValue::from_str(value)) {
-            (Ok(name), Ok(value)) => self.headers.push((name, value)),
+            (Ok(name), Ok(value)) if !owned(&name) => self.headers.push((name, value)),
             _ => self.url = None,
         }
         self
@@ -473,6 +497,10 @@ mod tests {
             "a?b=1",
             "a#b",
             "a\\b",
+            "a/%2e%2e/%2E%2E/b",
+            "%2e/x",
+            ".%2E/x",
+            "a\nb",
         ] {
             assert_eq!(join("https://x.example/api", bad), None, "{bad}");
         }
@@ -488,6 +516,28 @@ mod tests {
             url.as_str(),
             "http://127.0.0.1:1/api/search?q=a+b%26c%3Dd+%C3%A9&size=5"
         );
+    }
+
+    #[test]
+    fn a_mapping_cannot_replace_the_clients_headers() {
+        let upstream = Upstream::new(
+            "https://x.example",
+            "B",
+            &Credential::header("x-api-key", "K"),
+            Some("k"),
+        )
+        .unwrap();
+        for name in [
+            "Authorization",
+            "x-api-key",
+            "accept",
+            "content-type",
+            "host",
+        ] {
+            assert!(upstream.get("s").header(name, "v").url.is_none(), "{name}");
+        }
+        assert!(upstream.get("s").header("x-tenant", "acme").url.is_some());
+        assert!(upstream.get("s").header("x-tenant", "a\nb").url.is_none());
     }
 
     #[test]

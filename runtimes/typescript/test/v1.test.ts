@@ -32,10 +32,10 @@ test("the request is POST {base}/v1/context/search with the bearer credential an
   assert.equal(seen.headers.accept, "application/json");
   assert.equal(seen.headers["content-type"], "application/json");
   assert.equal(seen.body, '{"query":"secret question","limit":5}');
-  // A base URL with a path: the binding appends v1/context/search to it.
-  await provider(`${server.base}/tenant/a`).search("q", 5, never);
-  await provider(`${server.base}/tenant/a/`).search("q", 5, never);
-  assert.deepEqual(server.seen.slice(1).map((s) => s.url), ["/tenant/a/v1/context/search", "/tenant/a/v1/context/search"]);
+  // The profile's rule for the binding: a base URL has no path.
+  assert.throws(() => provider(`${server.base}/tenant/a`), /path must be empty or \//);
+  await provider(`${server.base}/`).search("q", 5, never);
+  assert.deepEqual(server.seen.slice(1).map((s) => s.url), ["/v1/context/search"]);
   await server.close();
 });
 
@@ -149,7 +149,8 @@ test("configuration comes from the environment and errors name the variable, nev
     assert.throws(() => fromEnv(base), (error: Error) => rule.test(error.message) && !error.message.includes(base));
   }
   assert.throws(() => fromEnv("https://context.example.com/", "two words"), (error: Error) => /visible ASCII/.test(error.message) && !error.message.includes("two words"));
-  for (const base of ["https://context.example.com/api", "http://localhost:8080", "http://127.0.0.1:1/", "http://[::1]:9"]) {
+  assert.throws(() => fromEnv("https://context.example.com/api"), (error: Error) => /path must be empty/.test(error.message) && !error.message.includes("/api"));
+  for (const base of ["http://localhost:8080", "http://127.0.0.1:1/", "http://[::1]:9"]) {
     assert.ok(fromEnv(base) instanceof HttpSearchProvider, base);
   }
 });

@@ -1,16 +1,17 @@
 // The Generic HTTP Search V1 binding of Qwen's reference starter, a
 // provider like any other on the hardened client of ./http.ts: `POST
 // {base}/v1/context/search` with a bearer credential and `{"query": "...",
-// "limit": 5}`, answered by `{"items": [...]}`. The binding appends
-// `v1/context/search` to whatever path the base URL has
-// (`https://x.example/api` searches `https://x.example/api/v1/context/search`).
+// "limit": 5}`, answered by `{"items": [...]}`. The binding keeps the
+// profile's rule of a base URL without a path (`/` or empty), as the
+// reference and the Rust runtime's binding do; a mapping on `Upstream`
+// (src/provider.ts) may use one.
 // src/provider.ts spells the same binding out in its own few lines, to be
 // changed into another API's mapping. Part of ecp's TypeScript runtime;
 // `ecp new` copies it verbatim.
 
 import type { ProviderItem } from "../profile/contract.js";
 import { ProviderError } from "./error.js";
-import { Upstream } from "./http.js";
+import { baseUrl, isUnset, Upstream } from "./http.js";
 import type { Provider } from "./index.js";
 
 /** The search path under the base URL. */
@@ -56,7 +57,13 @@ export class HttpSearchProvider implements Provider {
    * naming the variable and the rule, never the value.
    */
   static fromEnv(baseUrlVar: string, tokenVar: string): HttpSearchProvider {
-    return new HttpSearchProvider(Upstream.fromEnv(baseUrlVar, { bearer: tokenVar }));
+    const upstream = Upstream.fromEnv(baseUrlVar, { bearer: tokenVar });
+    const base = process.env[baseUrlVar];
+    const parsed = isUnset(base) ? undefined : baseUrl(base);
+    if (parsed && "url" in parsed && parsed.url.pathname !== "/") {
+      throw new Error(`${baseUrlVar} is invalid: its path must be empty or /; the binding appends /v1/context/search`);
+    }
+    return new HttpSearchProvider(upstream);
   }
 
   async search(query: string, limit: number, signal: AbortSignal): Promise<ProviderItem[]> {
