@@ -63,11 +63,7 @@ fn assert_conforms(code: Option<i32>, report: &Value) {
         "{report:#}"
     );
     assert_eq!(
-        with_status(report, "skip")
-            .into_iter()
-            .filter(|id| !(*id == "hostile-responses"
-                && reason(report, id).starts_with("--mutations 0")))
-            .collect::<Vec<_>>(),
+        with_status(report, "skip"),
         Vec::<&str>::new(),
         "{report:#}"
     );
@@ -220,18 +216,7 @@ fn an_independent_python_server_conforms_even_with_a_dead_proxy_in_the_environme
             .map(|schemas| {
                 let (server, proxy_env) = (&server, &proxy_env);
                 scope.spawn(move || {
-                    check_with_env(
-                        &[
-                            "--mutations",
-                            "0",
-                            "--",
-                            "python3",
-                            server,
-                            "--schemas",
-                            schemas,
-                        ],
-                        proxy_env,
-                    )
+                    check_with_env(&["--", "python3", server, "--schemas", schemas], proxy_env)
                 })
             })
             .collect();
@@ -267,15 +252,7 @@ fn each_python_defect_is_named_by_its_check() {
         .map(|&(defect, status, id, exit)| {
             let server = server.clone();
             std::thread::spawn(move || {
-                let (code, report) = check(&[
-                    "--mutations",
-                    "0",
-                    "--",
-                    "python3",
-                    &server,
-                    "--defect",
-                    defect,
-                ]);
+                let (code, report) = check(&["--", "python3", &server, "--defect", defect]);
                 (defect, status, id, exit, code, report)
             })
         })
@@ -352,11 +329,10 @@ fn a_bare_command_with_another_tool_is_a_warning_a_manifest_decides() {
     };
     let path = dir.path().join("qwen-extension.json");
     std::fs::write(&path, manifest(&["context_search"])).unwrap();
-    // The Python server and ecp's hostile answers: see README, "Open".
-    let (code, report) = check(&["--mutations", "0", dir.path().to_str().unwrap()]);
+    let (code, report) = check(&[dir.path().to_str().unwrap()]);
     assert_conforms(code, &report);
     std::fs::write(&path, manifest(&["context_search", "acme_status"])).unwrap();
-    let (code, report) = check(&["--mutations", "0", dir.path().to_str().unwrap()]);
+    let (code, report) = check(&[dir.path().to_str().unwrap()]);
     assert_eq!(with_status(&report, "fail"), ["tool-offered"], "{report:#}");
     assert_eq!(code, Some(1));
 }
