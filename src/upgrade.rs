@@ -14,8 +14,11 @@
 //!   `crate::profile` still resolve, through `src/lib.rs`), and dependencies
 //!   that only the old copies used are dropped.
 //!
-//! Nothing the provider wrote is touched: not `src/provider.rs`, not the
-//! tests, not the manifest.
+//! Nothing the provider wrote is touched: not an edited `src/provider.rs`,
+//! not edited tests, not the manifest. An unedited copy of the V1 binding
+//! that ecp generated before runtime 0.3.0 becomes the small mapping of
+//! today's template, with `src/main.rs` and the tests written for it, when
+//! those are unedited too ([`provider`]).
 //!
 //! The folder may be someone else's: before anything is read or written,
 //! every path an upgrade touches, every folder on the way to it and
@@ -24,6 +27,8 @@
 //! through [`crate::lint::files`] (regular files only, opened without
 //! waiting, bounded). What an interrupted swap left in `vendor/` is
 //! finished or undone first ([`recover`]), and said.
+
+mod provider;
 
 use std::path::{Path, PathBuf};
 
@@ -153,6 +158,8 @@ pub struct Upgraded {
     pub forced: Vec<String>,
     /// What was done about an upgrade that had been interrupted.
     pub recovered: Vec<String>,
+    /// What happened to `src/provider.rs`, when there is something to say.
+    pub provider: Option<String>,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -275,8 +282,21 @@ pub fn upgrade_recovered(
         aligned: Vec::new(),
         forced: Vec::new(),
         recovered,
+        provider: None,
     };
+    // The provider file of the vendored layout (the copied layout keeps its
+    // own, with glue written for it).
+    let provider_plan = match installed {
+        Installed::Vendored { .. } => provider::plan(folder, &name)?,
+        Installed::Copied => provider::Plan::default(),
+    };
+    outcome.provider = provider_plan.note.clone();
     if current && edited.is_empty() {
+        outcome.changed = !provider_plan.writes.is_empty();
+        for (path, contents) in &provider_plan.writes {
+            write_atomically(&folder.join(path), contents)?;
+            outcome.written.push(path.clone());
+        }
         return Ok(outcome);
     }
     if !edited.is_empty() && !force {
@@ -348,6 +368,11 @@ pub fn upgrade_recovered(
     outcome.aligned = align_dependencies(&mut document);
     write_atomically(&cargo_path, document.to_string().as_bytes())?;
     outcome.written.push("Cargo.toml".into());
+    // 4. An unedited provider file of an earlier generation, converted.
+    for (path, contents) in &provider_plan.writes {
+        write_atomically(&folder.join(path), contents)?;
+        outcome.written.push(path.clone());
+    }
     Ok(outcome)
 }
 
@@ -552,6 +577,9 @@ const TOUCHED: &[(&str, Expect)] = &[
     (CONTRACTS, Expect::Tree),
     ("src/profile", Expect::Tree),
     ("src/runtime", Expect::Tree),
+    ("src/provider.rs", Expect::File),
+    ("tests/provider.rs", Expect::File),
+    ("tests/contract.rs", Expect::File),
 ];
 
 /// What converting the copied layout reads besides: every source of the

@@ -105,7 +105,7 @@ enum Command {
     Call(CallArgs),
     /// Bring an extension's vendored runtime up to the one this ecp carries
     #[command(
-        after_help = "Examples:\n  ecp upgrade              # the extension in this folder\n  ecp upgrade ./acme-context --force   # replace a runtime that was edited locally\n\nsrc/provider.rs, the tests and the manifest are never touched. Exit status: 0 upgraded or current, 1 refused (local edits), 2 could not run."
+        after_help = "Examples:\n  ecp upgrade              # the extension in this folder\n  ecp upgrade ./acme-context --force   # replace a runtime that was edited locally\n\nAn edited src/provider.rs, edited tests and the manifest are never touched (an unedited V1 binding copy from before runtime 0.3.0 becomes the small mapping). Exit status: 0 upgraded or current, 1 refused (local edits), 2 could not run."
     )]
     Upgrade(UpgradeArgs),
     /// Print shell completions to stdout, for your shell to load

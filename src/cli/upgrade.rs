@@ -39,6 +39,9 @@ pub fn run(args: UpgradeArgs) -> Outcome {
     for line in &outcome.recovered {
         println!("{}: {line}", outcome.name);
     }
+    if let Some(provider) = &outcome.provider {
+        println!("{}: src/provider.rs {provider}", outcome.name);
+    }
     if !outcome.changed {
         println!(
             "{}: ecp-runtime {} is current; nothing to do",
@@ -83,8 +86,14 @@ pub fn run(args: UpgradeArgs) -> Outcome {
         );
     }
     println!();
+    let converted = outcome.written.iter().any(|w| w == "src/provider.rs");
     println!(
-        "Next: cargo test && ecp package && ecp check .   (src/provider.rs and tests/ are untouched)"
+        "Next: cargo test && ecp package && ecp check .   ({})",
+        if converted {
+            "the generated src/provider.rs, src/main.rs and tests/ were replaced; nothing you wrote was touched"
+        } else {
+            "src/provider.rs and tests/ are untouched"
+        }
     );
     Ok(Exit::Success)
 }

@@ -269,14 +269,37 @@ fn make_older(dir: &Path) {
     std::fs::write(&cargo_path, cargo).unwrap();
 }
 
+/// Puts the provider file, `src/main.rs` and the tests that ecp wrote with
+/// runtime 0.2.6 into the extension `acme-context` at `dir`
+/// (tests/fixtures/generated-0.2.6).
+fn write_generated_0_2_6(dir: &Path) {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/generated-0.2.6");
+    for (from, to) in [
+        ("src/provider.rs", "src/provider.rs"),
+        ("src/main.rs.tera", "src/main.rs"),
+        ("tests/provider.rs.tera", "tests/provider.rs"),
+        ("tests/contract.rs.tera", "tests/contract.rs"),
+    ] {
+        let text = std::fs::read_to_string(fixture.join(from))
+            .unwrap()
+            .replace("{{ crate_name }}", "acme_context")
+            .replace("{{ name }}", "acme-context");
+        std::fs::write(dir.join(to), text).unwrap();
+    }
+}
+
 #[test]
 fn an_older_vendored_runtime_is_upgraded_and_conforms() {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("acme-context");
     assert!(ecp_new(&dir, &[]).status.success());
+    let fresh = snapshot(&dir);
     assert!(text(&in_dir(&dir, &["upgrade"])).contains("is current; nothing to do"));
     make_older(&dir);
     assert_eq!(lint_ids(&dir), ["runtime-outdated"]);
+    // As runtime 0.2.6's ecp generated it: the binding copied as the
+    // provider file, and main.rs and the tests written against it.
+    write_generated_0_2_6(&dir);
 
     let output = in_dir(&dir, &["upgrade"]);
     assert!(output.status.success(), "{}", text(&output));
@@ -285,6 +308,27 @@ fn an_older_vendored_runtime_is_upgraded_and_conforms() {
         "{}",
         text(&output)
     );
+    assert!(
+        text(&output).contains("src/provider.rs was an unedited copy of the old V1 binding"),
+        "{}",
+        text(&output)
+    );
+    // The four files are today's, byte for byte.
+    let now = snapshot(&dir);
+    for path in [
+        "src/provider.rs",
+        "src/main.rs",
+        "tests/provider.rs",
+        "tests/contract.rs",
+    ] {
+        let get = |files: &[(String, Vec<u8>)]| {
+            files
+                .iter()
+                .find(|(p, _)| p == path)
+                .map(|(_, c)| c.clone())
+        };
+        assert_eq!(get(&now), get(&fresh), "{path}");
+    }
     assert_carried_runtime(&dir);
     assert!(lint_ids(&dir).is_empty());
     // No staging folders are left behind.
@@ -865,4 +909,52 @@ fn an_interrupted_swap_is_finished_or_undone_and_said() {
             && said.contains("vendor/ecp-runtime/src/lib.rs"),
         "{said}"
     );
+}
+
+#[test]
+fn an_edited_provider_of_an_earlier_generation_is_left_alone_and_told() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("acme-context");
+    assert!(ecp_new(&dir, &[]).status.success());
+    write_generated_0_2_6(&dir);
+    // An unedited provider file, but a test the owner changed: nothing of
+    // the four is replaced (the old binding still builds), and it says why.
+    let tests = dir.join("tests/provider.rs");
+    let edited = std::fs::read_to_string(&tests).unwrap() + "\n// mine\n";
+    std::fs::write(&tests, &edited).unwrap();
+    let before = snapshot(&dir);
+    let output = in_dir(&dir, &["upgrade"]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        text(&output).contains("left as it is because tests/provider.rs was edited"),
+        "{}",
+        text(&output)
+    );
+    assert!(
+        text(&output).contains("is current; nothing to do"),
+        "{}",
+        text(&output)
+    );
+    assert_eq!(snapshot(&dir), before);
+
+    // An edited provider file: left alone, with what the runtime now offers.
+    write_generated_0_2_6(&dir);
+    let provider = dir.join("src/provider.rs");
+    let mine = std::fs::read_to_string(&provider)
+        .unwrap()
+        .replace("v1/context/search", "v2/search");
+    std::fs::write(&provider, &mine).unwrap();
+    let before = snapshot(&dir);
+    let output = in_dir(&dir, &["upgrade", "--json"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(
+        report["provider"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("an edited copy of the old V1 binding")
+                && p.contains("ecp_runtime::http::Upstream")),
+        "{report:#}"
+    );
+    assert_eq!(report["changed"], false);
+    assert_eq!(snapshot(&dir), before);
 }

@@ -1,0 +1,146 @@
+//! The provider file of an extension generated before runtime 0.3.0: a
+//! verbatim copy of the Generic HTTP Search V1 binding (550 lines of
+//! hardening around a 30-line mapping), with `src/main.rs` and the tests
+//! written against it. Since 0.3.0 the runtime owns the hardening
+//! (`ecp_runtime::http`) and a generated `src/provider.rs` is the mapping
+//! only.
+//!
+//! An unedited copy is recognised by its SHA-256 among every earlier
+//! generation's (the header and binding of each ecp that wrote one); when
+//! `src/main.rs` and the tests are unedited too (compared with the
+//! templates they were rendered from, the crate's name put back in place
+//! of the template variables), all four are replaced by what this ecp
+//! generates. Anything edited leaves every file as it is, with a sentence
+//! saying what the runtime now offers: the old binding still builds
+//! against this runtime.
+
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+use super::{UpgradeError, read_text};
+use crate::scaffold::{self, NewSettings, Template};
+
+/// SHA-256 of what each earlier ecp generated at these paths (templates
+/// with `{{ crate_name }}` and `{{ name }}` unrendered; `src/provider.rs`
+/// has no variables). From the history of `templates/local` and
+/// `crates/ecp-runtime/src/binding.rs`, runtime 0.2.0 to 0.2.6.
+const EARLIER: &[(&str, &str)] = &[
+    (
+        "src/provider.rs",
+        "329b95b330bd129348de16b42f54982eec56c91594794fcad921ad599fafc878",
+    ),
+    (
+        "src/provider.rs",
+        "558aa671a4c89c910a3469932a01e29cdc8d2cd2827df636bffdaf721c72a329",
+    ),
+    (
+        "src/provider.rs",
+        "898d23a05c91fda1bed338d538ea14b496128624b5e5ba06f2803ea4f43aaa19",
+    ),
+    (
+        "src/provider.rs",
+        "d8e8dc5706b3bab07f7073c48c355faf329da85a41b23daf4a075b971dea374b",
+    ),
+    (
+        "src/main.rs",
+        "fb5e6d2bb69dd6999c51fd99e280fc73e896295693aa9e91698c14161c449c8a",
+    ),
+    (
+        "tests/provider.rs",
+        "2f42d6547da0dabb5ad9b36ebd7f1aef9505c42fe8b0271b1a0b586d46da2c25",
+    ),
+    (
+        "tests/contract.rs",
+        "d94bf76810ab635ed1fd5c13a19fb60a8714be67ea7fbf62dfd773588f24d1f9",
+    ),
+];
+
+/// The files converted together, the provider's first.
+pub(super) const CONVERTED: &[&str] = &[
+    "src/provider.rs",
+    "src/main.rs",
+    "tests/provider.rs",
+    "tests/contract.rs",
+];
+
+/// What to do about the provider file.
+#[derive(Debug, Default)]
+pub(super) struct Plan {
+    /// Files to write (path, contents), empty when nothing converts.
+    pub writes: Vec<(String, Vec<u8>)>,
+    /// One sentence for the owner, when there is something to say.
+    pub note: Option<String>,
+}
+
+fn sha256(text: &str) -> String {
+    crate::package::write::hex(&Sha256::digest(text.as_bytes()))
+}
+
+/// Whether `text` at `path` is what an earlier ecp generated for the
+/// extension `name`.
+fn generated_earlier(path: &str, text: &str, name: &str) -> bool {
+    let unrendered = text
+        .replace(&name.replace('-', "_"), "{{ crate_name }}")
+        .replace(name, "{{ name }}");
+    let digests = [sha256(text), sha256(&unrendered)];
+    EARLIER
+        .iter()
+        .any(|(p, digest)| *p == path && digests.iter().any(|d| d == digest))
+}
+
+/// Looks at `src/provider.rs` and the files written with it.
+pub(super) fn plan(folder: &Path, name: &str) -> Result<Plan, UpgradeError> {
+    let read = |path: &str| -> Result<Option<String>, UpgradeError> {
+        let full = folder.join(path);
+        if std::fs::symlink_metadata(&full).is_err() {
+            return Ok(None);
+        }
+        read_text(folder, &full).map(Some)
+    };
+    let Some(provider) = read("src/provider.rs")? else {
+        return Ok(Plan::default());
+    };
+    let old_binding = provider.contains("pub struct HttpSearchProvider");
+    if !generated_earlier("src/provider.rs", &provider, name) {
+        return Ok(Plan {
+            writes: Vec::new(),
+            note: old_binding.then(|| {
+                "an edited copy of the old V1 binding, left as it is (it still builds). The runtime now keeps the base URL, credential, redirect, retry, proxy, 1 MiB, UTF-8 and JSON rules itself (ecp_runtime::http::Upstream): your file can shrink to the request and the mapping, as a fresh `ecp new` writes it".to_owned()
+            }),
+        });
+    }
+    let mut edited = Vec::new();
+    let mut present = vec!["src/provider.rs"];
+    for path in &CONVERTED[1..] {
+        if let Some(text) = read(path)? {
+            present.push(path);
+            if !generated_earlier(path, &text, name) {
+                edited.push(*path);
+            }
+        }
+    }
+    if !edited.is_empty() {
+        return Ok(Plan {
+            writes: Vec::new(),
+            note: Some(format!(
+                "an unedited copy of the old V1 binding, left as it is because {} {} edited (it still builds). To move to the 80-line mapping on ecp_runtime::http, take src/provider.rs, src/main.rs and tests/ from a fresh `ecp new` and carry your edits over",
+                edited.join(", "),
+                if edited.len() == 1 { "was" } else { "were" }
+            )),
+        });
+    }
+    let settings = NewSettings::with_defaults(name, Template::Local);
+    let files = scaffold::plan(&settings).map_err(|e| UpgradeError::Render(e.to_string()))?;
+    let writes = files
+        .into_iter()
+        .filter(|f| present.contains(&f.path.as_str()))
+        .map(|f| (f.path, f.contents))
+        .collect();
+    Ok(Plan {
+        writes,
+        note: Some(
+            "was an unedited copy of the old V1 binding: now the 80-line mapping on the runtime's client (ecp_runtime::http), with src/main.rs and the tests written for it".into(),
+        ),
+    })
+}
