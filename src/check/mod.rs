@@ -16,6 +16,7 @@
 pub mod cassette;
 pub mod catalogue;
 pub mod embedded;
+pub mod lines;
 pub mod mutate;
 pub mod process;
 pub mod schema;

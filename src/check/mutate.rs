@@ -1,15 +1,14 @@
 //! Shape-preserving hostile answers: a real (recorded or scripted) upstream
 //! answer, mutated while its shape is kept, so that a mapping reads the
 //! fields it knows and meets hostile values in them: long strings full of
-//! `<`, `>`, `&`, U+2028, astral characters and control characters; arrays
-//! grown past five; numbers at the extremes; fields missing or null.
-//! Seeded: the same seed and index give the same bytes.
+//! `<`, `>`, `&`, U+2028, astral characters, lone surrogate escapes and
+//! control characters; arrays grown past five; numbers at the extremes;
+//! fields missing or null. Seeded: the same seed and index give the same
+//! bytes.
 //!
-//! Lone surrogate escapes (`"\ud800"`) are left out for now: a server that
-//! answers as the JavaScript reference does re-escapes them as `\ud800` in
-//! its JSON-RPC line, which rmcp's reader (serde_json) refuses, so ecp's
-//! client would see no answer at all and blame the server. [`hostile_with`]
-//! can add them once the session reads lines as `JSON.parse` does.
+//! A server that answers as the JavaScript reference does writes a lone
+//! surrogate back as `\ud800`; the session reads its lines as `JSON.parse`
+//! does ([`super::lines`]), so that answer is judged, not lost.
 
 use serde_json::{Map, Number, Value};
 
@@ -161,7 +160,7 @@ fn mutate(value: &Value, rng: &mut Rng, depth: usize) -> Value {
 
 /// The `index`-th hostile variant of `document`, as JSON text.
 pub fn hostile(document: &Value, seed: u64, index: u64) -> Vec<u8> {
-    hostile_with(document, seed, index, false)
+    hostile_with(document, seed, index, true)
 }
 
 /// [`hostile`], with lone surrogate escapes among the pieces when

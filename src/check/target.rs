@@ -615,6 +615,8 @@ impl Session {
         };
         // The handshake, or the server's exit: a server that dies may leave
         // children holding its pipes open, and its exit is the story.
+        // Its lines as `JSON.parse` reads them ([`super::lines`]).
+        let stdout = super::lines::json_parse_lines(stdout);
         let serve = tokio::time::timeout(Duration::from_secs(30), ().serve((stdout, stdin)));
         tokio::pin!(serve);
         let (handshake, early_exit) = tokio::select! {

@@ -608,7 +608,8 @@ fn rendered_as_the_profile_says(result: &CallToolResult) -> Result<String, Strin
         })
         .collect();
     let expected = profile::render(&provider_items).text;
-    match text_of(result) {
+    let text = text_of(result).map(crate::check::lines::text_as_json_parse_reads);
+    match text.as_deref() {
         Some(text) if text == expected => Ok(format!(
             "the recorded answer gives {} items, rendered byte for byte",
             items.len()

@@ -90,14 +90,17 @@ pub(super) fn success_problems(
             format!("the text is {units} UTF-16 units (at most 4000)"),
         ));
     }
-    match serde_json::from_str::<Value>(text) {
-        Err(_) => problems.push((Check::TextSerialization, "the text is not JSON".to_owned())),
-        Ok(parsed) if !same_as_json_parse(&parsed, structured) => problems.push((
+    // A lone surrogate escape in the text reads as U+FFFD, as in
+    // structuredContent once the session read the line ([`lines`]).
+    let read = crate::check::lines::text_as_json_parse_reads(text);
+    match ecp_runtime::http::parse_json_like_javascript(text) {
+        None => problems.push((Check::TextSerialization, "the text is not JSON".to_owned())),
+        Some(parsed) if !same_as_json_parse(&parsed, structured) => problems.push((
             Check::TextSerialization,
             "the text does not parse to structuredContent".to_owned(),
         )),
-        Ok(_) => {
-            if items_of(structured).is_some_and(|items| profile::serialize(&items) != text) {
+        Some(_) => {
+            if items_of(structured).is_some_and(|items| profile::serialize(&items) != read) {
                 problems.push((Check::TextSerialization,
                     "the text is not the profile serialization of structuredContent (key order, escaping or number format)".to_owned(),
                 ));
