@@ -126,15 +126,22 @@ impl Cassette {
         let shown = path.display();
         let text = crate::lint::files::read_text(path, None, MAX_FILE)
             .map_err(|e| format!("cannot read the cassette {shown}: {e}"))?;
-        let cassette: Cassette = serde_json::from_str(&text).map_err(|e| {
+        Cassette::parse(&text).map_err(|problem| {
             format!(
-                "{shown} is not an ecp cassette: {}\n  = help: record one with `ecp check . --upstream URL --record {shown}`",
+                "{shown}: {problem}\n  = help: record one with `ecp check . --upstream URL --record {shown}`"
+            )
+        })
+    }
+
+    /// A cassette from its text, checked field by field.
+    pub fn parse(text: &str) -> Result<Cassette, String> {
+        let cassette: Cassette = serde_json::from_str(text).map_err(|e| {
+            format!(
+                "not an ecp cassette: {}",
                 crate::outside::line(&e.to_string(), 300)
             )
         })?;
-        cassette
-            .problem()
-            .map_or(Ok(cassette), |problem| Err(format!("{shown}: {problem}")))
+        cassette.problem().map_or(Ok(cassette), Err)
     }
 
     /// What makes the cassette unusable, if anything.

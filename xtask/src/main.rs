@@ -441,6 +441,7 @@ const FUZZ_TARGETS: &[&str] = &[
     "provenance",
     "http_mcp",
     "outside_text",
+    "check_replay",
 ];
 
 fn fuzz(seconds: u64) -> Result<(), String> {
