@@ -6,7 +6,9 @@ mod explain;
 mod lint;
 mod new;
 mod package;
+mod paths;
 mod serve;
+mod stdout;
 mod upgrade;
 mod verify;
 
@@ -75,7 +77,7 @@ enum Command {
     Lint(LintArgs),
     /// Build reproducible release archives of an extension
     #[command(
-        after_help = "Examples:\n  ecp package                               # lint, cargo build --release, dist/*.tar.gz, *.zip, SHA256SUMS, provenance\n  ecp package --sign-key signing.pem        # and a signed DSSE envelope of the provenance\n  ecp package --binary target/aarch64-apple-darwin/release/acme-context --target aarch64-apple-darwin\n  ecp package --json | jq .archives\n\nArchive times come from SOURCE_DATE_EPOCH, else the commit time of HEAD, else 2000-01-01."
+        after_help = "Examples:\n  ecp package                               # lint, cargo build --release, dist/*.tar.gz, *.zip, SHA256SUMS, provenance\n  ecp package --sign-key signing.pem        # and a signed DSSE envelope of the provenance\n  ecp package --binary target/aarch64-apple-darwin/release/acme-context --target aarch64-apple-darwin\n  ecp package --json | jq .archives\n\nArchive times come from SOURCE_DATE_EPOCH, else the commit time of HEAD, else 1980-01-01 (the earliest time a zip entry holds)."
     )]
     Package(PackageArgs),
     /// Prove what a release archive is: its sums, provenance, signature, lint, and a rebuild
@@ -501,6 +503,10 @@ pub enum Exit {
     /// It was interrupted (Ctrl-C) and stopped what it had started: the
     /// shell's 128 + SIGINT.
     Interrupted,
+    /// Its stdout was closed before it had written everything (`ecp ... |
+    /// head -1`): it stopped there, quietly, with the shell's 128 + SIGPIPE
+    /// (see `stdout.rs`).
+    Closed,
 }
 
 impl From<Exit> for ExitCode {
@@ -510,6 +516,7 @@ impl From<Exit> for ExitCode {
             Exit::No => ExitCode::FAILURE,
             Exit::CouldNotRun => ExitCode::from(2),
             Exit::Interrupted => ExitCode::from(130),
+            Exit::Closed => ExitCode::from(stdout::CLOSED),
         }
     }
 }
@@ -570,7 +577,24 @@ fn finish(outcome: Outcome) -> ExitCode {
 
 /// Parses the command line and runs the command.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    stdout::quiet_when_closed(run)
+}
+
+fn run() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // Help, the version and usage errors, as `Cli::parse` prints them,
+        // but a closed stdout is the one quiet status.
+        Err(error) => {
+            return match error.print() {
+                Err(e) if stdout::is_closed(&e) => Exit::Closed.into(),
+                _ => ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2)),
+            };
+        }
+    };
+    if let Err(failure) = paths::check(&cli.command) {
+        return finish(Err(failure));
+    }
     let outcome = match cli.command {
         Command::New(args) => new::run(args),
         Command::Lint(args) => lint::run(args, cli.color),
@@ -582,13 +606,16 @@ pub fn main() -> ExitCode {
         Command::Check(args) => check::run_check(args, cli.color),
         Command::Call(args) => check::run_call(args),
         Command::Completions(args) => {
-            clap_complete::generate(
-                args.shell,
-                &mut Cli::command(),
-                "ecp",
-                &mut std::io::stdout(),
-            );
-            Ok(Exit::Success)
+            let mut script = Vec::new();
+            clap_complete::generate(args.shell, &mut Cli::command(), "ecp", &mut script);
+            match std::io::Write::write_all(&mut std::io::stdout(), &script) {
+                Ok(()) => Ok(Exit::Success),
+                Err(e) if stdout::is_closed(&e) => Ok(Exit::Closed),
+                Err(e) => Err(Failure::new(
+                    Exit::CouldNotRun,
+                    format!("cannot write to stdout: {e}"),
+                )),
+            }
         }
     };
     finish(outcome)

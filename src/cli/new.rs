@@ -13,18 +13,38 @@ fn fail(error: &ScaffoldError) -> Failure {
     Failure::new(Exit::No, error).help(error.help())
 }
 
-/// Asks for a line, re-asking until `check` accepts it.
+/// Asks for a line, re-asking until `check` accepts it; Enter takes
+/// `default`, when there is one.
 fn ask(
     prompt: &str,
-    default: String,
-    check: impl Fn(&str) -> Result<(), ScaffoldError>,
+    default: Option<String>,
+    check: impl Fn(&str) -> Result<(), String>,
 ) -> Result<String, String> {
-    Input::<String>::with_theme(&ColorfulTheme::default())
-        .with_prompt(prompt)
-        .default(default)
-        .validate_with(|value: &String| check(value).map_err(|e| e.to_string()))
+    let theme = ColorfulTheme::default();
+    let mut input = Input::<String>::with_theme(&theme).with_prompt(prompt);
+    if let Some(default) = default {
+        input = input.default(default);
+    }
+    input
+        .validate_with(|value: &String| check(value))
         .interact_text()
         .map_err(|e| format!("prompt failed: {e}"))
+}
+
+/// `ecp new`'s check of a value, as the prompt shows it.
+fn shown(check: fn(&str) -> Result<(), ScaffoldError>) -> impl Fn(&str) -> Result<(), String> {
+    move |value| check(value).map_err(|e| e.to_string())
+}
+
+/// The endpoint a prompt accepts: an https URL that is not a placeholder.
+fn real_endpoint(value: &str) -> Result<(), String> {
+    scaffold::check_endpoint(value).map_err(|e| e.to_string())?;
+    match crate::lint::manifest::reserved_domain(value) {
+        Some(domain) => Err(format!(
+            "{domain} is a reserved domain; give the endpoint your service is deployed at"
+        )),
+        None => Ok(()),
+    }
 }
 
 fn settings(args: &NewArgs, interactive: bool) -> Result<NewSettings, String> {
@@ -53,8 +73,8 @@ fn settings(args: &NewArgs, interactive: bool) -> Result<NewSettings, String> {
         (None, false) => settings.description,
         (None, true) => ask(
             "Description",
-            settings.description,
-            scaffold::check_description,
+            Some(settings.description),
+            shown(scaffold::check_description),
         )?,
     };
     if template != Template::Remote {
@@ -63,8 +83,8 @@ fn settings(args: &NewArgs, interactive: bool) -> Result<NewSettings, String> {
             (None, false) => settings.env_prefix,
             (None, true) => ask(
                 "Environment variable prefix",
-                settings.env_prefix,
-                scaffold::check_env_prefix,
+                Some(settings.env_prefix),
+                shown(scaffold::check_env_prefix),
             )?,
         };
     }
@@ -72,10 +92,11 @@ fn settings(args: &NewArgs, interactive: bool) -> Result<NewSettings, String> {
         settings.endpoint = Some(match (&args.endpoint, interactive) {
             (Some(endpoint), _) => endpoint.clone(),
             (None, false) => settings.endpoint.unwrap_or_default(),
+            // No default: the one `--yes` takes is a placeholder.
             (None, true) => ask(
-                "Endpoint (https)",
-                settings.endpoint.unwrap_or_default(),
-                |value| scaffold::check_endpoint(value).map(|_| ()),
+                "Endpoint (https, where your MCP service is deployed)",
+                None,
+                real_endpoint,
             )?,
         });
     } else if args.endpoint.is_some() {
@@ -184,6 +205,17 @@ pub fn run(args: NewArgs) -> Outcome {
     let width = steps.iter().map(|(c, _)| c.len()).max().unwrap_or(0);
     for (command, comment) in steps {
         println!("  {command:<width$}   # {comment}");
+    }
+    if let Some(endpoint) = settings
+        .endpoint
+        .as_deref()
+        .filter(|e| crate::lint::manifest::reserved_domain(e).is_some())
+    {
+        println!();
+        println!(
+            "Before release, give the endpoint: httpUrl is {endpoint}, a placeholder under a reserved domain, which `ecp lint` and `ecp package` refuse (remote-placeholder). Run `ecp new {} --template remote --endpoint URL --force`, or edit httpUrl and oauth.audiences in qwen-extension.json.",
+            settings.name
+        );
     }
     if settings.template != Template::Remote {
         println!();

@@ -775,6 +775,15 @@ impl Checker<'_> {
                 "publish the endpoint over TLS: \"https://context.acme.example/mcp\"",
             );
         }
+        if let Some(domain) = reserved_domain(url_text) {
+            self.report(
+                Rule::RemotePlaceholder,
+                url.span,
+                &pointer_push(pointer, "httpUrl"),
+                format!("`httpUrl` is a placeholder: {domain} is reserved and reaches no provider's service"),
+                "set the deployed endpoint in `httpUrl` and `oauth.audiences`, or run `ecp new NAME --template remote --endpoint URL` again",
+            );
+        }
         let oauth_pointer = pointer_push(pointer, "oauth");
         match server.get("oauth") {
             None => self.report(
@@ -976,4 +985,29 @@ impl Checker<'_> {
             _ => {}
         }
     }
+}
+
+/// The reserved or placeholder domain `url` points at, as it reads in a
+/// finding: the `.example`, `.test`, `.invalid` and `.localhost` names
+/// (RFC 2606, RFC 6761), `localhost`, and `example.com`, `.net`, `.org`.
+pub fn reserved_domain(url: &str) -> Option<String> {
+    let parsed = url::Url::parse(url.trim()).ok()?;
+    let Some(url::Host::Domain(host)) = parsed.host() else {
+        return None;
+    };
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    let under = |domain: &str| host == domain || host.ends_with(&format!(".{domain}"));
+    ["example", "test", "invalid", "localhost"]
+        .iter()
+        .find(|tld| under(tld))
+        .map(|tld| match host == *tld {
+            true => format!("`{host}`"),
+            false => format!("`{host}` (under .{tld})"),
+        })
+        .or_else(|| {
+            ["example.com", "example.net", "example.org"]
+                .iter()
+                .find(|domain| under(domain))
+                .map(|domain| format!("`{host}` (under {domain})"))
+        })
 }

@@ -156,6 +156,15 @@ part of the profile.";
     RemoteHttps = "remote-https", Error,
         "`httpUrl` must be https",
         "A published remote endpoint is reached over TLS: `https://context.acme.example/mcp`.";
+    RemotePlaceholder = "remote-placeholder", Error,
+        "`httpUrl` must name a real endpoint, not a placeholder or reserved domain",
+        "`ecp new --template remote` without `--endpoint` writes a placeholder, \
+`https://context.<org>.example/mcp`, so that the manifest is complete; it is not an endpoint. Names \
+under the reserved `.example`, `.test`, `.invalid` and `.localhost` domains (RFC 2606, RFC 6761), \
+`localhost` and `example.com`, `example.net` and `example.org` never reach a provider's service: \
+an extension released with one installs, then every call fails to resolve or reaches the wrong \
+machine. Set `httpUrl` (and the `oauth.audiences` that name it) to the deployed endpoint, or \
+generate the manifest again with `ecp new NAME --template remote --endpoint URL`.";
     RemoteOauth = "remote-oauth", Error,
         "a remote server needs OAuth enabled with scopes and an audience",
         "Protected remote services use MCP OAuth with a least-privilege read scope and resource-bound \

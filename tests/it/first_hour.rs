@@ -333,7 +333,16 @@ fn ecp_no_auth_takes_the_same_words_as_dist_main() {
 fn package_says_each_step_and_removes_stale_archives_when_it_fails() {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("acme-context");
-    assert!(ecp_new(&dir, &["--template", "remote"]).status.success());
+    // A real endpoint: lint refuses the placeholder (remote-placeholder).
+    let endpoint = ["--endpoint", "https://context.acme.dev/mcp"];
+    assert!(
+        ecp_new(
+            &dir,
+            &[&["--template", "remote"][..], &endpoint[..]].concat()
+        )
+        .status
+        .success()
+    );
     let text = said(&dir, &["package"], &[]);
     assert!(text.starts_with("exit: Some(0)"), "{text}");
     let steps: Vec<&str> = text

@@ -259,7 +259,15 @@ fn git(dir: &Path, args: &[&str]) {
 fn package_runs_nothing_a_received_folders_git_configuration_names() {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("acme-context");
-    let output = super::cli::ecp_new(&dir, &["--template", "remote"]);
+    let output = super::cli::ecp_new(
+        &dir,
+        &[
+            "--template",
+            "remote",
+            "--endpoint",
+            "https://context.acme.dev/mcp",
+        ],
+    );
     assert!(output.status.success(), "{output:?}");
     std::fs::write(dir.join(".gitattributes"), "* filter=evil\n").unwrap();
     git(&dir, &["init", "--quiet"]);

@@ -28,6 +28,7 @@ mod release;
 mod remote;
 mod render_props;
 mod runtime;
+mod second_hour;
 mod serve_http;
 mod serve_remote;
 mod serve_stdio;

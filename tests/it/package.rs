@@ -295,7 +295,15 @@ fn binary_and_target_name_the_archives() {
 #[test]
 fn a_manifest_only_extension_gets_one_archive_per_platform() {
     let temp = tempfile::tempdir().unwrap();
-    let dir = new_extension(temp.path(), &["--template", "remote"]);
+    let dir = new_extension(
+        temp.path(),
+        &[
+            "--template",
+            "remote",
+            "--endpoint",
+            "https://context.acme.dev/mcp",
+        ],
+    );
     // A sums file ecp 0.2 left for an archive of this name goes.
     std::fs::create_dir_all(dir.join("dist")).unwrap();
     std::fs::write(dir.join("dist/linux.acme-context.tar.gz.sha256"), "x").unwrap();

@@ -52,7 +52,12 @@ fn executable(dir: &Path, header: Header) -> PathBuf {
 
 fn extension(parent: &Path, template: &str) -> PathBuf {
     let dir = parent.join("acme-context");
-    let output = ecp_new(&dir, &["--template", template]);
+    let mut args = vec!["--template", template];
+    if template == "remote" {
+        // A real endpoint: lint refuses the placeholder (remote-placeholder).
+        args.extend(["--endpoint", "https://context.acme.dev/mcp"]);
+    }
+    let output = ecp_new(&dir, &args);
     assert!(output.status.success(), "{output:?}");
     dir
 }
