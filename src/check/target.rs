@@ -255,15 +255,31 @@ fn input_message(error: &InputError) -> String {
 }
 
 /// An extension's source folder has no `dist/main` until it is staged into
-/// an archive: run what `ecp package` (or `cargo build --release`) built
-/// instead, as the archive would, and say so. A missing entry point says
-/// which command makes it.
+/// an archive, so `ecp check .` (and `ecp call .`) run the crate's binary
+/// instead, and say which:
+///
+/// - A crate whose `Cargo.toml` declares `[profile.ecp-check]` (every one
+///   `ecp new` writes) is built with that profile first, `cargo build
+///   --profile ecp-check` (a no-op when nothing changed), so the check
+///   always meets the current code: after a one-line edit the rebuild takes
+///   seconds where the release profile's fat LTO takes about a minute. A
+///   build failure stops the command with the compiler's last lines.
+/// - A crate without it (generated before the profile existed) runs what
+///   `ecp package` (or `cargo build --release`) built, and warns when a
+///   source file is newer, as before. It is not built with `--profile
+///   release` here: that is about a minute per check, and `ecp package`
+///   builds with its own reproducible flags, so a plain release build here
+///   and the packager's would each redo the other's. The warning says how
+///   to opt in instead (the profile's table, as `ecp new` writes it).
+///
+/// A missing entry point says which command makes it.
 fn entry_in_source_folder(
     folder: &Path,
     program: String,
     args: &[String],
     name: &str,
 ) -> Result<(String, Option<String>), String> {
+    use crate::package::build;
     let native = folder.join("dist").join("main");
     if Path::new(&program) == native && !native.exists() {
         if !folder.join("Cargo.toml").is_file() {
@@ -272,7 +288,24 @@ fn entry_in_source_folder(
                 native.display()
             ));
         }
-        let built = crate::package::build::host_release_binary(folder, name)
+        if build::has_check_profile(folder) {
+            let (bin, _) = build::binary_target(folder, name)
+                .map_err(|e| format!("{e}\n  = help: pass the release archive instead"))?;
+            let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
+            let built = build::build_for_check(folder, &bin, progress).map_err(|e| {
+                format!(
+                    "{e}\n  = help: fix the code and run this again (`cargo build --profile {}` shows every error), or pass a release archive (dist/<platform>.{name}.tar.gz)",
+                    build::CHECK_PROFILE
+                )
+            })?;
+            let note = format!(
+                "note: running {}, built with the {} profile (fast build; `ecp package` builds the release one)",
+                built.display(),
+                build::CHECK_PROFILE
+            );
+            return Ok((built.display().to_string(), Some(note)));
+        }
+        let built = build::host_release_binary(folder, name)
             .map_err(|e| format!("{e}\n  = help: pass the release archive instead"))?;
         if !built.is_file() {
             return Err(format!(
@@ -286,8 +319,9 @@ fn entry_in_source_folder(
         );
         if let Some(newer) = newer_source(folder, &built) {
             note.push_str(&format!(
-                "\nwarning: {} changed after that build; run `ecp package` (or `cargo build --release`) to check the current code",
-                newer.display()
+                "\nwarning: {} changed after that build; run `ecp package` (or `cargo build --release`) to check the current code, or add the `[profile.{}]` table `ecp new` writes in Cargo.toml and ecp builds it for every check",
+                newer.display(),
+                build::CHECK_PROFILE
             ));
         }
         return Ok((built.display().to_string(), Some(note)));

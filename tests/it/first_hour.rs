@@ -165,6 +165,11 @@ fn a_source_folder_that_was_never_built_names_the_command_that_builds_it() {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("acme-context");
     assert!(ecp_new(&dir, &[]).status.success());
+    // A crate from before `[profile.ecp-check]` (which ecp would build
+    // itself): it runs what `ecp package` built.
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    let before = manifest.split("\n# What `ecp check .`").next().unwrap();
+    std::fs::write(dir.join("Cargo.toml"), before).unwrap();
     // A target folder with nothing in it: the crate was never built.
     let unbuilt = temp.path().join("target");
     let unbuilt = unbuilt.to_str().unwrap();
@@ -180,6 +185,73 @@ fn a_source_folder_that_was_never_built_names_the_command_that_builds_it() {
             &[("CARGO_TARGET_DIR", unbuilt)]
         )
     );
+}
+
+/// The edit-check loop: `ecp check .` in a source folder that was never
+/// built builds it with the `ecp-check` profile and says so; after a
+/// one-line edit of the mapping the next check meets the edited code, not
+/// a stale binary. (A name of its own: the binary's path in the shared
+/// target folder is the package's name.)
+#[test]
+fn check_in_a_source_folder_builds_and_checks_the_current_code() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("edit-loop-context");
+    let dir_str = dir.to_str().unwrap();
+    let created = crate::cli::ecp(&["new", "edit-loop-context", "--yes", "--dir", dir_str]);
+    assert!(created.status.success(), "{created:?}");
+    let check = || crate::cli::ecp(&["check", dir_str, "--mutations", "20"]);
+
+    let first = check();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&first.stdout),
+        String::from_utf8_lossy(&first.stderr),
+    );
+    assert_eq!(first.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains(
+            "built with the ecp-check profile (fast build; `ecp package` builds the release one)"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("/ecp-check/edit-loop-context"), "{stderr}");
+    assert!(!stderr.contains("warning:"), "{stderr}");
+
+    // One line of the mapping: every answer now maps to no items.
+    let provider = dir.join("src/provider.rs");
+    let code = std::fs::read_to_string(&provider).unwrap();
+    let line = "Ok(items.iter().map(item).collect())";
+    assert!(
+        code.contains(line),
+        "the template's mapping changed:\n{code}"
+    );
+    std::fs::write(
+        &provider,
+        code.replace(line, "Ok(items.iter().map(item).take(0).collect())"),
+    )
+    .unwrap();
+    let second = check();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&second.stdout),
+        String::from_utf8_lossy(&second.stderr),
+    );
+    assert_eq!(second.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stdout.contains("FAIL"), "{stdout}");
+    assert!(
+        stderr.contains("built with the ecp-check profile"),
+        "{stderr}"
+    );
+
+    // Code that does not compile: could not run, with the compiler's words.
+    std::fs::write(&provider, code.replace(line, "Ok(items.iter().map(item))")).unwrap();
+    let broken = check();
+    let stderr = String::from_utf8_lossy(&broken.stderr);
+    assert_eq!(broken.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("error: cargo build --profile ecp-check failed in"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("src/provider.rs"), "{stderr}");
+    assert!(stderr.contains("  = help: fix the code"), "{stderr}");
 }
 
 #[test]
