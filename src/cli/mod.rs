@@ -426,8 +426,8 @@ pub struct ServeArgs {
     pub budget_ms: u64,
 
     /// Serve MCP Streamable HTTP on IP:PORT instead of stdio: the remote
-    /// adapter, an OAuth resource server (see README, "Operating the remote
-    /// adapter")
+    /// adapter, an OAuth resource server (see docs/remote-adapter.md in
+    /// ecp's repository)
     #[arg(long, value_name = "IP:PORT", help_heading = "Remote adapter")]
     pub listen: Option<String>,
 

@@ -1,6 +1,6 @@
 // A real OAuth authorization server on 127.0.0.1 for the end-to-end suite:
-// the npm `oidc-provider` (panva), configured the way the README's
-// "Authorization server settings" says a provider's server must be for
+// the npm `oidc-provider` (panva), configured the way docs/remote-adapter.md,
+// "Authorization server settings", says a provider's server must be for
 // Qwen Code 0.24.4:
 //
 // - dynamic client registration open to public clients (Qwen registers

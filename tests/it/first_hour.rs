@@ -85,6 +85,8 @@ fn run_block(script: &str) -> (tempfile::TempDir, String, String) {
         )
         .env_remove("ACME_CONTEXT_BASE_URL")
         .env_remove("ACME_CONTEXT_TOKEN")
+        .env_remove("ACME_CONTEXT_TS_BASE_URL")
+        .env_remove("ACME_CONTEXT_TS_TOKEN")
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -106,6 +108,8 @@ fn the_typescript_quickstart_runs_as_written() {
         .get(2)
         .expect("a third block: the TypeScript quickstart");
     assert!(script.contains("--template local-ts"), "{script}");
+    // A name of its own: both blocks can run in one folder.
+    assert!(script.contains("ecp new acme-context-ts "), "{script}");
     let (temp, stdout, stderr) = run_block(script);
     assert!(
         stdout.contains("conforms to the External Context MCP Profile v1"),
@@ -116,11 +120,11 @@ fn the_typescript_quickstart_runs_as_written() {
         stderr.contains("ecp package: build: npm run build"),
         "{stderr}"
     );
-    let release = temp.path().join("acme-context/release");
+    let release = temp.path().join("acme-context-ts/release");
     for platform in ["linux", "darwin", "win32"] {
         assert!(
             release
-                .join(format!("{platform}.acme-context.tar.gz"))
+                .join(format!("{platform}.acme-context-ts.tar.gz"))
                 .is_file()
         );
     }

@@ -4,8 +4,8 @@
 //! cache of verified tokens never answers), and forged tokens both must
 //! refuse. Run with
 //! `cargo run --release --manifest-path bench/jwt-comparison/Cargo.toml`;
-//! its own workspace, outside CI. The findings are in README ("Status and
-//! decisions").
+//! its own workspace, outside CI. The findings are in docs/status.md
+//! ("Status and decisions for the next session").
 #[path = "../../../tests/support/jwt.rs"]
 mod jwt;
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
