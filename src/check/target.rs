@@ -567,8 +567,18 @@ async fn preflight(url: &str) -> Result<(), String> {
     )
     .await
     {
-        Err(_) => return Err(format!("cannot resolve {host}: no answer in 10 s")),
-        Ok(Err(error)) => return Err(format!("cannot resolve {host}: {error}")),
+        Err(_) => {
+            return Err(format!(
+                "cannot resolve {host}: no answer in 10 s\n  = help: {}",
+                resolve_help(host)
+            ));
+        }
+        Ok(Err(error)) => {
+            return Err(format!(
+                "cannot resolve {host}: {error}\n  = help: {}",
+                resolve_help(host)
+            ));
+        }
         Ok(Ok(found)) => found.collect(),
     };
     let mut last = None;
@@ -594,7 +604,21 @@ async fn preflight(url: &str) -> Result<(), String> {
             _ => error.to_string(),
         },
     };
-    Err(format!("cannot connect to {address}: {why}"))
+    Err(format!(
+        "cannot connect to {address}: {why}\n  = help: start the server, or check the URL's host and port (`ecp serve --listen 127.0.0.1:PORT` runs one locally)"
+    ))
+}
+
+/// What to do about a host name that does not resolve.
+fn resolve_help(host: &str) -> &'static str {
+    let reserved = [".example", ".test", ".invalid", ".localhost"]
+        .iter()
+        .any(|tld| host.to_ascii_lowercase().ends_with(tld));
+    if reserved {
+        "that is a reserved placeholder name, not a real endpoint: pass the provider's own URL (`ecp new --template remote --endpoint URL` writes it into the manifest)"
+    } else {
+        "check the host name and this machine's DNS; to try the remote adapter locally, run `ecp serve --listen 127.0.0.1:PORT` and check http://127.0.0.1:PORT/mcp"
+    }
 }
 
 impl Session {

@@ -430,3 +430,39 @@ fn the_remote_prompt_asks_for_a_real_endpoint() {
     );
     assert!(!screen.contains("Before release"), "{screen}");
 }
+
+#[test]
+fn an_endpoint_that_cannot_be_reached_says_what_to_do() {
+    // The placeholder the remote template writes with --yes: a reserved
+    // name, said as such, with the fix.
+    let output = ecp(&["check", "--url", "https://context.acme.example/mcp"]);
+    let said = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("cannot resolve context.acme.example"),
+        "{said}"
+    );
+    assert!(
+        said.contains("= help: that is a reserved placeholder name")
+            && said.contains("--endpoint URL"),
+        "{said}"
+    );
+    // Nothing listening: the fix too.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let output = ecp(&[
+        "call",
+        "--url",
+        &format!("http://127.0.0.1:{port}/mcp"),
+        "q",
+    ]);
+    let said = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("connection refused") && said.contains("= help: start the server"),
+        "{said}"
+    );
+}
