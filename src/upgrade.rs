@@ -62,6 +62,8 @@ pub enum UpgradeError {
     NoCrate(PathBuf),
     #[error("{} is a TypeScript (local-ts) extension: `ecp upgrade` does not replace its runtime yet", shown(.0))]
     TypeScript(PathBuf),
+    #[error("{} is a remote extension: it carries no runtime to upgrade (the provider's own server answers at its httpUrl)", shown(.0))]
+    Remote(PathBuf),
     #[error("{} holds no runtime that ecp generated (neither vendor/ecp-runtime with [package.metadata.ecp.runtime] in Cargo.toml, nor ecp 0.1.0's src/runtime/)", shown(.0))]
     NotGenerated(PathBuf),
     #[error("the runtime here was edited since ecp wrote it: {}", crate::outside::line(&.files.join(", "), 2000))]
@@ -194,10 +196,23 @@ pub fn recover(folder: &Path) -> Result<Vec<String>, UpgradeError> {
         if folder.join("package.json").is_file() && folder.join("src/runtime/index.ts").is_file() {
             return Err(UpgradeError::TypeScript(folder.to_owned()));
         }
+        if is_remote(folder) {
+            return Err(UpgradeError::Remote(folder.to_owned()));
+        }
         return Err(UpgradeError::NoCrate(folder.to_owned()));
     }
     guard_touched(folder)?;
     recover_swap(folder)
+}
+
+/// Whether `folder` holds a manifest whose one server is remote (`httpUrl`).
+fn is_remote(folder: &Path) -> bool {
+    let manifest = folder.join(crate::lint::MANIFEST);
+    read_text(folder, &manifest)
+        .ok()
+        .and_then(|text| crate::lint::manifest::check(crate::lint::MANIFEST, &text).ok())
+        .and_then(|checked| checked.facts.server)
+        .is_some_and(|server| server.http_url.is_some())
 }
 
 /// Upgrades the extension at `folder` once [`recover`] returned

@@ -15,7 +15,14 @@ pub fn run(args: UpgradeArgs) -> Outcome {
     };
     // First what an interrupted upgrade left, so that it is said even when
     // the upgrade itself then stops.
-    let recovered = upgrade::recover(&args.path).map_err(failed)?;
+    let recovered = match upgrade::recover(&args.path) {
+        // Nothing to upgrade is not a failure: said plainly, exit 0.
+        Err(error @ upgrade::UpgradeError::Remote(_)) => {
+            println!("{error}; `ecp lint` and `ecp check` still apply to it");
+            return Ok(Exit::Success);
+        }
+        other => other.map_err(failed)?,
+    };
     let outcome = match upgrade::upgrade_recovered(&args.path, args.force, recovered.clone()) {
         Ok(outcome) => outcome,
         Err(error) => {

@@ -958,3 +958,35 @@ fn an_edited_provider_of_an_earlier_generation_is_left_alone_and_told() {
     assert_eq!(report["changed"], false);
     assert_eq!(snapshot(&dir), before);
 }
+
+#[test]
+fn a_remote_extension_is_told_plainly_it_has_no_runtime() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("acme-remote");
+    let made = ecp(&[
+        "new",
+        "acme-remote",
+        "--template",
+        "remote",
+        "--yes",
+        "--endpoint",
+        "https://context.acme.dev/mcp",
+        "--dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(made.status.success(), "{}", text(&made));
+    let before = snapshot(&dir);
+    let output = in_dir(&dir, &["upgrade"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(
+        text(&output).contains("is a remote extension: it carries no runtime to upgrade"),
+        "{}",
+        text(&output)
+    );
+    assert!(
+        !text(&output).contains("run it in the folder"),
+        "{}",
+        text(&output)
+    );
+    assert_eq!(snapshot(&dir), before);
+}
