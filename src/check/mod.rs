@@ -101,6 +101,9 @@ struct Opened {
     /// The variables that carry its endpoint and credential, when ecp
     /// could set them.
     binding: Option<target::BindingEnv>,
+    /// The credential the target was started with, as the manifest
+    /// resolved it (a manifest may map the variable from another name).
+    credential: Option<String>,
 }
 
 /// The outcome of a run.
@@ -149,6 +152,8 @@ async fn open(
                     Ok(Opened {
                         session: Session::spawn(&launch).await.map_err(CheckError::Target)?,
                         include_tools: launch.include_tools.clone(),
+                        credential: (launch.binding.as_ref())
+                            .and_then(|b| launch.env.get(&b.token).cloned()),
                         binding: launch.binding.clone(),
                     })
                 }
@@ -162,6 +167,7 @@ async fn open(
                         .map_err(CheckError::Target)?,
                     include_tools,
                     binding: None,
+                    credential: None,
                 }),
             }
         }
@@ -193,6 +199,9 @@ async fn open(
             Ok(Opened {
                 session: Session::spawn(&launch).await.map_err(CheckError::Target)?,
                 include_tools: None,
+                credential: token
+                    .map(str::to_owned)
+                    .or_else(|| std::env::var(&binding.token).ok()),
                 binding: Some(binding),
             })
         }
@@ -202,6 +211,7 @@ async fn open(
                 .map_err(CheckError::Target)?,
             include_tools: None,
             binding: None,
+            credential: None,
         }),
     }
 }
@@ -241,7 +251,10 @@ async fn record(
             "--upstream needs a target that takes its endpoint from a *_BASE_URL variable (a local extension, or -- CMD with --base-url-env)".into(),
         ));
     };
-    let secret = std::env::var(&binding.token).ok();
+    let secret = opened
+        .credential
+        .clone()
+        .or_else(|| std::env::var(&binding.token).ok());
     let mut exchanges = Vec::new();
     for query in queries {
         let before = proxy.exchanges().len();
