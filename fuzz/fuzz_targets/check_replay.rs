@@ -11,7 +11,7 @@ use ecp::check::{
     cassette::Cassette,
     lines,
     mutate,
-    upstream::{MARKERS, SeenRequest},
+    upstream::{SeenRequest, markers},
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -42,8 +42,8 @@ fuzz_target!(|data: &[u8]| {
         headers: Vec::new(),
         body,
     };
-    if let Some((marker, _)) = request.marker(MARKERS) {
-        assert!(MARKERS.contains(&marker.as_str()));
+    if let Some((marker, _)) = request.marker() {
+        assert!(markers().contains(&marker.as_str()));
     }
 
     let js = ecp::providers::http::parse_json_like_javascript(&text);

@@ -64,24 +64,14 @@ pub fn json_parse_lines(stdout: impl AsyncRead + Send + Unpin + 'static) -> Dupl
 
 /// Text written by a server that re-escapes lone surrogates, in the form
 /// ecp's own serialization gives after they became U+FFFD: each lone
-/// surrogate escape becomes the character U+FFFD itself.
+/// surrogate escape becomes the character U+FFFD itself (the rewrite's
+/// `\ufffd` escapes are the only ones: ecp writes U+FFFD as itself).
 pub fn text_as_json_parse_reads(text: &str) -> std::borrow::Cow<'_, str> {
-    match as_json_parse_reads_in_string(text) {
-        Some(rewritten) => std::borrow::Cow::Owned(rewritten),
+    match as_json_parse_reads(text.as_bytes()) {
+        Some(rewritten) => std::borrow::Cow::Owned(
+            String::from_utf8_lossy(&rewritten).replace("\\ufffd", "\u{fffd}"),
+        ),
         None => std::borrow::Cow::Borrowed(text),
-    }
-}
-
-fn as_json_parse_reads_in_string(text: &str) -> Option<String> {
-    if !may_hold_surrogate(text.as_bytes()) {
-        return None;
-    }
-    // The escapes the rewrite makes are the only `\ufffd` escapes: ecp's
-    // serialization writes U+FFFD as itself.
-    let rewritten = ecp_runtime::profile::ecmascript::javascript_compatible(text, false);
-    match rewritten {
-        std::borrow::Cow::Borrowed(_) => None,
-        std::borrow::Cow::Owned(text) => Some(text.replace("\\ufffd", "\u{fffd}")),
     }
 }
 

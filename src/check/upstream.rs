@@ -56,12 +56,13 @@ impl SeenRequest {
             .collect()
     }
 
-    /// The first of `markers` among the request's [`words`](Self::words),
-    /// with the number that follows it, if any (`ecpmutation 12`).
-    pub fn marker(&self, markers: &[&str]) -> Option<(String, Option<usize>)> {
+    /// The first of the suite's [`markers`] among the request's
+    /// [`words`](Self::words), with the number that follows it, if any
+    /// (`ecpmutation 12`).
+    pub fn marker(&self) -> Option<(String, Option<usize>)> {
         let words = self.words();
         words.iter().enumerate().find_map(|(at, word)| {
-            markers.contains(&word.as_str()).then(|| {
+            markers().contains(&word.as_str()).then(|| {
                 let number = words.get(at + 1).and_then(|n| n.parse().ok());
                 (word.clone(), number)
             })
@@ -492,20 +493,11 @@ async fn write_reply(stream: &mut TcpStream, reply: Reply) -> std::io::Result<()
     }
 }
 
-/// The words the suite's queries start with, which the scripted upstream
-/// answers by (see [`SeenRequest::marker`]).
 /// Where [`Reply::Redirect`] points.
 pub const REDIRECTED: &str = "/ecp-redirected";
 
-pub const MARKERS: &[&str] = &[
-    "fault-timeout",
-    "fault-redirect",
-    "fault-rate-limit",
-    "fault-server-error",
-    "fault-malformed",
-    "fault-oversized",
-    "fault-invalid-utf8",
-    "fault-slow-body",
+/// The words of the suite's own calls besides the fault IDs.
+const SUITE_WORDS: &[&str] = &[
     "ecphang",
     "ecpvector",
     "ecpconcurrent",
@@ -513,6 +505,19 @@ pub const MARKERS: &[&str] = &[
     "ecpprobe",
 ];
 
+/// The words the suite's queries start with, which the scripted upstream
+/// answers by (see [`SeenRequest::marker`]): every fault's check ID (from
+/// the catalogue, so that a new fault is served as soon as it is listed),
+/// then the suite's own words.
+pub fn markers() -> &'static [&'static str] {
+    static MARKERS: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
+        (crate::check::catalogue::FAULTS.iter())
+            .map(|(check, _)| check.id())
+            .chain(SUITE_WORDS.iter().copied())
+            .collect()
+    });
+    &MARKERS
+}
 /// Sends `request` to the real upstream (same method, target, body and
 /// headers but those of the hop) and reads its answer within bounds.
 async fn forward_request(forward: &Forward, request: &SeenRequest) -> Result<Recorded, String> {
@@ -587,7 +592,7 @@ async fn connection(
     while let Some(request) = read_request(&mut stream).await {
         let mut reply = script(&request);
         queries.push(request.query());
-        queries.extend(request.marker(MARKERS).map(|(word, _)| word));
+        queries.extend(request.marker().map(|(word, _)| word));
         log.lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .requests

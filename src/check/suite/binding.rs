@@ -10,7 +10,7 @@ use super::{output::text_of, *};
 use crate::check::{
     cassette::{Cassette, Tape},
     mutate,
-    upstream::{MARKERS, REDIRECTED},
+    upstream::REDIRECTED,
 };
 
 /// What the scripted upstream answers with.
@@ -80,13 +80,13 @@ impl Scripted {
     }
 
     /// What to answer `request` with: the marker among its words selects
-    /// the fault (see [`MARKERS`]).
+    /// the fault (see [`crate::check::upstream::markers`]).
     pub fn reply_for(&self, request: &SeenRequest, hostile: Option<&Value>) -> Reply {
         if request.path.starts_with(REDIRECTED) {
             return self.success(request);
         }
         let canary_body = format!(r#"{{"error":"{BODY_CANARY}"}}"#);
-        let (marker, number) = request.marker(MARKERS).unwrap_or_default();
+        let (marker, number) = request.marker().unwrap_or_default();
         match marker.as_str() {
             "fault-timeout" => {
                 Reply::After(Duration::from_secs(600), Box::new(self.success(request)))
@@ -279,7 +279,7 @@ impl Suite<'_> {
         let requests = upstream.requests();
         let mut counts = std::collections::BTreeMap::new();
         for request in &requests {
-            let Some((marker, number)) = request.marker(MARKERS) else {
+            let Some((marker, number)) = request.marker() else {
                 continue;
             };
             if marker.starts_with("fault-") || marker == "ecpvector" {
@@ -436,7 +436,7 @@ impl Suite<'_> {
         {
             let reached = requests
                 .iter()
-                .any(|r| r.marker(MARKERS).is_some_and(|(m, _)| m == id.id()));
+                .any(|r| r.marker().is_some_and(|(m, _)| m == id.id()));
             let outcome = match self.observe(&arguments, result) {
                 _ if !reached => Err(format!(
                     "the call never reached the upstream, so {what} was never served"
@@ -482,7 +482,7 @@ impl Suite<'_> {
     }
 
     pub(super) async fn cancellation(&mut self, upstream: &Upstream) {
-        let hung = |r: &SeenRequest| r.marker(MARKERS).is_some_and(|(m, _)| m == "ecphang");
+        let hung = |r: &SeenRequest| r.marker().is_some_and(|(m, _)| m == "ecphang");
         let before = upstream.requests().iter().filter(|r| hung(r)).count();
         let peer = self.session.client.peer().clone();
         let call = tokio::spawn(async move {
