@@ -12,16 +12,19 @@
 //! - [`upgrade`]: `ecp upgrade`, an extension's runtime brought to ecp's.
 //! - [`package`]: `ecp package`, reproducible release archives.
 //! - [`provenance`]: in-toto/SLSA statements, DSSE signatures, `ecp verify`.
+//! - [`qwen`]: Qwen Code on this machine, as `ecp try` installs into it.
 //! - [`release`]: release assets as Qwen's installer picks them, `SHA256SUMS`.
 //! - [`input`]: one wording for a missing path or manifest, in every command.
 //! - [`name`]: the extension name rules shared by `ecp new` and `ecp lint`.
 //! - [`atomic`]: files written whole or not at all.
+//! - [`children`]: the processes ecp starts, and how Ctrl-C ends them.
 //! - [`outside`]: text from outside (stderr, manifest and statement values)
 //!   as a terminal or a report may show it: masked, escaped, bounded.
 //! - [`cli`]: the command line, a thin shell over the library.
 
 pub mod atomic;
 pub mod check;
+pub mod children;
 pub mod cli;
 pub mod contracts;
 pub mod input;
@@ -30,6 +33,7 @@ pub mod name;
 pub mod outside;
 pub mod package;
 pub mod provenance;
+pub mod qwen;
 pub use ecp_runtime::profile;
 pub mod providers;
 pub mod release;

@@ -18,7 +18,6 @@ pub mod catalogue;
 pub mod embedded;
 pub mod lines;
 pub mod mutate;
-pub mod process;
 pub mod schema;
 pub mod suite;
 pub mod target;

@@ -21,11 +21,9 @@ use rmcp::{
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
 
-use super::{
-    process::{self, Group},
-    suite::{BODY_CANARY, QUERY_CANARY, TOKEN_CANARY},
-};
+use super::suite::{BODY_CANARY, QUERY_CANARY, TOKEN_CANARY};
 use crate::{
+    children::{self, Group},
     input::InputError,
     lint::{self, MANIFEST},
     outside::Tail,
@@ -632,7 +630,7 @@ impl Session {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        process::own_group(&mut command);
+        children::own_group(&mut command);
         if let Some(cwd) = &launch.cwd {
             command.current_dir(cwd);
         }

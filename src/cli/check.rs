@@ -41,6 +41,9 @@ fn prepare(
     path: Option<PathBuf>,
     args: &TargetArgs,
 ) -> Result<(CheckSettings, tokio::runtime::Runtime), String> {
+    // Ctrl-C stops the build of a source folder too (cargo runs in a group
+    // of its own, see `crate::children`).
+    crate::children::watch_interrupts();
     let settings = settings(path, args)?;
     let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -50,12 +53,12 @@ fn prepare(
 }
 
 /// Runs `work` (which starts targets) to its end or to Ctrl-C; either way
-/// nothing a target started is left running ([`check::process`]).
+/// nothing a target started is left running ([`crate::children`]).
 fn run_guarded<F: std::future::Future>(
     tokio: tokio::runtime::Runtime,
     work: F,
 ) -> Result<F::Output, Failure> {
-    check::process::adopt_orphans();
+    crate::children::adopt_orphans();
     let finished = tokio.block_on(async {
         tokio::select! {
             output = work => Some(output),
@@ -64,13 +67,15 @@ fn run_guarded<F: std::future::Future>(
     });
     // Dropping the runtime drops the sessions, which kill their groups.
     tokio.shutdown_background();
-    check::process::kill_adopted();
-    finished.ok_or_else(|| {
-        Failure::new(
-            Exit::Interrupted,
-            "interrupted: the target and every process it started were stopped",
-        )
-    })
+    crate::children::kill_adopted();
+    finished
+        .filter(|_| !crate::children::interrupted())
+        .ok_or_else(|| {
+            Failure::new(
+                Exit::Interrupted,
+                "interrupted: the target and every process it started were stopped",
+            )
+        })
 }
 
 fn could_not_run(message: &str) -> Failure {

@@ -9,6 +9,7 @@ mod package;
 mod paths;
 mod serve;
 mod stdout;
+mod try_it;
 mod upgrade;
 mod verify;
 
@@ -105,6 +106,11 @@ enum Command {
         after_help = "Examples:\n  ecp call . \"deployment policy\" --fixture example   # no service needed\n  ecp call . \"deployment policy\"                     # the endpoint in *_BASE_URL, *_TOKEN\n  ecp call --url https://context.acme.example/mcp --token-env TOKEN \"deployment policy\""
     )]
     Call(CallArgs),
+    /// Install the extension into Qwen Code on this machine (packaging it first if needed)
+    #[command(
+        after_help = "Examples:\n  ecp try                   # the extension in this folder: package if needed, install, connect\n  ecp try dist/linux.x64.acme-context.tar.gz\n  ecp try --print           # only print the qwen commands\n\nQwen cannot run a source folder as installed (a Rust one has no dist/main, a TypeScript one would copy node_modules): ecp try installs the release archive for this machine, as a user would get it. Exit status: 0 installed and connected (or printed), 1 installed but not connected, or the archive fails lint, 2 could not run."
+    )]
+    Try(TryArgs),
     /// Bring an extension's vendored runtime up to the one this ecp carries
     #[command(
         after_help = "Examples:\n  ecp upgrade              # the extension in this folder\n  ecp upgrade ./acme-context --force   # replace a runtime that was edited locally\n\nAn edited src/provider.rs, edited tests and the manifest are never touched (an unedited V1 binding copy from before runtime 0.3.0 becomes the small mapping). Exit status: 0 upgraded or current, 1 refused (local edits), 2 could not run."
@@ -382,6 +388,26 @@ pub struct UpgradeArgs {
     pub json: bool,
 }
 
+/// `ecp try`.
+#[derive(Debug, Args)]
+pub struct TryArgs {
+    /// The extension folder, a release archive, or a release folder
+    #[arg(default_value = ".")]
+    pub path: PathBuf,
+
+    /// Only print the `qwen` commands that install it
+    #[arg(long)]
+    pub print: bool,
+
+    /// Uninstall an extension of the same name that `ecp try` did not install
+    #[arg(long)]
+    pub replace: bool,
+
+    /// The Qwen Code program to run (default: `qwen` on PATH)
+    #[arg(long, value_name = "PROGRAM")]
+    pub qwen: Option<PathBuf>,
+}
+
 /// `ecp explain`.
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
@@ -603,6 +629,7 @@ fn run() -> ExitCode {
         Command::Explain(args) => explain::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Upgrade(args) => upgrade::run(args),
+        Command::Try(args) => try_it::run(args, cli.color),
         Command::Check(args) => check::run_check(args, cli.color),
         Command::Call(args) => check::run_call(args),
         Command::Completions(args) => {

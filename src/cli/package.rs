@@ -23,6 +23,8 @@ fn epoch(folder: &std::path::Path) -> Result<u64, String> {
 }
 
 pub fn run(args: PackageArgs, color: ColorChoice) -> Outcome {
+    // Ctrl-C stops cargo or npm and returns through the usual exit.
+    crate::children::watch_interrupts();
     let epoch = match epoch(&args.path) {
         Ok(epoch) => epoch,
         Err(message) => return Err(Failure::new(Exit::CouldNotRun, message)),
@@ -74,6 +76,7 @@ pub fn run(args: PackageArgs, color: ColorChoice) -> Outcome {
             // (lint errors, a failed build, a refused file) is a "no".
             let exit = match error {
                 PackageError::Lint(_) => Exit::CouldNotRun,
+                PackageError::Interrupted(_) => Exit::Interrupted,
                 _ => Exit::No,
             };
             let help = error.help();

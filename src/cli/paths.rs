@@ -27,6 +27,12 @@ pub(super) fn check(command: &Command) -> Result<(), Failure> {
             }
         }
         Command::Upgrade(args) => checks.push((&args.path, Takes::Folder, "upgrade")),
+        Command::Try(args) => {
+            checks.push((&args.path, Takes::FolderOrArchive, "try"));
+            if let Some(qwen) = &args.qwen {
+                checks.push((qwen, Takes::File, "try --qwen"));
+            }
+        }
         Command::New(args) => {
             if let Some(dir) = &args.dir {
                 checks.push((dir, Takes::NewFolder, "new --dir"));

@@ -22,6 +22,10 @@ fn label(status: Status, color: bool) -> String {
 pub fn run(args: VerifyArgs, color: ColorChoice) -> Outcome {
     crate::input::InputError::check_exists(&args.archive)
         .map_err(|e| Failure::new(Exit::CouldNotRun, &e).help(Some(e.help())))?;
+    if args.rebuild.is_some() {
+        // Ctrl-C stops the rebuild's cargo or npm; no verdict is given then.
+        crate::children::watch_interrupts();
+    }
     let options = VerifyOptions {
         archive: args.archive,
         key: args.key,
@@ -31,7 +35,14 @@ pub fn run(args: VerifyArgs, color: ColorChoice) -> Outcome {
     let mut log = |line: &str| {
         eprintln!("ecp verify: {}", crate::outside::line(line, 2000));
     };
-    let report = verify::verify(&options, &mut log).map_err(|error| {
+    let report = verify::verify(&options, &mut log);
+    if crate::children::interrupted() {
+        return Err(Failure::new(
+            Exit::Interrupted,
+            "interrupted: the rebuild and everything it started were stopped; no verdict",
+        ));
+    }
+    let report = report.map_err(|error| {
         let help = error.help();
         Failure::new(Exit::CouldNotRun, error).help(Some(help))
     })?;

@@ -167,6 +167,10 @@ pub struct Report {
     pub omitted: BTreeMap<Rule, usize>,
     pub sources: Vec<Source>,
     pub archives: Vec<ArchiveSummary>,
+    /// What the reader should know that is not a finding (it never changes
+    /// the verdict): for example that Qwen cannot run a source folder as it
+    /// would install it.
+    pub notes: Vec<String>,
     kept: HashMap<Rule, usize>,
 }
 
@@ -227,7 +231,7 @@ impl Report {
         }
     }
 
-    fn sort(&mut self) {
+    pub(crate) fn sort(&mut self) {
         self.resolve_positions();
         self.findings.sort_by(|a, b| {
             let at = |f: &Finding| f.position.map(|p| (p.line, p.column));
@@ -402,7 +406,34 @@ fn lint_folder(folder: &Path, report: &mut Report) -> Result<manifest::ManifestF
     let shown = display(&manifest_path);
     let facts = lint_manifest_text(&shown, &text, report)?;
     folder_rules(folder, &shown, &facts, report)?;
+    if let Some(note) = installed_as_is(folder, &facts) {
+        report.notes.push(note);
+    }
     Ok(facts)
+}
+
+/// Why `qwen extensions install FOLDER` would not give a working extension
+/// although the folder lints clean: a Rust source folder has no `dist/main`
+/// (`ecp package` builds it into the archive), and a Node project would be
+/// copied with its `node_modules`. `None` for a folder Qwen can run as is.
+fn installed_as_is(folder: &Path, facts: &manifest::ManifestFacts) -> Option<String> {
+    let entry = facts.entry_point.as_ref()?;
+    let fix = "`ecp try` packages it and installs the archive for this machine into Qwen Code";
+    match entry.kind {
+        manifest::EntryKind::Native
+            if !folder.join(&entry.path).is_file() && folder.join("Cargo.toml").is_file() =>
+        {
+            Some(format!(
+                "Qwen cannot run this folder as installed: `{}` is built into the release archive by `ecp package`, not kept here; {fix}",
+                entry.path
+            ))
+        }
+        manifest::EntryKind::Script if folder.join("node_modules").is_dir() => Some(format!(
+            "installing this folder would copy its node_modules into Qwen (the extension needs only `{}`); {fix}",
+            entry.path
+        )),
+        _ => None,
+    }
 }
 
 /// Rules that need the folder around the manifest: context files and the

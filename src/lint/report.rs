@@ -311,6 +311,14 @@ pub fn human(report: &Report, color: bool) -> String {
             human_size(archive.compressed_bytes)
         );
     }
+    for note in &report.notes {
+        let _ = writeln!(
+            out,
+            "{}: {}",
+            paint(color, BOLD, "note"),
+            escape_controls(note, 1000)
+        );
+    }
     let errors = report.count(Severity::Error);
     let warnings = report.count(Severity::Warning);
     let files = report.sources.len().max(report.archives.len());
@@ -363,6 +371,7 @@ pub fn json(report: &Report) -> String {
         },
         "omitted": report.omitted.iter().map(|(rule, n)| (rule.id().to_owned(), Value::from(*n))).collect::<serde_json::Map<_, _>>(),
         "maxFindingsPerRule": super::MAX_FINDINGS_PER_RULE,
+        "notes": report.notes,
         "archives": report.archives.iter().map(|a| json!({
             "file": a.file,
             "entries": a.entries,
@@ -474,6 +483,7 @@ pub fn sarif(report: &Report) -> String {
                 },
                 "omitted": report.omitted.iter().map(|(rule, n)| (rule.id().to_owned(), Value::from(*n))).collect::<serde_json::Map<_, _>>(),
                 "maxFindingsPerRule": super::MAX_FINDINGS_PER_RULE,
+        "notes": report.notes,
             },
         }],
     });

@@ -22,6 +22,16 @@ use std::{
 use cargo_metadata::{Message, MetadataCommand, TargetKind};
 
 use super::PackageError;
+use crate::children;
+
+/// [`PackageError::Interrupted`] when a Ctrl-C stopped `what` (see
+/// [`children::watch_interrupts`]).
+pub(super) fn interrupted(what: &str) -> Result<(), PackageError> {
+    if children::interrupted() {
+        return Err(PackageError::Interrupted(what.to_owned()));
+    }
+    Ok(())
+}
 
 /// The bin target to build for the crate at `folder` (the only one, or the
 /// one named after the extension) and cargo's target folder.
@@ -96,12 +106,15 @@ pub fn build(
 ) -> Result<PathBuf, PackageError> {
     if !folder.join("Cargo.lock").is_file() {
         // A reproducible build needs a lock file; a new extension has none yet.
-        let status = Command::new(cargo())
-            .arg("generate-lockfile")
-            .current_dir(folder)
-            .stdout(Stdio::null())
-            .status()
-            .map_err(|e| PackageError::Build(format!("cannot run cargo: {e}")))?;
+        let status = children::spawn(
+            Command::new(cargo())
+                .arg("generate-lockfile")
+                .current_dir(folder)
+                .stdout(Stdio::null()),
+        )
+        .and_then(|mut child| child.wait())
+        .map_err(|e| PackageError::Build(format!("cannot run cargo: {e}")))?;
+        interrupted("cargo generate-lockfile")?;
         if !status.success() {
             return Err(PackageError::Build(
                 "cargo generate-lockfile failed; create Cargo.lock and commit it".into(),
@@ -132,11 +145,10 @@ pub fn build(
     if !progress {
         command.arg("--quiet");
     }
-    let mut child = command
-        .spawn()
+    let mut child = children::spawn(&mut command)
         .map_err(|e| PackageError::Build(format!("cannot run cargo: {e}")))?;
     let mut executable = None;
-    if let Some(stdout) = child.stdout.take() {
+    if let Some(stdout) = child.stdout() {
         for message in Message::parse_stream(BufReader::new(stdout)).flatten() {
             if let Message::CompilerArtifact(artifact) = message
                 && artifact.target.name == bin
@@ -149,6 +161,7 @@ pub fn build(
     let status = child
         .wait()
         .map_err(|e| PackageError::Build(format!("cargo build: {e}")))?;
+    interrupted("cargo build")?;
     if !status.success() {
         return Err(PackageError::Build(format!(
             "cargo build --release --locked --bin {bin} failed (its errors are above)"
@@ -199,11 +212,9 @@ pub fn build_for_check(folder: &Path, bin: &str, progress: bool) -> Result<PathB
     if !progress {
         command.arg("--quiet");
     }
-    let mut child = command
-        .spawn()
-        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    let mut child = children::spawn(&mut command).map_err(|e| format!("cannot run cargo: {e}"))?;
     let (mut executable, mut errors, mut warnings) = (None, String::new(), 0usize);
-    if let Some(stdout) = child.stdout.take() {
+    if let Some(stdout) = child.stdout() {
         for message in Message::parse_stream(BufReader::new(stdout)).flatten() {
             match message {
                 Message::CompilerArtifact(artifact) if artifact.target.name == bin => {
@@ -228,6 +239,9 @@ pub fn build_for_check(folder: &Path, bin: &str, progress: bool) -> Result<PathB
         }
     }
     let status = child.wait().map_err(|e| format!("{shown}: {e}"))?;
+    if children::interrupted() {
+        return Err(format!("interrupted: {shown} was stopped"));
+    }
     if warnings > 0 {
         eprintln!("note: the build gave {warnings} compiler warning(s); `{shown}` shows them");
     }
@@ -324,23 +338,26 @@ fn npm(folder: &Path, args: &[&str], progress: bool) -> Result<(), PackageError>
     let mut command = Command::new(if cfg!(windows) { "npm.cmd" } else { "npm" });
     command.args(args).current_dir(folder).stdin(Stdio::null());
     let output = if progress {
-        command
-            .stdout(Stdio::inherit())
-            .stderr(Stdio::inherit())
-            .status()
+        command.stdout(Stdio::inherit()).stderr(Stdio::inherit());
+        children::spawn(&mut command)
+            .and_then(|mut child| child.wait())
             .map(|status| (status, Vec::new()))
     } else {
-        command.output().map(|o| {
-            let mut text = o.stdout;
-            text.extend_from_slice(&o.stderr);
-            (o.status, text)
-        })
+        command.stdout(Stdio::piped()).stderr(Stdio::piped());
+        children::spawn(&mut command)
+            .and_then(children::Child::wait_with_output)
+            .map(|o| {
+                let mut text = o.stdout;
+                text.extend_from_slice(&o.stderr);
+                (o.status, text)
+            })
     };
     let (status, text) = output.map_err(|e| {
         PackageError::Build(format!(
             "cannot run {shown}: {e} (is Node.js with npm installed?)"
         ))
     })?;
+    interrupted(&shown)?;
     if status.success() {
         return Ok(());
     }

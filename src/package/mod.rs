@@ -108,6 +108,10 @@ pub enum PackageError {
     },
     #[error("the archive {} failed its own lint: {message}", path.display())]
     ArchiveLint { path: PathBuf, message: String },
+    /// A Ctrl-C stopped the run (the tool it named was running, or it came
+    /// between steps); nothing was published.
+    #[error("interrupted: {0} and everything it started were stopped; nothing was published")]
+    Interrupted(String),
 }
 
 impl From<crate::atomic::WriteError> for PackageError {
@@ -126,6 +130,9 @@ impl PackageError {
             PackageError::Lint(error) => error.help(),
             PackageError::LintFindings { .. } => {
                 Some("`ecp explain RULE` says more about each rule".into())
+            }
+            PackageError::Interrupted(_) => {
+                Some("run the same command again: it starts from the beginning".into())
             }
             _ => None,
         }
@@ -368,6 +375,7 @@ fn run(
         report.count(Severity::Warning)
     ));
 
+    build::interrupted("ecp lint")?;
     // 2. The entry point: built, given, or none for a manifest-only extension.
     let mut stage = stage::Stage::new(folder)?;
     stage.add(MANIFEST, true)?;
@@ -477,6 +485,8 @@ fn run(
         }
     }
 
+    // A Ctrl-C while the archives were written: they stay temporary.
+    build::interrupted("writing the archives")?;
     // 4. Everything is good: rename into place, then merge the sums (the
     // other targets' archives packaged into this folder keep their lines).
     let mut archives = Vec::new();

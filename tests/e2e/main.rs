@@ -885,3 +885,109 @@ async fn qwen_runs_the_typescript_template_with_node_and_the_envelope_reaches_th
     assert_eq!(seen.len(), 1, "one call, one upstream request");
     assert_eq!(seen[0].header("authorization"), Some("Bearer e2e-token"));
 }
+
+/// `ecp try` with the real Qwen Code on `PATH` (a `qwen` shim that runs its
+/// `cli-entry.js`, as npm's global install does) and `HOME` of its own.
+fn ecp_try(qwen: &Qwen, args: &[&str], env: &[(&str, &str)]) -> Output {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = qwen.home.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let shim = bin.join("qwen");
+    std::fs::write(
+        &shim,
+        format!("#!/bin/sh\nexec node '{}' \"$@\"\n", qwen_entry().display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    Command::new(env!("CARGO_BIN_EXE_ecp"))
+        .arg("try")
+        .args(args)
+        .env("PATH", path)
+        .env("HOME", qwen.home.path())
+        .env("CARGO_TARGET_DIR", root().join("target/generated"))
+        .env("CARGO_NET_OFFLINE", "true")
+        .env_remove("ACME_CONTEXT_BASE_URL")
+        .env_remove("ACME_CONTEXT_TOKEN")
+        .envs(env.iter().copied())
+        .current_dir(qwen.home.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// The source Qwen recorded for the installed `acme-context`.
+fn installed_source(qwen: &Qwen) -> String {
+    let record = qwen
+        .home
+        .path()
+        .join(".qwen/extensions/acme-context/.qwen-extension-install.json");
+    let record: Value = serde_json::from_slice(&std::fs::read(record).unwrap()).unwrap();
+    record["source"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ecp_try_installs_the_archive_into_qwen_and_says_whether_it_connects() {
+    let (dir, archive) = packaged();
+    let dir = dir.to_str().unwrap();
+    let qwen = Qwen::new();
+
+    // Without the endpoint Qwen cannot connect; ecp try says which
+    // variables to set.
+    let output = tokio::task::block_in_place(|| ecp_try(&qwen, &[dir], &[]));
+    assert_eq!(output.status.code(), Some(1), "{}", show(&output));
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(said.contains("is current"), "{said}");
+    assert!(
+        said.contains("set ACME_CONTEXT_BASE_URL and ACME_CONTEXT_TOKEN"),
+        "{said}"
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("Disconnected"),
+        "{}",
+        show(&output)
+    );
+    assert_eq!(installed_source(&qwen), archive.display().to_string());
+
+    // With it, the same command replaces its own install and connects.
+    let upstream = Upstream::start(|_| Reply::json(UPSTREAM_ITEMS)).await;
+    let env = [
+        ("ACME_CONTEXT_BASE_URL", upstream.base_url.as_str()),
+        ("ACME_CONTEXT_TOKEN", "e2e-token"),
+    ];
+    let output = tokio::task::block_in_place(|| ecp_try(&qwen, &[dir], &env));
+    assert_eq!(output.status.code(), Some(0), "{}", show(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("qwen extensions uninstall acme-context"),
+        "{}",
+        show(&output)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("✓ acme-context") && stdout.contains("Connected"),
+        "{stdout}"
+    );
+
+    // What someone else installed under the name is left alone without
+    // --replace.
+    let elsewhere = qwen.home.path().join("elsewhere.tar.gz");
+    std::fs::copy(archive, &elsewhere).unwrap();
+    let uninstall = qwen.run(&["extensions", "uninstall", "acme-context"], &[]);
+    assert!(uninstall.status.success(), "{}", show(&uninstall));
+    qwen.install(&elsewhere);
+    let output = tokio::task::block_in_place(|| ecp_try(&qwen, &[dir], &env));
+    assert_eq!(output.status.code(), Some(2), "{}", show(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("--replace"),
+        "{}",
+        show(&output)
+    );
+    assert_eq!(installed_source(&qwen), elsewhere.display().to_string());
+    let output = tokio::task::block_in_place(|| ecp_try(&qwen, &[dir, "--replace"], &env));
+    assert_eq!(output.status.code(), Some(0), "{}", show(&output));
+    assert_eq!(installed_source(&qwen), archive.display().to_string());
+}

@@ -597,3 +597,135 @@ fn a_failed_npm_build_leaves_no_archive_that_looks_current() {
         );
     }
 }
+
+/// Every process below `root` that `/proc` shows, with its command line.
+fn descendants(root: u32) -> Vec<(u32, String)> {
+    let all: Vec<(u32, u32, String)> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            let ppid = stat[stat.rfind(')')? + 1..]
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            Some((pid, ppid, cmdline))
+        })
+        .collect();
+    let mut found = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(parent) = frontier.pop() {
+        for (pid, ppid, cmdline) in &all {
+            if *ppid == parent && !found.iter().any(|(p, _)| p == pid) {
+                found.push((*pid, cmdline.clone()));
+                frontier.push(*pid);
+            }
+        }
+    }
+    found
+}
+
+/// Whether `pid` is a live process (not gone, not a zombie).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let state = stat[stat.rfind(')')? + 1..].split_whitespace().next()?;
+            Some(state != "Z")
+        })
+        .unwrap_or(false)
+}
+
+/// `ecp package` in `dir`, started the way a shell starts a foreground job
+/// (a process group of its own); once a process below it whose command
+/// line holds `marker` runs, the whole group gets SIGINT, as a terminal's
+/// Ctrl-C sends it. Returns ecp's output and what was running below it.
+fn package_interrupted_at(dir: &Path, marker: &str) -> (Output, Vec<(u32, String)>) {
+    use std::os::unix::process::CommandExt;
+    let child = Command::new(env!("CARGO_BIN_EXE_ecp"))
+        .arg("package")
+        .current_dir(dir)
+        .env("npm_config_cache", npm_cache())
+        .env_remove("SOURCE_DATE_EPOCH")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let started = std::time::Instant::now();
+    let below = loop {
+        let below = descendants(pid);
+        if below.iter().any(|(_, cmdline)| cmdline.contains(marker)) {
+            break below;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(300),
+            "nothing ran {marker:?} below ecp package: {below:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    (child.wait_with_output().unwrap(), below)
+}
+
+#[test]
+fn ctrl_c_during_package_stops_npm_and_a_rerun_succeeds() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("acme-context");
+    generate(&dir);
+    // A build script that takes a while (and starts a grandchild), so that
+    // the Ctrl-C surely lands inside `npm run build`.
+    let manifest = dir.join("package.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(
+        &manifest,
+        text.replace("\"build\": \"esbuild", "\"build\": \"sleep 120 && esbuild"),
+    )
+    .unwrap();
+    let lock = std::fs::read(dir.join("package-lock.json")).unwrap();
+    std::fs::remove_file(dir.join("package-lock.json")).unwrap();
+    for marker in ["--package-lock-only", "npm ci", "sleep 120"] {
+        let (output, below) = package_interrupted_at(&dir, marker);
+        assert_eq!(
+            output.status.code(),
+            Some(130),
+            "{marker}: {}",
+            show(&output)
+        );
+        let said = String::from_utf8_lossy(&output.stderr);
+        assert!(said.contains("interrupted:"), "{marker}: {said}");
+        assert!(
+            said.contains("run the same command again"),
+            "{marker}: {said}"
+        );
+        // Nothing ecp started outlives it: npm, node, sh and sleep alike.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let left: Vec<&(u32, String)> = below.iter().filter(|(pid, _)| alive(*pid)).collect();
+        assert!(left.is_empty(), "{marker}: still running {left:?}");
+        let release: Vec<_> = std::fs::read_dir(dir.join("release"))
+            .map(|entries| entries.flatten().map(|e| e.file_name()).collect())
+            .unwrap_or_default();
+        assert!(release.is_empty(), "{marker}: written {release:?}");
+        if marker == "--package-lock-only" {
+            // The next points need npm ci to be reached quickly: the
+            // project's own lockfile back.
+            std::fs::write(dir.join("package-lock.json"), &lock).unwrap();
+        }
+    }
+    std::fs::write(&manifest, &text).unwrap();
+    let output = ecp_npm(&dir, &["package"]);
+    assert!(output.status.success(), "{}", show(&output));
+    let archive = dir.join("release/linux.acme-context.tar.gz");
+    let output = ecp(&["lint", archive.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", show(&output));
+}

@@ -34,5 +34,6 @@ mod serve_remote;
 mod serve_stdio;
 #[path = "../support/services.rs"]
 mod services;
+mod try_it;
 mod upgrade;
 mod workflows;

@@ -1,0 +1,311 @@
+//! `ecp try`: the extension in Qwen Code in one step. A source folder is
+//! packaged when its archive for this machine is missing or older than
+//! the sources; the archive (or one given, or the one Qwen's installer
+//! would pick from a release folder) is linted, installed with `qwen
+//! extensions install ARCHIVE --consent` (after uninstalling what an
+//! earlier `ecp try` installed under the name), and `qwen mcp list` says
+//! whether Qwen connects to it. Without Qwen on `PATH`, or with `--print`,
+//! it prints the exact commands instead.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output, Stdio},
+};
+
+use super::{ColorChoice, Exit, Failure, Outcome, PackageArgs, TryArgs};
+use crate::{
+    lint::{self, MANIFEST, Severity, manifest::ManifestFacts},
+    package::{self, build},
+    qwen, release,
+};
+
+pub fn run(args: TryArgs, color: ColorChoice) -> Outcome {
+    let archive = archive_for(&args.path, color)?;
+    let archive = std::path::absolute(&archive).unwrap_or(archive);
+    let facts = lint_archive(&archive, color)?;
+    let name = facts.name.clone().unwrap_or_default();
+    let install = format!(
+        "qwen extensions install {} --consent",
+        qwen::shell_word(&archive)
+    );
+    let program = qwen::program(args.qwen.as_deref());
+    let Some(program) = program.filter(|_| !args.print) else {
+        if !args.print {
+            eprintln!(
+                "ecp try: Qwen Code is not on PATH (npm install -g @qwen-code/qwen-code; it needs Node.js 22 or newer); run these once it is:"
+            );
+        }
+        println!("{install}\nqwen mcp list");
+        return Ok(Exit::Success);
+    };
+    if let Some(installed) = qwen::installed(&name) {
+        replace(&program, &name, &installed, &archive, args.replace)?;
+    }
+    eprintln!("ecp try: {install}");
+    run_qwen(&program, &["extensions", "install"], Some(&archive))?;
+    let listed = run_qwen(&program, &["mcp", "list"], None)?;
+    connected(&listed, &name, facts.server.as_ref())
+}
+
+/// The archive to install: the one given, the one Qwen's installer takes
+/// from a release folder, or a source folder's own (packaged first when it
+/// is missing or older than the sources).
+fn archive_for(path: &Path, color: ColorChoice) -> Result<PathBuf, Failure> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if release::is_archive(name) {
+        return Ok(path.to_owned());
+    }
+    if !path.join(MANIFEST).exists() && lint::release::is_release_folder(path) {
+        return release_asset(path);
+    }
+    let (_, facts) = lint::lint_path_with_facts(path)
+        .map_err(|e| Failure::new(Exit::CouldNotRun, &e).help(e.help()))?;
+    let facts = facts.unwrap_or_default();
+    let archive = host_archive(path, &facts)?;
+    match stale(path, &archive) {
+        None => {
+            eprintln!("ecp try: {} is current", archive.display());
+            return Ok(archive);
+        }
+        Some(why) => eprintln!("ecp try: packaging first ({why})"),
+    }
+    let packaged = super::package::run(
+        PackageArgs {
+            path: path.to_owned(),
+            formats: Vec::new(),
+            out_dir: None,
+            binary: None,
+            skip_build: false,
+            ignore_scripts: false,
+            target: None,
+            json: false,
+            sign_key: None,
+        },
+        color,
+    )?;
+    if packaged != Exit::Success {
+        return Err(Failure::new(
+            packaged,
+            "ecp package did not package the extension",
+        ));
+    }
+    Ok(archive)
+}
+
+/// The asset Qwen's installer picks on this machine from a release folder.
+fn release_asset(folder: &Path) -> Result<PathBuf, Failure> {
+    let names: Vec<String> = std::fs::read_dir(folder)
+        .map_err(|e| could_not_run(format!("{}: {e}", folder.display())))?
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str().map(str::to_owned))
+        .collect();
+    let assets: Vec<&str> = names.iter().map(String::as_str).collect();
+    let (os, arch) =
+        package::platform_of(&package::host_triple()).map_err(|e| could_not_run(e.to_string()))?;
+    match release::resolve(&assets, os, arch) {
+        release::Resolution::Assets(found) => Ok(folder.join(found[0])),
+        release::Resolution::Clone => Err(could_not_run(format!(
+            "{} holds no archive Qwen would install on {os}.{arch}",
+            folder.display()
+        ))),
+    }
+}
+
+/// Where `ecp package` writes the archive of the extension in `folder` for
+/// this machine.
+fn host_archive(folder: &Path, facts: &ManifestFacts) -> Result<PathBuf, Failure> {
+    let name = facts
+        .name
+        .as_deref()
+        .ok_or_else(|| could_not_run(format!("{} has no name", folder.join(MANIFEST).display())))?;
+    let (os, arch) =
+        package::platform_of(&package::host_triple()).map_err(|e| could_not_run(e.to_string()))?;
+    let native = facts
+        .entry_point
+        .as_ref()
+        .is_some_and(|e| e.kind == lint::manifest::EntryKind::Native);
+    let out = if build::is_node_project(folder) {
+        "release"
+    } else {
+        "dist"
+    };
+    let stem = if native {
+        format!("{os}.{arch}.{name}")
+    } else {
+        format!("{os}.{name}")
+    };
+    Ok(folder.join(out).join(format!("{stem}.tar.gz")))
+}
+
+/// Why the archive must be made again: missing, or a source file newer
+/// than it (build output, dependencies and git's folder are not sources).
+/// `None` when it is current. At most 20,000 entries are looked at; past
+/// that the archive is made again.
+fn stale(folder: &Path, archive: &Path) -> Option<String> {
+    let Ok(made) = std::fs::metadata(archive).and_then(|m| m.modified()) else {
+        return Some(format!("{} does not exist yet", archive.display()));
+    };
+    let skipped = ["dist", "release", "target", "node_modules", ".git", "build"];
+    let mut stack = vec![folder.to_owned()];
+    let mut seen = 0usize;
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            seen += 1;
+            if seen > 20_000 {
+                return Some("the folder is too large to compare".into());
+            }
+            let name = entry.file_name();
+            if dir == folder && skipped.iter().any(|s| name == *s) {
+                continue;
+            }
+            let Ok(metadata) = std::fs::symlink_metadata(entry.path()) else {
+                continue;
+            };
+            if metadata.is_dir() {
+                stack.push(entry.path());
+            } else if metadata.modified().is_ok_and(|m| m > made) {
+                let path = entry.path();
+                let shown = path.strip_prefix(folder).unwrap_or(&path);
+                return Some(format!("{} changed since", shown.display()));
+            }
+        }
+    }
+    None
+}
+
+/// Lints the archive as `ecp lint` would; errors stop the run.
+fn lint_archive(archive: &Path, color: ColorChoice) -> Result<ManifestFacts, Failure> {
+    let mut report = lint::Report::default();
+    let found = lint::archive::lint_archive(archive, &mut report)
+        .map_err(|e| Failure::new(Exit::CouldNotRun, &e).help(e.help()))?;
+    report.sort();
+    if report.count(Severity::Error) > 0 {
+        eprint!("{}", lint::report::human(&report, color.for_stderr()));
+        return Err(Failure::new(
+            Exit::No,
+            format!(
+                "{} does not pass ecp lint; Qwen would install it as it is",
+                archive.display()
+            ),
+        ));
+    }
+    found
+        .map(|found| found.manifest)
+        .ok_or_else(|| could_not_run(format!("{} holds no manifest", archive.display())))
+}
+
+/// Uninstalls what an earlier `ecp try` installed under `name` (its source
+/// is this archive), or anything with `--replace`; refuses otherwise.
+fn replace(
+    program: &Path,
+    name: &str,
+    installed: &qwen::Installed,
+    archive: &Path,
+    forced: bool,
+) -> Result<(), Failure> {
+    let ours = installed.source.as_deref() == Some(&*archive.to_string_lossy());
+    if !ours && !forced {
+        let from = installed.source.as_deref().unwrap_or("an unknown source");
+        return Err(could_not_run(format!(
+            "Qwen Code already has {name} installed, from {}",
+            crate::outside::line(from, 300)
+        ))
+        .help(Some(format!(
+            "pass --replace to uninstall it first, or run `qwen extensions uninstall {name}` yourself"
+        ))));
+    }
+    eprintln!(
+        "ecp try: qwen extensions uninstall {name} (installed from {})",
+        if ours {
+            "this archive"
+        } else {
+            "elsewhere; --replace"
+        }
+    );
+    run_qwen(program, &["extensions", "uninstall", name], None).map(drop)
+}
+
+/// Runs `qwen ARGS [ARCHIVE]` with no stdin; its output when it succeeds,
+/// could-not-run with its last lines when it fails.
+fn run_qwen(program: &Path, args: &[&str], archive: Option<&Path>) -> Result<String, Failure> {
+    let mut command = Command::new(program);
+    command.args(args);
+    if let Some(archive) = archive {
+        command.arg(archive).arg("--consent");
+    }
+    let shown = format!("qwen {}", args.join(" "));
+    let output: Output = command
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| could_not_run(format!("cannot run {}: {e}", program.display())))?;
+    let text = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    if output.status.success() {
+        return Ok(text);
+    }
+    Err(could_not_run(format!(
+        "{shown} failed ({}):\n{}",
+        output.status,
+        crate::outside::block(&text, 20, 300)
+    )))
+}
+
+/// The verdict from `qwen mcp list`: connected is success; disconnected
+/// names the manifest's variables that are not set here.
+fn connected(listed: &str, name: &str, server: Option<&lint::manifest::ServerFacts>) -> Outcome {
+    match qwen::server_state(listed, name) {
+        Some((true, line)) => {
+            println!("{}", crate::outside::line(line, 500));
+            println!("Installed in Qwen Code and connected: ask it something that needs {name}.");
+            Ok(Exit::Success)
+        }
+        Some((false, line)) => {
+            println!("{}", crate::outside::line(line, 500));
+            let unset = unset_variables(server);
+            let help = if unset.is_empty() {
+                "`ecp call . \"a query\"` shows what the server says when it starts".to_owned()
+            } else {
+                format!(
+                    "set {} in the environment Qwen Code starts from",
+                    unset.join(" and ")
+                )
+            };
+            Err(Failure::new(
+                Exit::No,
+                format!("{name} is installed, but Qwen Code cannot connect to it"),
+            )
+            .help(Some(help)))
+        }
+        None => Err(could_not_run(format!(
+            "qwen mcp list does not list {name}:\n{}",
+            crate::outside::block(listed, 20, 300)
+        ))),
+    }
+}
+
+/// The `${VAR}` names in the server's `env` that are unset here.
+fn unset_variables(server: Option<&lint::manifest::ServerFacts>) -> Vec<String> {
+    let mut names = Vec::new();
+    for (_, value) in server.map(|s| s.env.as_slice()).unwrap_or_default() {
+        let mut rest = value.as_str();
+        while let Some(start) = rest.find("${") {
+            let after = &rest[start + 2..];
+            let Some(end) = after.find('}') else { break };
+            let variable = &after[..end];
+            if !variable.is_empty()
+                && variable != "/"
+                && variable != "extensionPath"
+                && std::env::var_os(variable).is_none()
+                && !names.iter().any(|n| n == variable)
+            {
+                names.push(variable.to_owned());
+            }
+            rest = &after[end + 1..];
+        }
+    }
+    names
+}
+
+fn could_not_run(message: impl std::fmt::Display) -> Failure {
+    Failure::new(Exit::CouldNotRun, message)
+}

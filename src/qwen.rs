@@ -1,0 +1,111 @@
+//! Qwen Code on this machine, as `ecp try` drives it: the `qwen` program,
+//! the folder its user-scope installs go to, and what an installed
+//! extension records about where it came from.
+//!
+//! Measured in Qwen Code 0.24.4 (see `docs/commands.md`): an install goes to
+//! `$HOME/.qwen/extensions/NAME/` (named after the manifest's `name`) with
+//! a `.qwen-extension-install.json` holding `{"source", "type"}`; installing
+//! a name that is installed fails, so a reinstall uninstalls first;
+//! `qwen extensions install SOURCE --consent` asks nothing; `qwen mcp list`
+//! prints `✓ NAME: ... - Connected` or `✗ NAME: ... - Disconnected` and
+//! exits 0 either way.
+
+use std::path::{Path, PathBuf};
+
+/// The file Qwen writes into an installed extension's folder.
+pub const INSTALL_METADATA: &str = ".qwen-extension-install.json";
+
+/// The program to run: `explicit` when given, else `qwen` on `PATH`.
+pub fn program(explicit: Option<&Path>) -> Option<PathBuf> {
+    if let Some(explicit) = explicit {
+        return Some(explicit.to_owned());
+    }
+    let name = if cfg!(windows) { "qwen.cmd" } else { "qwen" };
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|folder| folder.join(name))
+        .find(|candidate| candidate.is_file())
+}
+
+/// Where Qwen installs user-scope extensions (`$HOME/.qwen/extensions`).
+pub fn extensions_dir() -> Option<PathBuf> {
+    let home = std::env::var_os(if cfg!(windows) { "USERPROFILE" } else { "HOME" })?;
+    Some(PathBuf::from(home).join(".qwen").join("extensions"))
+}
+
+/// An extension Qwen has installed under a name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Installed {
+    pub folder: PathBuf,
+    /// The source it was installed from, as Qwen recorded it.
+    pub source: Option<String>,
+}
+
+/// The extension installed as `name`, if any. The install record is read
+/// bounded (64 KiB) and only as far as its `source` string.
+pub fn installed(name: &str) -> Option<Installed> {
+    let folder = extensions_dir()?.join(name);
+    std::fs::symlink_metadata(&folder).ok()?;
+    let source = crate::lint::files::read_text(&folder.join(INSTALL_METADATA), None, 64 * 1024)
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .and_then(|record| record.get("source")?.as_str().map(str::to_owned));
+    Some(Installed { folder, source })
+}
+
+/// What `qwen mcp list` says of the server `name`: `Some(true)` connected,
+/// `Some(false)` disconnected, `None` not listed; with the line itself.
+pub fn server_state<'a>(listed: &'a str, name: &str) -> Option<(bool, &'a str)> {
+    listed.lines().find_map(|line| {
+        let line = line.trim();
+        let rest = line
+            .strip_prefix('✓')
+            .or_else(|| line.strip_prefix('✗'))?
+            .trim_start();
+        let server = rest.split(':').next()?;
+        (server == name).then(|| {
+            (
+                line.ends_with("Connected") && !line.ends_with("Disconnected"),
+                line,
+            )
+        })
+    })
+}
+
+/// `path` as one shell word (POSIX quoting when it needs any).
+pub fn shell_word(path: &Path) -> String {
+    let text = path.display().to_string();
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+,:@%=".contains(c);
+    if !text.is_empty() && text.chars().all(plain) {
+        text
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_mcp_list_lines_as_qwen_prints_them() {
+        let listed = "Configured MCP servers:\n\n✓ acme-context: /x/dist/main  (stdio) - Connected\n✗ acme-context-ts: node /y/dist/main.js (stdio) - Disconnected\n";
+        assert_eq!(
+            server_state(listed, "acme-context").map(|s| s.0),
+            Some(true)
+        );
+        assert_eq!(
+            server_state(listed, "acme-context-ts").map(|s| s.0),
+            Some(false)
+        );
+        assert_eq!(server_state(listed, "acme"), None);
+    }
+
+    #[test]
+    fn quotes_what_a_shell_would_split() {
+        assert_eq!(
+            shell_word(Path::new("/a/dist/x.tar.gz")),
+            "/a/dist/x.tar.gz"
+        );
+        assert_eq!(shell_word(Path::new("/a b/it's")), "'/a b/it'\\''s'");
+    }
+}
