@@ -54,8 +54,11 @@ pub fn installed(name: &str) -> Option<Installed> {
 
 /// What `qwen mcp list` says of the server `name`: `Some(true)` connected,
 /// `Some(false)` disconnected, `None` not listed; with the line itself.
-pub fn server_state<'a>(listed: &'a str, name: &str) -> Option<(bool, &'a str)> {
+/// Qwen colours the mark (`ESC[31m✗ESC[0m`) even when its output is not a
+/// terminal; the line comes back without colour.
+pub fn server_state(listed: &str, name: &str) -> Option<(bool, String)> {
     listed.lines().find_map(|line| {
+        let line = without_colour(line);
         let line = line.trim();
         let rest = line
             .strip_prefix('✓')
@@ -65,10 +68,28 @@ pub fn server_state<'a>(listed: &'a str, name: &str) -> Option<(bool, &'a str)> 
         (server == name).then(|| {
             (
                 line.ends_with("Connected") && !line.ends_with("Disconnected"),
-                line,
+                line.to_owned(),
             )
         })
     })
+}
+
+/// `line` without ANSI escape sequences (`ESC [ ... letter`).
+fn without_colour(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' && chars.clone().next() == Some('[') {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// `path` as one shell word (POSIX quoting when it needs any).
@@ -98,6 +119,15 @@ mod tests {
             Some(false)
         );
         assert_eq!(server_state(listed, "acme"), None);
+        // As Qwen Code 0.24.4 prints it into a pipe.
+        let coloured = "\x1b[31m✗\x1b[0m acme-context: /x/dist/main  (stdio) - Disconnected\n";
+        assert_eq!(
+            server_state(coloured, "acme-context"),
+            Some((
+                false,
+                "✗ acme-context: /x/dist/main  (stdio) - Disconnected".to_owned()
+            ))
+        );
     }
 
     #[test]

@@ -255,12 +255,12 @@ fn run_qwen(program: &Path, args: &[&str], archive: Option<&Path>) -> Result<Str
 fn connected(listed: &str, name: &str, server: Option<&lint::manifest::ServerFacts>) -> Outcome {
     match qwen::server_state(listed, name) {
         Some((true, line)) => {
-            println!("{}", crate::outside::line(line, 500));
+            println!("{}", crate::outside::line(&line, 500));
             println!("Installed in Qwen Code and connected: ask it something that needs {name}.");
             Ok(Exit::Success)
         }
         Some((false, line)) => {
-            println!("{}", crate::outside::line(line, 500));
+            println!("{}", crate::outside::line(&line, 500));
             let unset = unset_variables(server);
             let help = if unset.is_empty() {
                 "`ecp call . \"a query\"` shows what the server says when it starts".to_owned()
