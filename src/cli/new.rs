@@ -124,6 +124,10 @@ fn next_steps(settings: &NewSettings) -> Vec<(String, &'static str)> {
                 "ecp call . \"deployment policy\" --fixture example".into(),
                 "one call, no service needed",
             ),
+            (
+                "ecp try".into(),
+                "into Qwen Code: installs this machine's archive",
+            ),
         ],
         Template::LocalTs => vec![
             (
@@ -148,22 +152,43 @@ fn next_steps(settings: &NewSettings) -> Vec<(String, &'static str)> {
                 "ecp call . \"deployment policy\" --fixture example".into(),
                 "one call, no service needed",
             ),
-        ],
-        Template::Remote => vec![
-            ("ecp lint .".into(), "the pre-publish gate"),
             (
-                "ecp package".into(),
-                "dist/{linux,darwin,win32}.<name>.tar.gz and SHA256SUMS",
-            ),
-            (
-                format!(
-                    "ecp check --url {} --token-env TOKEN",
-                    settings.endpoint.as_deref().unwrap_or("")
-                ),
-                "once it runs (README.md), with an access token in TOKEN",
+                "ecp try".into(),
+                "into Qwen Code: installs the bundle's archive",
             ),
         ],
+        Template::Remote => remote_steps(settings.endpoint.as_deref().unwrap_or("")),
     }
+}
+
+/// The remote template's steps; with a placeholder endpoint (`--yes`
+/// without `--endpoint`) the first is to set the real one, and the check
+/// names `$ENDPOINT` rather than a URL that resolves nowhere.
+fn remote_steps(endpoint: &str) -> Vec<(String, &'static str)> {
+    let placeholder = crate::lint::manifest::reserved_domain(endpoint).is_some();
+    let mut steps = Vec::new();
+    if placeholder {
+        steps.push((
+            "$EDITOR qwen-extension.json".into(),
+            "set httpUrl and oauth.audiences to your deployed endpoint",
+        ));
+    }
+    steps.push(("ecp lint .".into(), "the pre-publish gate"));
+    steps.push((
+        "ecp package".into(),
+        "dist/{linux,darwin,win32}.<name>.tar.gz and SHA256SUMS",
+    ));
+    let url = if placeholder {
+        "\"$ENDPOINT\"".to_owned()
+    } else {
+        crate::qwen::shell_word(std::path::Path::new(endpoint))
+    };
+    steps.push((
+        format!("ecp check --url {url} --token-env TOKEN"),
+        "once it runs (README.md), with an access token in TOKEN",
+    ));
+    steps.push(("ecp try".into(), "into Qwen Code"));
+    steps
 }
 
 pub fn run(args: NewArgs) -> Outcome {

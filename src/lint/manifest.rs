@@ -989,11 +989,22 @@ impl Checker<'_> {
 
 /// The reserved or placeholder domain `url` points at, as it reads in a
 /// finding: the `.example`, `.test`, `.invalid` and `.localhost` names
-/// (RFC 2606, RFC 6761), `localhost`, and `example.com`, `.net`, `.org`.
+/// (RFC 2606, RFC 6761), `localhost`, and `example.com`, `.net`, `.org`;
+/// and a loopback or unspecified IP address (`127.0.0.1`, `[::1]`).
 pub fn reserved_domain(url: &str) -> Option<String> {
     let parsed = url::Url::parse(url.trim()).ok()?;
-    let Some(url::Host::Domain(host)) = parsed.host() else {
-        return None;
+    // Like `localhost`: an address that is this machine (or none) on every
+    // user's machine reaches no provider's service.
+    let this_machine = |loopback: bool, unspecified: bool| {
+        (loopback || unspecified).then(|| {
+            let host = parsed.host_str().unwrap_or_default();
+            format!("`{host}` (a loopback address)")
+        })
+    };
+    let host = match parsed.host()? {
+        url::Host::Ipv4(ip) => return this_machine(ip.is_loopback(), ip.is_unspecified()),
+        url::Host::Ipv6(ip) => return this_machine(ip.is_loopback(), ip.is_unspecified()),
+        url::Host::Domain(host) => host,
     };
     let host = host.trim_end_matches('.').to_ascii_lowercase();
     let under = |domain: &str| host == domain || host.ends_with(&format!(".{domain}"));

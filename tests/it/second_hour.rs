@@ -382,7 +382,12 @@ fn a_placeholder_endpoint_is_a_lint_error_and_new_says_so() {
         ("https://example.company.com/mcp", false),
         ("https://notexample.com/mcp", false),
         ("https://context.example.co/mcp", false),
-        ("https://127.0.0.1/mcp", false),
+        ("https://127.0.0.1/mcp", true),
+        ("https://127.9.9.9:8443/mcp", true),
+        ("https://[::1]/mcp", true),
+        ("https://0.0.0.0/mcp", true),
+        ("https://10.0.0.7/mcp", false),
+        ("https://[2001:db8::1]/mcp", false),
     ] {
         assert_eq!(
             ecp::lint::manifest::reserved_domain(url).is_some(),
@@ -465,4 +470,84 @@ fn an_endpoint_that_cannot_be_reached_says_what_to_do() {
         said.contains("connection refused") && said.contains("= help: start the server"),
         "{said}"
     );
+}
+
+/// `ecp call . QUERY` in `dir` against `base_url`, with the shared npm cache
+/// and target folder.
+fn call_against(dir: &Path, base_url: &str) -> Output {
+    Command::new(ecp_bin())
+        .args(["call", ".", "deployment policy"])
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", crate::cli::generated_target())
+        .env("CARGO_NET_OFFLINE", "true")
+        .env("ACME_CONTEXT_BASE_URL", base_url)
+        .env("ACME_CONTEXT_TOKEN", "t")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// The documented edit (the mapping reads `body` where it read `content`)
+/// reaches the result through the whole server, in both local templates:
+/// nothing between the upstream and the mapping reads the V1 names first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_field_renamed_in_each_templates_mapping_reaches_the_result() {
+    use ecp::check::upstream::{Reply, Upstream};
+    let upstream = Upstream::start(|_| {
+        Reply::json(r#"{"items":[{"id":"a","body":"renamed field reached the result","content":"the V1 name"}]}"#)
+    })
+    .await;
+    let temp = tempfile::tempdir().unwrap();
+
+    let rust = temp.path().join("acme-context");
+    assert!(ecp_new(&rust, &[]).status.success());
+    let mapping = rust.join("src/provider.rs");
+    let source = std::fs::read_to_string(&mapping).unwrap();
+    let edited = source.replace(
+        "content: string(value, \"content\")",
+        "content: string(value, \"body\")",
+    );
+    assert_ne!(
+        edited, source,
+        "the Rust mapping names `content` as documented"
+    );
+    std::fs::write(&mapping, edited).unwrap();
+
+    let ts = temp.path().join("acme-context-ts");
+    assert!(ecp_new(&ts, &["--template", "local-ts"]).status.success());
+    let mapping = ts.join("src/provider.ts");
+    let source = std::fs::read_to_string(&mapping).unwrap();
+    let edited = source.replace("content: text(item?.content)", "content: text(item?.body)");
+    assert_ne!(
+        edited, source,
+        "the TypeScript mapping names `content` as documented"
+    );
+    std::fs::write(&mapping, edited).unwrap();
+    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/npm-cache/_npm");
+    for args in [&["ci", "--no-audit", "--no-fund"][..], &["run", "build"]] {
+        let output = Command::new("npm")
+            .args(args)
+            .current_dir(&ts)
+            .env("npm_config_cache", &cache)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "npm {args:?}: {}", text(&output));
+    }
+
+    for dir in [&rust, &ts] {
+        let output = tokio::task::block_in_place(|| call_against(dir, &upstream.base_url));
+        assert!(
+            output.status.success(),
+            "{}: {}",
+            dir.display(),
+            text(&output)
+        );
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            stdout.contains("renamed field reached the result") && !stdout.contains("the V1 name"),
+            "{}: {stdout}",
+            dir.display()
+        );
+    }
 }
