@@ -29,6 +29,7 @@
 //! finished or undone first ([`recover`]), and said.
 
 mod provider;
+mod typescript;
 
 use std::path::{Path, PathBuf};
 
@@ -60,8 +61,6 @@ pub enum UpgradeError {
     Input(#[from] crate::input::InputError),
     #[error("{} has no Cargo.toml: `ecp upgrade` works on a local (Rust) extension that `ecp new` generated", shown(.0))]
     NoCrate(PathBuf),
-    #[error("{} is a TypeScript (local-ts) extension: `ecp upgrade` does not replace its runtime yet", shown(.0))]
-    TypeScript(PathBuf),
     #[error("{} is a remote extension: it carries no runtime to upgrade (the provider's own server answers at its httpUrl)", shown(.0))]
     Remote(PathBuf),
     #[error("{} holds no runtime that ecp generated (neither vendor/ecp-runtime with [package.metadata.ecp.runtime] in Cargo.toml, nor ecp 0.1.0's src/runtime/)", shown(.0))]
@@ -120,10 +119,7 @@ impl UpgradeError {
         match self {
             UpgradeError::Input(input) => Some(input.help()),
             UpgradeError::Edited { .. } => Some(
-                "the upgrade would replace those changes: move them into src/provider.rs (the runtime is not yours to edit), or pass --force to replace them anyway".into(),
-            ),
-            UpgradeError::TypeScript(_) => Some(
-                "copy src/profile/, src/runtime/ and contracts/v1/ from a fresh `ecp new --template local-ts` (they are not yours to edit; src/provider.ts is)".into(),
+                "the upgrade would replace those changes: move them into your provider file (src/provider.rs, or src/provider.ts; the runtime is not yours to edit), or pass --force to replace them anyway".into(),
             ),
             UpgradeError::Unsafe { .. } => Some(
                 "replace the link or special file with the real folder or file (a fresh `ecp new` shows what belongs there), or remove it if nothing belongs there (a `vendor/.ecp-runtime-*` leftover), then run ecp upgrade again".into(),
@@ -193,8 +189,10 @@ pub fn recover(folder: &Path) -> Result<Vec<String>, UpgradeError> {
     crate::input::InputError::check_exists(folder)?;
     let cargo_path = folder.join("Cargo.toml");
     if std::fs::symlink_metadata(&cargo_path).is_err() {
-        if folder.join("package.json").is_file() && folder.join("src/runtime/index.ts").is_file() {
-            return Err(UpgradeError::TypeScript(folder.to_owned()));
+        if typescript::is_typescript(folder) {
+            // Nothing is swapped in a TypeScript extension: nothing to
+            // recover.
+            return Ok(Vec::new());
         }
         if is_remote(folder) {
             return Err(UpgradeError::Remote(folder.to_owned()));
@@ -222,6 +220,14 @@ pub fn upgrade_recovered(
     force: bool,
     recovered: Vec<String>,
 ) -> Result<Upgraded, UpgradeError> {
+    if std::fs::symlink_metadata(folder.join("Cargo.toml")).is_err()
+        && typescript::is_typescript(folder)
+    {
+        return typescript::upgrade(folder, force).map(|mut outcome| {
+            outcome.recovered = recovered;
+            outcome
+        });
+    }
     // Again: a recovery moved folders, and this may be called alone.
     guard_touched(folder)?;
     let cargo_path = folder.join("Cargo.toml");

@@ -39,25 +39,37 @@ pub fn run(args: UpgradeArgs) -> Outcome {
         );
         return Ok(Exit::Success);
     }
+    let typescript = outcome.from_layout == "typescript";
     let layout = match outcome.from_layout {
         "copied" => " (copied into src/ by ecp 0.1.0)",
         _ => "",
+    };
+    let runtime = if typescript {
+        "the TypeScript runtime of ecp-runtime"
+    } else {
+        "ecp-runtime"
     };
     for line in &outcome.recovered {
         println!("{}: {line}", outcome.name);
     }
     if let Some(provider) = &outcome.provider {
-        println!("{}: src/provider.rs {provider}", outcome.name);
+        let file = if typescript { "" } else { "src/provider.rs " };
+        println!("{}: {file}{provider}", outcome.name);
     }
     if !outcome.changed {
         println!(
-            "{}: ecp-runtime {} is current; nothing to do",
-            outcome.name, outcome.from
+            "{}: {runtime} {} is current; nothing to do",
+            outcome.name,
+            if typescript {
+                outcome.to
+            } else {
+                &outcome.from
+            }
         );
         return Ok(Exit::Success);
     }
     println!(
-        "{}: ecp-runtime {}{layout} -> {}",
+        "{}: {runtime} {}{layout} -> {}",
         outcome.name, outcome.from, outcome.to
     );
     for release in &outcome.notes {
@@ -88,11 +100,28 @@ pub fn run(args: UpgradeArgs) -> Outcome {
     }
     if !outcome.aligned.is_empty() {
         println!(
-            "  Cargo.toml: aligned with the runtime: {}",
+            "  {}: aligned with the runtime: {}",
+            if typescript {
+                "package.json"
+            } else {
+                "Cargo.toml"
+            },
             outcome.aligned.join(", ")
         );
     }
     println!();
+    if typescript {
+        let converted = outcome.written.iter().any(|w| w == "src/provider.ts");
+        println!(
+            "Next: npm ci && npm test && ecp package && ecp check .   ({})",
+            if converted {
+                "the generated src/provider.ts, its test and src/main.ts were replaced; nothing you wrote was touched"
+            } else {
+                "src/provider.ts, its test and src/main.ts are untouched"
+            }
+        );
+        return Ok(Exit::Success);
+    }
     let converted = outcome.written.iter().any(|w| w == "src/provider.rs");
     println!(
         "Next: cargo test && ecp package && ecp check .   ({})",

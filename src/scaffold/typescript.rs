@@ -67,17 +67,7 @@ pub fn package_files(name: &str, description: &str) -> Result<Vec<GeneratedFile>
     package["name"] = name.into();
     package["version"] = "0.1.0".into();
     package["description"] = description.into();
-    let mut lock: serde_json::Value =
-        serde_json::from_str(PACKAGE_LOCK).map_err(|e| json_error("package-lock.json", e))?;
-    lock["name"] = name.into();
-    lock["version"] = "0.1.0".into();
-    if let Some(root) = lock
-        .pointer_mut("/packages/")
-        .and_then(|r| r.as_object_mut())
-    {
-        root.insert("name".into(), name.into());
-        root.insert("version".into(), "0.1.0".into());
-    }
+    let lock = package_lock(name, "0.1.0")?;
     Ok(vec![
         GeneratedFile {
             path: "package.json".into(),
@@ -85,9 +75,27 @@ pub fn package_files(name: &str, description: &str) -> Result<Vec<GeneratedFile>
         },
         GeneratedFile {
             path: "package-lock.json".into(),
-            contents: npm_json(&lock),
+            contents: lock,
         },
     ])
+}
+
+/// The runtime's `package-lock.json` for the extension `name` at `version`
+/// (also what `ecp upgrade` writes when the extension depends on the
+/// runtime's packages only).
+pub fn package_lock(name: &str, version: &str) -> Result<Vec<u8>, ScaffoldError> {
+    let mut lock: serde_json::Value =
+        serde_json::from_str(PACKAGE_LOCK).map_err(|e| json_error("package-lock.json", e))?;
+    lock["name"] = name.into();
+    lock["version"] = version.into();
+    if let Some(root) = lock
+        .pointer_mut("/packages/")
+        .and_then(|r| r.as_object_mut())
+    {
+        root.insert("name".into(), name.into());
+        root.insert("version".into(), version.into());
+    }
+    Ok(npm_json(&lock))
 }
 
 /// Every file the runtime contributes to a `local-ts` project.

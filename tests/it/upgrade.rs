@@ -993,3 +993,150 @@ fn a_remote_extension_is_told_plainly_it_has_no_runtime() {
     );
     assert_eq!(snapshot(&dir), before);
 }
+
+/// What runtime 0.2.6's `ecp new --template local-ts` wrote
+/// (`tests/fixtures/generated-ts-0.2.6.md` says how it was made).
+fn typescript_fixture(to: &Path) {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/generated-ts-0.2.6");
+    copy_tree(&from, to);
+}
+
+/// `npm ARGS` in `dir` with the shared npm cache; it must succeed.
+fn npm(dir: &Path, args: &[&str]) -> String {
+    let output = std::process::Command::new("npm")
+        .args(args)
+        .current_dir(dir)
+        .env(
+            "npm_config_cache",
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("target/npm-cache/_npm"),
+        )
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "npm {args:?}: {}", text(&output));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn a_typescript_extension_of_runtime_0_2_6_becomes_what_ecp_new_writes_today() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("acme-context");
+    typescript_fixture(&dir);
+    let output = in_dir(&dir, &["upgrade"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let said = text(&output);
+    assert!(said.contains("0.2.6 -> "), "{said}");
+    assert!(said.contains("src/runtime/http.ts"), "{said}");
+    assert!(
+        said.contains("an unedited earlier src/provider.ts became the small mapping"),
+        "{said}"
+    );
+    assert!(said.contains("scripts.test"), "{said}");
+    // Byte for byte what a fresh `ecp new` writes.
+    let fresh = temp.path().join("fresh");
+    assert!(
+        ecp(&[
+            "new",
+            "acme-context",
+            "--template",
+            "local-ts",
+            "--yes",
+            "--dir",
+            fresh.to_str().unwrap()
+        ])
+        .status
+        .success()
+    );
+    assert_eq!(snapshot(&dir), snapshot(&fresh));
+    // Again: current.
+    let output = in_dir(&dir, &["upgrade"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(
+        text(&output).contains("is current; nothing to do"),
+        "{}",
+        text(&output)
+    );
+    // And its own tests pass with the new runtime.
+    npm(&dir, &["ci", "--no-audit", "--no-fund"]);
+    let tested = npm(&dir, &["test"]);
+    assert!(tested.contains("# fail 0"), "{tested}");
+}
+
+#[test]
+fn a_typescript_extension_keeps_what_its_provider_wrote() {
+    let temp = tempfile::tempdir().unwrap();
+
+    // An edited runtime file stops the upgrade, names the file, and
+    // changes nothing; --force replaces it.
+    let dir = temp.path().join("edited-runtime");
+    typescript_fixture(&dir);
+    let index = dir.join("src/runtime/index.ts");
+    let mut text_of = std::fs::read_to_string(&index).unwrap();
+    text_of.push_str("// a local patch\n");
+    std::fs::write(&index, &text_of).unwrap();
+    let before = snapshot(&dir);
+    let output = in_dir(&dir, &["upgrade"]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(
+        text(&output).contains("src/runtime/index.ts"),
+        "{}",
+        text(&output)
+    );
+    assert!(
+        text(&output).contains("src/provider.ts"),
+        "{}",
+        text(&output)
+    );
+    assert_eq!(snapshot(&dir), before);
+    let output = in_dir(&dir, &["upgrade", "--force"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(
+        text(&output).contains("replaced local edits (--force): src/runtime/index.ts"),
+        "{}",
+        text(&output)
+    );
+    assert!(
+        !std::fs::read_to_string(&index)
+            .unwrap()
+            .contains("a local patch")
+    );
+
+    // An edited mapping: the runtime is upgraded, the provider's three
+    // files stay, and a sentence says what the runtime now offers. A
+    // dependency of the provider's own keeps the lockfile as it is.
+    let dir = temp.path().join("edited-provider");
+    typescript_fixture(&dir);
+    let provider = dir.join("src/provider.ts");
+    let mapping = std::fs::read_to_string(&provider).unwrap() + "// our mapping\n";
+    std::fs::write(&provider, &mapping).unwrap();
+    let package = dir.join("package.json");
+    let with_own = std::fs::read_to_string(&package).unwrap().replace(
+        "\"dependencies\": {",
+        "\"dependencies\": {\n    \"left-pad\": \"1.3.0\",",
+    );
+    std::fs::write(&package, with_own).unwrap();
+    let lock = std::fs::read(dir.join("package-lock.json")).unwrap();
+    let main = std::fs::read(dir.join("src/main.ts")).unwrap();
+    let output = in_dir(&dir, &["upgrade"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let said = text(&output);
+    assert!(said.contains("src/provider.ts was edited"), "{said}");
+    assert!(said.contains("run `npm install`"), "{said}");
+    assert!(said.contains("src/runtime/http.ts"), "{said}");
+    assert_eq!(std::fs::read_to_string(&provider).unwrap(), mapping);
+    assert_eq!(std::fs::read(dir.join("src/main.ts")).unwrap(), main);
+    assert_eq!(std::fs::read(dir.join("package-lock.json")).unwrap(), lock);
+    let package: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&package).unwrap()).unwrap();
+    assert_eq!(package["dependencies"]["left-pad"], "1.3.0");
+
+    // A linked runtime folder is refused before anything is read.
+    let dir = temp.path().join("linked");
+    typescript_fixture(&dir);
+    let outside = temp.path().join("outside");
+    std::fs::rename(dir.join("src/runtime"), &outside).unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join("src/runtime")).unwrap();
+    let output = in_dir(&dir, &["upgrade"]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(text(&output).contains("a symlink"), "{}", text(&output));
+}

@@ -637,6 +637,7 @@ fn main() -> ExitCode {
         ["codegen"] => codegen(false),
         ["codegen", "--check"] => codegen(true),
         ["demo"] => demo(),
+        ["ts-history"] => run("xtask/typescript-history.sh", &[]),
         ["e2e"] => e2e(),
         ["bench"] => bench(false),
         ["bench", "--quick"] => bench(true),
@@ -647,7 +648,7 @@ fn main() -> ExitCode {
             Err(_) => Err(format!("--time takes whole seconds, not `{seconds}`")),
         },
         _ => Err(
-            "usage: cargo xtask <ci | codegen [--check] | demo | e2e | bench [--quick | --edit-loop] | fuzz [--time N]>"
+            "usage: cargo xtask <ci | codegen [--check] | demo | ts-history | e2e | bench [--quick | --edit-loop] | fuzz [--time N]>"
                 .to_owned(),
         ),
     };
