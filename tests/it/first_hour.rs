@@ -55,6 +55,10 @@ fn quickstart_runs_as_written() {
     assert!(stderr.contains("ecp package: sums:"), "{stderr}");
     let dist = temp.path().join("acme-context/dist");
     assert!(dist.join("linux.x64.acme-context.tar.gz").is_file());
+    // Then the generated README's own blocks, in the same folder.
+    let ran =
+        crate::generated_readme::run_every_block(&temp.path().join("acme-context"), "acme-context");
+    assert!(ran >= 4, "{ran} blocks of the generated README ran");
 }
 
 /// One Quickstart block run by bash in a temp folder with the built ecp
@@ -128,6 +132,11 @@ fn the_typescript_quickstart_runs_as_written() {
                 .is_file()
         );
     }
+    let ran = crate::generated_readme::run_every_block(
+        &temp.path().join("acme-context-ts"),
+        "acme-context-ts",
+    );
+    assert!(ran >= 2, "{ran} blocks of the generated README ran");
 }
 
 /// `ecp ARGS` in `dir` with extra variables: status, stdout and stderr in

@@ -7,6 +7,7 @@ mod cli;
 mod contracts;
 mod deploy;
 mod first_hour;
+mod generated_readme;
 mod hostile;
 mod hostile_tools;
 mod http_protocol;
