@@ -230,37 +230,9 @@ pub fn upgrade_recovered(
     }
     // Again: a recovery moved folders, and this may be called alone.
     guard_touched(folder)?;
-    let cargo_path = folder.join("Cargo.toml");
-    let cargo_text = read_text(folder, &cargo_path)?;
-    let toml_error = |message: String| UpgradeError::Toml {
-        path: cargo_path.clone(),
-        message,
-    };
-    let cargo_table: toml::Table = cargo_text
-        .parse()
-        .map_err(|e: toml::de::Error| toml_error(e.message().to_owned()))?;
-    let installed = vendor::installed(folder, &cargo_table)
-        .ok_or_else(|| UpgradeError::NotGenerated(folder.to_owned()))?;
-    if matches!(installed, Installed::Copied) {
-        // Converting the copied layout reads every source of the crate, to
-        // keep the dependencies they still use.
-        guard(folder, &expecting(COPIED_SOURCES.iter().copied()))?;
-    }
-    let name = cargo_table
-        .get("package")
-        .and_then(|p| p.get("name"))
-        .and_then(|n| n.as_str())
-        .unwrap_or_default()
-        .to_owned();
-    let from = installed.version().to_owned();
-    let carried = vendor::RUNTIME_VERSION;
-    if ecp_runtime::releases::parse_version(&from) > ecp_runtime::releases::parse_version(carried) {
-        return Err(UpgradeError::Newer {
-            vendored: from,
-            carried: carried.to_owned(),
-        });
-    }
-    let edited = match &installed {
+    let generated = Generated::read(folder)?;
+    let installed = &generated.installed;
+    let edited = match installed {
         Installed::Vendored {
             recorded_sha256, ..
         } => {
@@ -268,51 +240,17 @@ pub fn upgrade_recovered(
             edited.extend(edited_contracts(folder)?);
             edited
         }
-        Installed::Copied => edited_copied(folder, &name)?,
+        Installed::Copied => edited_copied(folder, &generated.name)?,
     };
-    // Current: this version, recorded with this copy's checksum (a stale
-    // checksum over the carried files is an upgrade that stopped before
-    // recording it, finished by running again).
-    let current = match &installed {
-        Installed::Vendored {
-            recorded_sha256, ..
-        } => from == carried && recorded_sha256.as_deref() == Some(&vendor::runtime_sha256()),
-        Installed::Copied => false,
-    };
-    let mut outcome = Upgraded {
-        // Shown to a terminal and in JSON: the extension's own values.
-        name: crate::outside::value(&name),
-        from: crate::outside::value(&from),
-        from_layout: match installed {
-            Installed::Vendored { .. } => "vendored",
-            Installed::Copied => "copied",
-        },
-        to: carried,
-        changed: false,
-        notes: ecp_runtime::releases::newer_than(&from)
-            .into_iter()
-            .map(|r| ReleaseNotes {
-                version: r.version,
-                notes: r.notes,
-                security_fix: r.security_fix,
-            })
-            .collect(),
-        written: Vec::new(),
-        removed: Vec::new(),
-        dropped: Vec::new(),
-        aligned: Vec::new(),
-        forced: Vec::new(),
-        recovered,
-        provider: None,
-    };
+    let mut outcome = generated.outcome(recovered);
     // The provider file of the vendored layout (the copied layout keeps its
     // own, with glue written for it).
     let provider_plan = match installed {
-        Installed::Vendored { .. } => provider::plan(folder, &name)?,
+        Installed::Vendored { .. } => provider::plan(folder, &generated.name)?,
         Installed::Copied => provider::Plan::default(),
     };
     outcome.provider = provider_plan.note.clone();
-    if current && edited.is_empty() {
+    if generated.current() && edited.is_empty() {
         outcome.changed = !provider_plan.writes.is_empty();
         for (path, contents) in &provider_plan.writes {
             write_atomically(&folder.join(path), contents)?;
@@ -325,28 +263,149 @@ pub fn upgrade_recovered(
     }
     outcome.forced = edited.iter().map(|f| crate::outside::value(f)).collect();
     outcome.changed = true;
+    replace_runtime(folder, &generated, &mut outcome)?;
+    // An unedited provider file of an earlier generation, converted.
+    for (path, contents) in &provider_plan.writes {
+        write_atomically(&folder.join(path), contents)?;
+        outcome.written.push(path.clone());
+    }
+    Ok(outcome)
+}
 
-    // Everything new is rendered before anything is touched.
-    let env_prefix = match installed {
-        Installed::Copied => {
-            copied_env_prefix(folder).unwrap_or_else(|| crate::name::env_prefix(&name))
+/// A Rust extension as ecp generated it: its `Cargo.toml` and the runtime
+/// it carries, read once.
+struct Generated {
+    cargo_path: PathBuf,
+    cargo_text: String,
+    installed: Installed,
+    name: String,
+    from: String,
+}
+
+impl Generated {
+    /// Reads `Cargo.toml` and what runtime it carries; refuses a crate ecp
+    /// did not generate and a runtime newer than this ecp's.
+    fn read(folder: &Path) -> Result<Generated, UpgradeError> {
+        let cargo_path = folder.join("Cargo.toml");
+        let cargo_text = read_text(folder, &cargo_path)?;
+        let cargo_table: toml::Table =
+            cargo_text
+                .parse()
+                .map_err(|e: toml::de::Error| UpgradeError::Toml {
+                    path: cargo_path.clone(),
+                    message: e.message().to_owned(),
+                })?;
+        let installed = vendor::installed(folder, &cargo_table)
+            .ok_or_else(|| UpgradeError::NotGenerated(folder.to_owned()))?;
+        if matches!(installed, Installed::Copied) {
+            // Converting the copied layout reads every source of the crate,
+            // to keep the dependencies they still use.
+            guard(folder, &expecting(COPIED_SOURCES.iter().copied()))?;
         }
-        Installed::Vendored { .. } => String::new(),
-    };
-    let rewrites = match installed {
-        Installed::Copied => glue_files(&name, &env_prefix)?,
-        Installed::Vendored { .. } => Vec::new(),
+        let name = cargo_table
+            .get("package")
+            .and_then(|p| p.get("name"))
+            .and_then(|n| n.as_str())
+            .unwrap_or_default()
+            .to_owned();
+        let from = installed.version().to_owned();
+        let carried = vendor::RUNTIME_VERSION;
+        if ecp_runtime::releases::parse_version(&from)
+            > ecp_runtime::releases::parse_version(carried)
+        {
+            return Err(UpgradeError::Newer {
+                vendored: from,
+                carried: carried.to_owned(),
+            });
+        }
+        Ok(Generated {
+            cargo_path,
+            cargo_text,
+            installed,
+            name,
+            from,
+        })
+    }
+
+    /// Current: this version, recorded with this copy's checksum (a stale
+    /// checksum over the carried files is an upgrade that stopped before
+    /// recording it, finished by running again).
+    fn current(&self) -> bool {
+        match &self.installed {
+            Installed::Vendored {
+                recorded_sha256, ..
+            } => {
+                self.from == vendor::RUNTIME_VERSION
+                    && recorded_sha256.as_deref() == Some(&vendor::runtime_sha256())
+            }
+            Installed::Copied => false,
+        }
+    }
+
+    /// The outcome before anything is done: versions and release notes.
+    fn outcome(&self, recovered: Vec<String>) -> Upgraded {
+        Upgraded {
+            // Shown to a terminal and in JSON: the extension's own values.
+            name: crate::outside::value(&self.name),
+            from: crate::outside::value(&self.from),
+            from_layout: match self.installed {
+                Installed::Vendored { .. } => "vendored",
+                Installed::Copied => "copied",
+            },
+            to: vendor::RUNTIME_VERSION,
+            changed: false,
+            notes: ecp_runtime::releases::newer_than(&self.from)
+                .into_iter()
+                .map(|r| ReleaseNotes {
+                    version: r.version,
+                    notes: r.notes,
+                    security_fix: r.security_fix,
+                })
+                .collect(),
+            written: Vec::new(),
+            removed: Vec::new(),
+            dropped: Vec::new(),
+            aligned: Vec::new(),
+            forced: Vec::new(),
+            recovered,
+            provider: None,
+        }
+    }
+}
+
+/// The runtime replaced: the vendored crate swapped in whole, the copied
+/// layout's glue written and its copies removed, the contract refreshed,
+/// and `Cargo.toml` recording the new runtime.
+fn replace_runtime(
+    folder: &Path,
+    generated: &Generated,
+    outcome: &mut Upgraded,
+) -> Result<(), UpgradeError> {
+    let copied = matches!(generated.installed, Installed::Copied);
+    // Everything new is rendered before anything is touched.
+    let rewrites = if copied {
+        let env_prefix =
+            copied_env_prefix(folder).unwrap_or_else(|| crate::name::env_prefix(&generated.name));
+        glue_files(&generated.name, &env_prefix)?
+    } else {
+        Vec::new()
     };
     // The sources as they will be after the upgrade (the copies removed,
     // the glue rewritten), read now so that a file that cannot be read
     // stops the upgrade before it changes anything.
-    let sources = match installed {
-        Installed::Copied => Some(copied_sources(folder, &rewrites)?),
-        Installed::Vendored { .. } => None,
+    let sources = if copied {
+        Some(copied_sources(folder, &rewrites)?)
+    } else {
+        None
     };
-    let mut document: toml_edit::DocumentMut = cargo_text
-        .parse()
-        .map_err(|e: toml_edit::TomlError| toml_error(e.to_string()))?;
+    let mut document: toml_edit::DocumentMut =
+        generated
+            .cargo_text
+            .parse()
+            .map_err(|e: toml_edit::TomlError| UpgradeError::Toml {
+                path: generated.cargo_path.clone(),
+                message: e.to_string(),
+            })?;
     record_runtime(&mut document);
 
     // 1. The vendored crate, swapped in whole.
@@ -369,12 +428,12 @@ pub fn upgrade_recovered(
         }
         outcome.written.push(format!("{CONTRACTS}/"));
     }
-    if matches!(installed, Installed::Copied) {
-        for copied in REMOVED_FOLDERS {
-            let path = folder.join(copied);
+    if copied {
+        for removed in REMOVED_FOLDERS {
+            let path = folder.join(removed);
             if path.exists() {
                 std::fs::remove_dir_all(&path).map_err(io(&path))?;
-                outcome.removed.push(format!("{copied}/"));
+                outcome.removed.push(format!("{removed}/"));
             }
         }
     }
@@ -387,14 +446,9 @@ pub fn upgrade_recovered(
     }
     // 3. Cargo.toml: the new version, checksum and shared versions.
     outcome.aligned = align_dependencies(&mut document);
-    write_atomically(&cargo_path, document.to_string().as_bytes())?;
+    write_atomically(&generated.cargo_path, document.to_string().as_bytes())?;
     outcome.written.push("Cargo.toml".into());
-    // 4. An unedited provider file of an earlier generation, converted.
-    for (path, contents) in &provider_plan.writes {
-        write_atomically(&folder.join(path), contents)?;
-        outcome.written.push(path.clone());
-    }
-    Ok(outcome)
+    Ok(())
 }
 
 /// The vendored copy's files that differ from what was recorded: none when

@@ -131,42 +131,47 @@ fn describe(target: &Target) -> String {
     }
 }
 
-/// Starts the target with its endpoint at `base_url` and, when `token` is
-/// given, that credential (else its own, from the environment).
-async fn open(
+/// How a target is reached, resolved once for `ecp check` and `ecp call`.
+enum Reach {
+    /// A process ecp starts (a local extension's server, or a command).
+    Spawn(Launch),
+    /// An MCP endpoint over HTTP (a remote extension's `httpUrl`, or `--url`).
+    Http {
+        url: String,
+        call_timeout: Duration,
+        include_tools: Option<Vec<String>>,
+    },
+}
+
+/// The target of `settings`, resolved: with `endpoint` (a base URL and,
+/// when given, a credential) its server is pointed there, reaching
+/// loopback directly; without, it keeps its own environment. An HTTP
+/// target without a timeout of its own gets `call_timeout`.
+fn resolve(
     settings: &CheckSettings,
-    base_url: &str,
-    token: Option<&str>,
-) -> Result<Opened, CheckError> {
+    endpoint: Option<(&str, Option<&str>)>,
+    call_timeout: Duration,
+) -> Result<Reach, CheckError> {
     match &settings.target {
         Target::Extension(path) => {
-            let server = target::from_extension(path, Some((base_url, token)))
-                .map_err(CheckError::Target)?;
-            match server {
+            match target::from_extension(path, endpoint).map_err(CheckError::Target)? {
                 ManifestServer::Local(mut launch) => {
                     if let Some(note) = &launch.note {
                         eprintln!("{note}");
                     }
-                    target::reach_loopback_directly(&mut launch.env);
-                    Ok(Opened {
-                        session: Session::spawn(&launch).await.map_err(CheckError::Target)?,
-                        include_tools: launch.include_tools.clone(),
-                        credential: (launch.binding.as_ref())
-                            .and_then(|b| launch.env.get(&b.token).cloned()),
-                        binding: launch.binding.clone(),
-                    })
+                    if endpoint.is_some() {
+                        target::reach_loopback_directly(&mut launch.env);
+                    }
+                    Ok(Reach::Spawn(launch))
                 }
                 ManifestServer::Remote {
                     url,
                     call_timeout,
                     include_tools,
-                } => Ok(Opened {
-                    session: Session::connect(&url, settings.bearer.clone(), call_timeout)
-                        .await
-                        .map_err(CheckError::Target)?,
+                } => Ok(Reach::Http {
+                    url,
+                    call_timeout,
                     include_tools,
-                    binding: None,
-                    credential: None,
                 }),
             }
         }
@@ -179,36 +184,66 @@ async fn open(
                     .unwrap_or_else(|| DEFAULT_BASE_URL_ENV.into()),
                 token: (settings.token_env.clone()).unwrap_or_else(|| DEFAULT_TOKEN_ENV.into()),
             };
-            let mut env = BTreeMap::from([(binding.base_url.clone(), base_url.to_owned())]);
-            if let Some(token) = token {
-                env.insert(binding.token.clone(), token.to_owned());
+            let mut env = BTreeMap::new();
+            if let Some((base_url, token)) = endpoint {
+                env.insert(binding.base_url.clone(), base_url.to_owned());
+                if let Some(token) = token {
+                    env.insert(binding.token.clone(), token.to_owned());
+                }
+                target::reach_loopback_directly(&mut env);
             }
-            target::reach_loopback_directly(&mut env);
-            let launch = Launch {
+            Ok(Reach::Spawn(Launch {
                 program: program.clone(),
                 note: None,
                 args: args.to_vec(),
                 cwd: None,
                 env,
-                call_timeout: DEFAULT_CALL_TIMEOUT,
+                call_timeout,
                 include_tools: None,
-                binding: Some(binding.clone()),
+                binding: Some(binding),
                 _extracted: None,
-            };
+            }))
+        }
+        Target::Url(url) => Ok(Reach::Http {
+            url: url.clone(),
+            call_timeout,
+            include_tools: None,
+        }),
+    }
+}
+
+/// Starts the target with its endpoint at `base_url` and, when `token` is
+/// given, that credential (else its own, from the environment).
+async fn open(
+    settings: &CheckSettings,
+    base_url: &str,
+    token: Option<&str>,
+) -> Result<Opened, CheckError> {
+    match resolve(settings, Some((base_url, token)), DEFAULT_CALL_TIMEOUT)? {
+        Reach::Spawn(launch) => {
+            let credential = launch.binding.as_ref().and_then(|b| {
+                launch
+                    .env
+                    .get(&b.token)
+                    .cloned()
+                    .or_else(|| std::env::var(&b.token).ok())
+            });
             Ok(Opened {
                 session: Session::spawn(&launch).await.map_err(CheckError::Target)?,
-                include_tools: None,
-                credential: token
-                    .map(str::to_owned)
-                    .or_else(|| std::env::var(&binding.token).ok()),
-                binding: Some(binding),
+                include_tools: launch.include_tools.clone(),
+                credential,
+                binding: launch.binding.clone(),
             })
         }
-        Target::Url(url) => Ok(Opened {
-            session: Session::connect(url, settings.bearer.clone(), DEFAULT_CALL_TIMEOUT)
+        Reach::Http {
+            url,
+            call_timeout,
+            include_tools,
+        } => Ok(Opened {
+            session: Session::connect(&url, settings.bearer.clone(), call_timeout)
                 .await
                 .map_err(CheckError::Target)?,
-            include_tools: None,
+            include_tools,
             binding: None,
             credential: None,
         }),
@@ -448,94 +483,46 @@ pub async fn call_once(
     query: &str,
     fixture: Option<&upstream::Upstream>,
 ) -> Result<CallOutcome, CheckError> {
-    let upstream = fixture.map(|u| (u.base_url.as_str(), Some(FIXTURE_TOKEN)));
-    let session = match &settings.target {
-        Target::Extension(path) => {
-            match target::from_extension(path, upstream).map_err(CheckError::Target)? {
-                ManifestServer::Local(mut launch) => {
-                    if let Some(note) = &launch.note {
-                        eprintln!("{note}");
-                    }
-                    if fixture.is_some() {
-                        if launch.binding.is_none() {
-                            return Err(CheckError::Settings(
-                            "--fixture needs a manifest that passes the endpoint and credential in `env` (`*_BASE_URL`, `*_TOKEN`), as `ecp new` writes it"
-                                .into(),
-                        ));
-                        }
-                        target::reach_loopback_directly(&mut launch.env);
-                    }
-                    let binding = launch.binding.clone();
-                    Session::spawn(&launch).await.map_err(|error| {
-                    match (binding, fixture) {
-                        (Some(binding), None) => format!(
-                            "{error}\n  = help: the server needs {} and {} (a live Generic HTTP Search V1 endpoint); without one, try the built-in example corpus: `ecp call {} {query:?} --fixture example`",
-                            binding.base_url,
-                            binding.token,
-                            path.display()
-                        ),
-                        _ => error,
-                    }
-                })
-                .map_err(CheckError::Target)?
-                }
-                ManifestServer::Remote {
-                    url, call_timeout, ..
-                } => {
-                    if fixture.is_some() {
-                        return Err(CheckError::Settings(
-                            "--fixture applies to a local extension, not to a remote (httpUrl) one"
-                                .into(),
-                        ));
-                    }
-                    Session::connect(&url, settings.bearer.clone(), call_timeout)
-                        .await
-                        .map_err(CheckError::Target)?
-                }
-            }
-        }
-        Target::Command(command) => {
-            let [program, args @ ..] = command.as_slice() else {
-                return Err(CheckError::Settings("no command given after --".into()));
-            };
-            let mut env = BTreeMap::new();
-            if let Some(fixture) = fixture {
-                env.insert(
-                    settings
-                        .base_url_env
-                        .clone()
-                        .unwrap_or_else(|| DEFAULT_BASE_URL_ENV.into()),
-                    fixture.base_url.clone(),
-                );
-                env.insert(
-                    settings
-                        .token_env
-                        .clone()
-                        .unwrap_or_else(|| DEFAULT_TOKEN_ENV.into()),
-                    FIXTURE_TOKEN.to_owned(),
-                );
-                target::reach_loopback_directly(&mut env);
-            }
-            let launch = Launch {
-                program: program.clone(),
-                note: None,
-                args: args.to_vec(),
-                cwd: None,
-                env,
-                call_timeout: Duration::from_secs(600),
-                include_tools: None,
-                binding: None,
-                _extracted: None,
-            };
-            Session::spawn(&launch).await.map_err(CheckError::Target)?
-        }
-        Target::Url(url) => {
-            if fixture.is_some() {
+    let endpoint = fixture.map(|u| (u.base_url.as_str(), Some(FIXTURE_TOKEN)));
+    let reach = resolve(settings, endpoint, Duration::from_secs(600))?;
+    let session = match reach {
+        Reach::Spawn(launch) => {
+            if fixture.is_some() && launch.binding.is_none() {
                 return Err(CheckError::Settings(
-                    "--fixture applies to a local extension or a command, not to --url".into(),
+                    "--fixture needs a manifest that passes the endpoint and credential in `env` (`*_BASE_URL`, `*_TOKEN`), as `ecp new` writes it"
+                        .into(),
                 ));
             }
-            Session::connect(url, settings.bearer.clone(), Duration::from_secs(600))
+            Session::spawn(&launch)
+                .await
+                .map_err(|error| match (&settings.target, &launch.binding, fixture) {
+                    (Target::Extension(path), Some(binding), None) => format!(
+                        "{error}\n  = help: the server needs {} and {} (a live Generic HTTP Search V1 endpoint); without one, try the built-in example corpus: `ecp call {} {query:?} --fixture example`",
+                        binding.base_url,
+                        binding.token,
+                        path.display()
+                    ),
+                    _ => error,
+                })
+                .map_err(CheckError::Target)?
+        }
+        Reach::Http {
+            url, call_timeout, ..
+        } => {
+            if fixture.is_some() {
+                return Err(CheckError::Settings(
+                    match settings.target {
+                        Target::Url(_) => {
+                            "--fixture applies to a local extension or a command, not to --url"
+                        }
+                        _ => {
+                            "--fixture applies to a local extension, not to a remote (httpUrl) one"
+                        }
+                    }
+                    .into(),
+                ));
+            }
+            Session::connect(&url, settings.bearer.clone(), call_timeout)
                 .await
                 .map_err(CheckError::Target)?
         }

@@ -193,30 +193,7 @@ pub fn from_extension(
     };
     let mut process_env: BTreeMap<String, String> = std::env::vars().collect();
     let extension_path = folder.to_string_lossy().into_owned();
-    // The manifest's env, with the upstream in the endpoint/credential slots.
-    let mut env = BTreeMap::new();
-    let mut binding = (None, None);
-    for (key, value) in &server.env {
-        let upper = key.to_ascii_uppercase();
-        if upper.ends_with("BASE_URL") {
-            binding.0 = Some(key.clone());
-            if let Some((base_url, _)) = upstream {
-                process_env.insert(key.clone(), base_url.to_owned());
-                env.insert(key.clone(), base_url.to_owned());
-                continue;
-            }
-        } else if upper.ends_with("TOKEN") {
-            binding.1 = Some(key.clone());
-            if let Some((_, Some(token))) = upstream {
-                env.insert(key.clone(), token.to_owned());
-                continue;
-            }
-        }
-        env.insert(
-            key.clone(),
-            substitute(value, &extension_path, &process_env),
-        );
-    }
+    let (env, binding) = server_env(&server.env, upstream, &extension_path, &mut process_env);
     let args: Vec<String> = server
         .args
         .iter()
@@ -240,12 +217,46 @@ pub fn from_extension(
         env,
         call_timeout,
         include_tools,
-        binding: match binding {
-            (Some(base_url), Some(token)) => Some(BindingEnv { base_url, token }),
-            _ => None,
-        },
+        binding,
         _extracted: extracted,
     }))
+}
+
+/// The manifest's `env` as Qwen resolves it, with the upstream in the
+/// endpoint and credential slots (`*BASE_URL`, `*TOKEN`); and those slots'
+/// names when the manifest has both. The base URL given is also what later
+/// substitutions see as that variable.
+fn server_env(
+    declared: &[(String, String)],
+    upstream: Option<(&str, Option<&str>)>,
+    extension_path: &str,
+    process_env: &mut BTreeMap<String, String>,
+) -> (BTreeMap<String, String>, Option<BindingEnv>) {
+    let mut env = BTreeMap::new();
+    let mut binding = (None, None);
+    for (key, value) in declared {
+        let upper = key.to_ascii_uppercase();
+        if upper.ends_with("BASE_URL") {
+            binding.0 = Some(key.clone());
+            if let Some((base_url, _)) = upstream {
+                process_env.insert(key.clone(), base_url.to_owned());
+                env.insert(key.clone(), base_url.to_owned());
+                continue;
+            }
+        } else if upper.ends_with("TOKEN") {
+            binding.1 = Some(key.clone());
+            if let Some((_, Some(token))) = upstream {
+                env.insert(key.clone(), token.to_owned());
+                continue;
+            }
+        }
+        env.insert(key.clone(), substitute(value, extension_path, process_env));
+    }
+    let binding = match binding {
+        (Some(base_url), Some(token)) => Some(BindingEnv { base_url, token }),
+        _ => None,
+    };
+    (env, binding)
 }
 
 fn input_message(error: &InputError) -> String {
@@ -650,22 +661,10 @@ impl Session {
                     .flat_map(|v| [v.clone(), v.trim_start_matches("http://").to_owned()]),
             );
         let buffer = Arc::new(Mutex::new(Stderr::new(watched)));
-        let mut reader = None;
-        if let Some(mut stderr) = child.stderr.take() {
-            let buffer = buffer.clone();
-            reader = Some(tokio::spawn(async move {
-                let mut chunk = [0u8; 16384];
-                while let Ok(n) = stderr.read(&mut chunk).await {
-                    if n == 0 {
-                        break;
-                    }
-                    buffer
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .push(&chunk[..n]);
-                }
-            }));
-        }
+        let reader = child
+            .stderr
+            .take()
+            .map(|stderr| read_stderr(stderr, buffer.clone()));
         let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
             return Err(format!("cannot start {}: no stdio pipes", launch.program));
         };
@@ -692,44 +691,80 @@ impl Session {
             Some(Ok(Err(error))) => Some(error.to_string()),
             _ => None,
         };
-        // Did it exit? Then that is the story, not the pipe it broke.
-        let exited = match early_exit {
-            Some(status) => status,
-            None => tokio::time::timeout(Duration::from_secs(2), child.wait())
-                .await
-                .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into())),
-        };
-        // Its last words may still be in the pipe: read it to the end when
-        // it has exited (so the message is the same every run), else briefly.
-        match (&exited, reader) {
-            (Ok(_), Some(reader)) => {
-                let _ = tokio::time::timeout(Duration::from_secs(2), reader).await;
-            }
-            _ => tokio::time::sleep(Duration::from_millis(100)).await,
-        }
-        let message = match (exited, failure) {
-            (Ok(status), _) => format!(
-                "the server {} {} before the MCP handshake",
-                launch.program,
-                exit_words(status)
-            ),
-            (_, Some(error)) => format!(
-                "the server {} did not complete the MCP handshake ({error})",
-                launch.program
-            ),
-            (_, None) => format!(
-                "the server {} did not answer initialize within 30 s",
-                launch.program
-            ),
-        };
-        let said = with_stderr(
-            message,
-            &buffer.lock().unwrap_or_else(PoisonError::into_inner).tail,
-        );
+        let said = why_not_started(launch, child, early_exit, failure, reader, &buffer).await;
         drop(group);
         Err(said)
     }
+}
 
+/// Reads a target's stderr into `buffer` until it closes.
+fn read_stderr(
+    mut stderr: tokio::process::ChildStderr,
+    buffer: Arc<Mutex<Stderr>>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut chunk = [0u8; 16384];
+        while let Ok(n) = stderr.read(&mut chunk).await {
+            if n == 0 {
+                break;
+            }
+            buffer
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(&chunk[..n]);
+        }
+    })
+}
+
+/// Why a server did not complete the handshake, with its last stderr
+/// lines: its exit when it exited (then its stderr is read to the end, so
+/// the message is the same every run), else the handshake's error or the
+/// timeout.
+async fn why_not_started(
+    launch: &Launch,
+    mut child: tokio::process::Child,
+    early_exit: Option<std::io::Result<std::process::ExitStatus>>,
+    failure: Option<String>,
+    reader: Option<tokio::task::JoinHandle<()>>,
+    buffer: &Arc<Mutex<Stderr>>,
+) -> String {
+    // Did it exit? Then that is the story, not the pipe it broke.
+    let exited = match early_exit {
+        Some(status) => status,
+        None => tokio::time::timeout(Duration::from_secs(2), child.wait())
+            .await
+            .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into())),
+    };
+    // Its last words may still be in the pipe: read it to the end when
+    // it has exited (so the message is the same every run), else briefly.
+    match (&exited, reader) {
+        (Ok(_), Some(reader)) => {
+            let _ = tokio::time::timeout(Duration::from_secs(2), reader).await;
+        }
+        _ => tokio::time::sleep(Duration::from_millis(100)).await,
+    }
+    let message = match (exited, failure) {
+        (Ok(status), _) => format!(
+            "the server {} {} before the MCP handshake",
+            launch.program,
+            exit_words(status)
+        ),
+        (_, Some(error)) => format!(
+            "the server {} did not complete the MCP handshake ({error})",
+            launch.program
+        ),
+        (_, None) => format!(
+            "the server {} did not answer initialize within 30 s",
+            launch.program
+        ),
+    };
+    with_stderr(
+        message,
+        &buffer.lock().unwrap_or_else(PoisonError::into_inner).tail,
+    )
+}
+
+impl Session {
     /// Connects to a Streamable HTTP endpoint, with an optional bearer.
     pub async fn connect(
         url: &str,

@@ -392,30 +392,13 @@ async fn read_request(stream: &mut TcpStream) -> Option<SeenRequest> {
 async fn write_reply(stream: &mut TcpStream, reply: Reply) -> std::io::Result<()> {
     match reply {
         Reply::Body { status, body } => {
-            let head = format!(
-                "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
-                reason(status),
-                body.len()
-            );
-            stream.write_all(head.as_bytes()).await?;
-            stream.write_all(&body).await
+            write_sized(stream, status, Some("application/json"), &body, "").await
         }
         Reply::Raw {
             status,
             content_type,
             body,
-        } => {
-            let content_type = content_type
-                .map(|t| format!("content-type: {t}\r\n"))
-                .unwrap_or_default();
-            let head = format!(
-                "HTTP/1.1 {status} {}\r\n{content_type}content-length: {}\r\n\r\n",
-                reason(status),
-                body.len()
-            );
-            stream.write_all(head.as_bytes()).await?;
-            stream.write_all(&body).await
-        }
+        } => write_sized(stream, status, content_type.as_deref(), &body, "").await,
         Reply::Forward(_) => {
             // Resolved into Raw by `connection` before it gets here.
             Err(std::io::ErrorKind::Unsupported.into())
@@ -432,12 +415,7 @@ async fn write_reply(stream: &mut TcpStream, reply: Reply) -> std::io::Result<()
             tokio::time::sleep(delay).await;
             Box::pin(write_reply(stream, *reply)).await
         }
-        Reply::Hang => {
-            // Wait for the peer to close; its EOF ends the connection.
-            let mut sink = [0u8; 64];
-            while stream.read(&mut sink).await.map(|n| n > 0).unwrap_or(false) {}
-            Ok(())
-        }
+        Reply::Hang => drain(stream).await,
         Reply::Trickle { body, every } => {
             let head =
                 "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n";
@@ -448,36 +426,22 @@ async fn write_reply(stream: &mut TcpStream, reply: Reply) -> std::io::Result<()
             }
             Ok(())
         }
-        Reply::ChunkedJson { len } => {
-            let body = br#"{"items":[]}"#.to_vec();
-            Box::pin(write_reply(stream, Reply::Padded { body, len })).await
-        }
-        Reply::Padded { mut body, len } => {
-            let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
-            stream.write_all(head.as_bytes()).await?;
-            body.resize(len.max(body.len()), b' ');
-            for piece in body.chunks(64 * 1024) {
-                stream
-                    .write_all(format!("{:x}\r\n", piece.len()).as_bytes())
-                    .await?;
-                stream.write_all(piece).await?;
-                stream.write_all(b"\r\n").await?;
-            }
-            stream.write_all(b"0\r\n\r\n").await
-        }
+        Reply::ChunkedJson { len } => write_chunked(stream, br#"{"items":[]}"#.to_vec(), len).await,
+        Reply::Padded { body, len } => write_chunked(stream, body, len).await,
         Reply::Close => Err(std::io::ErrorKind::ConnectionAborted.into()),
         Reply::Typed {
             status,
             content_type,
             body,
         } => {
-            let head = format!(
-                "HTTP/1.1 {status} {}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                reason(status),
-                body.len()
-            );
-            stream.write_all(head.as_bytes()).await?;
-            stream.write_all(&body).await?;
+            write_sized(
+                stream,
+                status,
+                Some(content_type),
+                &body,
+                "connection: close\r\n",
+            )
+            .await?;
             // One answer per connection: the peer reads to the end.
             Err(std::io::ErrorKind::ConnectionAborted.into())
         }
@@ -486,11 +450,57 @@ async fn write_reply(stream: &mut TcpStream, reply: Reply) -> std::io::Result<()
                 "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len}\r\n\r\n"
             );
             stream.write_all(head.as_bytes()).await?;
-            let mut sink = [0u8; 64];
-            while stream.read(&mut sink).await.map(|n| n > 0).unwrap_or(false) {}
-            Ok(())
+            drain(stream).await
         }
     }
+}
+
+/// An answer with `content-length`: the status, the content type when
+/// there is one, `extra` header lines, then the body.
+async fn write_sized(
+    stream: &mut TcpStream,
+    status: u16,
+    content_type: Option<&str>,
+    body: &[u8],
+    extra: &str,
+) -> std::io::Result<()> {
+    let content_type = content_type
+        .map(|t| format!("content-type: {t}\r\n"))
+        .unwrap_or_default();
+    let head = format!(
+        "HTTP/1.1 {status} {}\r\n{content_type}content-length: {}\r\n{extra}\r\n",
+        reason(status),
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(body).await
+}
+
+/// A chunked 200 JSON answer: `body` padded with spaces to `len` bytes.
+async fn write_chunked(
+    stream: &mut TcpStream,
+    mut body: Vec<u8>,
+    len: usize,
+) -> std::io::Result<()> {
+    let head =
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
+    stream.write_all(head.as_bytes()).await?;
+    body.resize(len.max(body.len()), b' ');
+    for piece in body.chunks(64 * 1024) {
+        stream
+            .write_all(format!("{:x}\r\n", piece.len()).as_bytes())
+            .await?;
+        stream.write_all(piece).await?;
+        stream.write_all(b"\r\n").await?;
+    }
+    stream.write_all(b"0\r\n\r\n").await
+}
+
+/// Waits for the peer to close; its EOF ends the connection.
+async fn drain(stream: &mut TcpStream) -> std::io::Result<()> {
+    let mut sink = [0u8; 64];
+    while stream.read(&mut sink).await.map(|n| n > 0).unwrap_or(false) {}
+    Ok(())
 }
 
 /// Where [`Reply::Redirect`] points.

@@ -88,8 +88,15 @@ pub fn run(args: PackageArgs, color: ColorChoice) -> Outcome {
             "{}",
             serde_json::to_string_pretty(&packaged).unwrap_or_default()
         );
-        return Ok(Exit::Success);
+    } else {
+        summary(&packaged);
     }
+    Ok(Exit::Success)
+}
+
+/// What was packaged, for a person: the staged files, each archive with
+/// its digest, the sums and the provenance.
+fn summary(packaged: &package::Packaged) {
     let version = packaged.version.as_deref().unwrap_or("(no version)");
     let platform = match (&packaged.platform, packaged.bundle) {
         (Some(platform), _) => platform.as_str(),
@@ -118,5 +125,4 @@ pub fn run(args: PackageArgs, color: ColorChoice) -> Outcome {
     if let (Some(envelope), Some(id)) = (&packaged.envelope, &packaged.key_id) {
         println!("{}  signed by key {id}", envelope.display());
     }
-    Ok(Exit::Success)
 }

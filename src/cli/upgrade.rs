@@ -37,8 +37,15 @@ pub fn run(args: UpgradeArgs) -> Outcome {
             "{}",
             serde_json::to_string_pretty(&outcome).unwrap_or_default()
         );
-        return Ok(Exit::Success);
+    } else {
+        summary(&outcome);
     }
+    Ok(Exit::Success)
+}
+
+/// The outcome for a person: what was recovered, the versions and notes,
+/// what was written, and what to run next.
+fn summary(outcome: &upgrade::Upgraded) {
     let typescript = outcome.from_layout == "typescript";
     let layout = match outcome.from_layout {
         "copied" => " (copied into src/ by ecp 0.1.0)",
@@ -66,7 +73,7 @@ pub fn run(args: UpgradeArgs) -> Outcome {
                 &outcome.from
             }
         );
-        return Ok(Exit::Success);
+        return;
     }
     println!(
         "{}: {runtime} {}{layout} -> {}",
@@ -110,7 +117,12 @@ pub fn run(args: UpgradeArgs) -> Outcome {
         );
     }
     println!();
-    if typescript {
+    next(outcome);
+}
+
+/// What to run after an upgrade that changed something.
+fn next(outcome: &upgrade::Upgraded) {
+    if outcome.from_layout == "typescript" {
         let converted = outcome.written.iter().any(|w| w == "src/provider.ts");
         println!(
             "Next: npm ci && npm test && ecp package && ecp check .   ({})",
@@ -120,7 +132,7 @@ pub fn run(args: UpgradeArgs) -> Outcome {
                 "src/provider.ts, its test and src/main.ts are untouched"
             }
         );
-        return Ok(Exit::Success);
+        return;
     }
     let converted = outcome.written.iter().any(|w| w == "src/provider.rs");
     println!(
@@ -131,5 +143,4 @@ pub fn run(args: UpgradeArgs) -> Outcome {
             "src/provider.rs and tests/ are untouched"
         }
     );
-    Ok(Exit::Success)
 }

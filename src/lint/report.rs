@@ -292,6 +292,34 @@ pub fn human(report: &Report, color: bool) -> String {
         ));
         out.push('\n');
     }
+    trailer(&mut out, report, color);
+    let errors = report.count(Severity::Error);
+    let warnings = report.count(Severity::Warning);
+    let files = report.sources.len().max(report.archives.len());
+    let summary = if errors + warnings == 0 {
+        format!("ecp lint: clean ({} checked)", plural(files, "file"))
+    } else {
+        format!(
+            "ecp lint: {}, {} ({} checked)",
+            plural(errors, "error"),
+            plural(warnings, "warning"),
+            plural(files, "file")
+        )
+    };
+    let style = if errors > 0 {
+        ERROR
+    } else if warnings > 0 {
+        WARNING
+    } else {
+        BOLD
+    };
+    let _ = writeln!(out, "{}", paint(color, style, &summary));
+    out
+}
+
+/// What follows the findings: the omitted counts, each archive's size, and
+/// the notes.
+fn trailer(out: &mut String, report: &Report, color: bool) {
     for (rule, omitted) in &report.omitted {
         let _ = writeln!(
             out,
@@ -319,28 +347,6 @@ pub fn human(report: &Report, color: bool) -> String {
             escape_controls(note, 1000)
         );
     }
-    let errors = report.count(Severity::Error);
-    let warnings = report.count(Severity::Warning);
-    let files = report.sources.len().max(report.archives.len());
-    let summary = if errors + warnings == 0 {
-        format!("ecp lint: clean ({} checked)", plural(files, "file"))
-    } else {
-        format!(
-            "ecp lint: {}, {} ({} checked)",
-            plural(errors, "error"),
-            plural(warnings, "warning"),
-            plural(files, "file")
-        )
-    };
-    let style = if errors > 0 {
-        ERROR
-    } else if warnings > 0 {
-        WARNING
-    } else {
-        BOLD
-    };
-    let _ = writeln!(out, "{}", paint(color, style, &summary));
-    out
 }
 
 fn finding_json(finding: &Finding) -> Value {

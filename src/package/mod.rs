@@ -280,50 +280,144 @@ fn read_sums(path: &Path) -> Result<Sums, PackageError> {
 
 pub use crate::lint::report::human_size as size;
 
-fn run(
-    settings: &PackageSettings,
-    log: &mut dyn FnMut(&str),
-    would_replace: &mut Vec<String>,
-) -> Result<Packaged, PackageError> {
-    let folder = &settings.folder;
-    // The sums already in the output folder are read first: a file that is
-    // not sha256sum output stops the run before anything is written or
-    // removed.
-    let sums_path = settings.out_dir.join(SUMS);
-    let mut sums = read_sums(&sums_path)?;
-    // 1. Lint, which also reads the manifest's facts (one parse).
-    let (mut report, facts) = lint::lint_path_with_facts(folder).map_err(PackageError::Lint)?;
-    let mut facts = facts.unwrap_or_default();
-    let script = facts
-        .entry_point
-        .as_ref()
-        .is_some_and(|e| e.kind == lint::manifest::EntryKind::Script);
-    let name = facts.name.clone().unwrap_or_default();
-    let triple = settings.target.clone().unwrap_or_else(host_triple);
-    let native = facts
-        .entry_point
-        .as_ref()
-        .is_some_and(|e| e.kind == lint::manifest::EntryKind::Native);
-    // What this run would write, so that a failure from here on removes
-    // what an earlier run left under the same names.
-    if !name.is_empty() {
-        let platform = match platform_of(&triple) {
-            Ok((os, arch)) if native => Some(format!("{os}.{arch}")),
+/// What the manifest says the run builds: the extension's name, the
+/// target triple, and the entry point's kind.
+struct Plan {
+    name: String,
+    triple: String,
+    /// A JavaScript bundle (`node dist/main.js`).
+    script: bool,
+    /// A native `dist/main`.
+    native: bool,
+}
+
+impl Plan {
+    fn of(settings: &PackageSettings, facts: &lint::manifest::ManifestFacts) -> Plan {
+        let kind = |wanted| facts.entry_point.as_ref().is_some_and(|e| e.kind == wanted);
+        Plan {
+            name: facts.name.clone().unwrap_or_default(),
+            triple: settings.target.clone().unwrap_or_else(host_triple),
+            script: kind(lint::manifest::EntryKind::Script),
+            native: kind(lint::manifest::EntryKind::Native),
+        }
+    }
+
+    /// The files this run would write, so that a failure from here on
+    /// removes what an earlier run left under the same names.
+    fn outputs(&self) -> Vec<String> {
+        if self.name.is_empty() {
+            return Vec::new();
+        }
+        let platform = match platform_of(&self.triple) {
+            Ok((os, arch)) if self.native => Some(format!("{os}.{arch}")),
             _ => None,
         };
-        for stem in release::stems(&name, platform.as_deref()) {
-            would_replace.extend(
+        let mut outputs = Vec::new();
+        for stem in release::stems(&self.name, platform.as_deref()) {
+            outputs.extend(
                 [Format::TarGz, Format::Zip]
                     .iter()
                     .map(|f| format!("{stem}.{}", f.extension())),
             );
         }
-        would_replace.push(provenance::statement_name(platform.as_deref()));
-        would_replace.push(provenance::envelope_name(platform.as_deref()));
+        outputs.push(provenance::statement_name(platform.as_deref()));
+        outputs.push(provenance::envelope_name(platform.as_deref()));
+        outputs
     }
-    // A Node project builds its bundle first (`npm ci`, `npm run build`);
-    // then the folder is linted again, bundle and all.
-    // Only a missing bundle may stand in the way at this point.
+}
+
+/// An archive written to a temporary file and linted, not yet in place.
+type Pending = (tempfile::NamedTempFile, PathBuf, Format, String, u64);
+
+/// The steps of `ecp package`, in order; a failure at any step leaves no
+/// archive that looks current (see [`package`]).
+fn run(
+    settings: &PackageSettings,
+    log: &mut dyn FnMut(&str),
+    would_replace: &mut Vec<String>,
+) -> Result<Packaged, PackageError> {
+    // The sums already in the output folder are read first: a file that is
+    // not sha256sum output stops the run before anything is written or
+    // removed.
+    let sums_path = settings.out_dir.join(SUMS);
+    let mut sums = read_sums(&sums_path)?;
+    // 1. Lint (which also reads the manifest's facts, one parse), a Node
+    // project's bundle built, and lint's verdict.
+    let (report, facts) =
+        lint::lint_path_with_facts(&settings.folder).map_err(PackageError::Lint)?;
+    let plan = Plan::of(settings, &facts.clone().unwrap_or_default());
+    would_replace.extend(plan.outputs());
+    let (report, facts, toolchain) =
+        build_bundle(settings, &plan, report, facts.unwrap_or_default(), log)?;
+    gate(settings, &plan, &report, log)?;
+    build::interrupted("ecp lint")?;
+    // 2. The entry point (built, given, or none for a manifest-only
+    // extension) and the staged tree.
+    let (files, platform, toolchain) = stage_tree(settings, &plan, &facts, toolchain, log)?;
+    // 3. Archives, written to temporary files and linted before they count.
+    let (pending, formats) = write_archives(settings, &plan, &files, platform.as_deref())?;
+    // A Ctrl-C while the archives were written: they stay temporary.
+    build::interrupted("writing the archives")?;
+    // 4. Everything is good: rename into place, then merge the sums.
+    let archives = publish(settings, pending, &mut sums, log)?;
+    write_atomically(&sums_path, &sums.render())?;
+    log(&format!(
+        "sums: {} ({} archive(s))",
+        sums_path.display(),
+        sums.entries.len()
+    ));
+    // 5. Provenance: the statement of this run's archives, signed when a
+    // key is given.
+    let build_facts = provenance::BuildFacts {
+        extension: plan.name.clone(),
+        version: facts.version.clone(),
+        source: provenance::source::source(&settings.folder, &settings.out_dir),
+        target: settings.target.clone(),
+        platform: platform.clone(),
+        formats: formats.iter().map(|f| f.extension().to_owned()).collect(),
+        lockfile: lockfile(&settings.folder, plan.script),
+        rustflags: if matches!(toolchain, Toolchain::Rust { .. }) {
+            build::environment_rustflags()
+        } else {
+            Vec::new()
+        },
+        toolchain,
+        source_date_epoch: settings.epoch,
+        builder: provenance::source::builder(),
+    };
+    let (statement, envelope, key_id) = write_provenance(settings, &archives, &build_facts, log)?;
+    Ok(Packaged {
+        name: plan.name,
+        version: facts.version,
+        platform,
+        bundle: plan.script,
+        files: files
+            .iter()
+            .map(|f| PackagedFile {
+                name: f.name.clone(),
+                mode: format!("{:04o}", f.mode),
+                bytes: f.size,
+            })
+            .collect(),
+        archives,
+        sums: sums_path,
+        provenance: statement,
+        envelope,
+        key_id,
+    })
+}
+
+/// A Node project builds its bundle (`npm ci`, `npm run build`) unless
+/// `--skip-build`; then the folder is linted again, bundle and all. Only a
+/// missing bundle may stand in the way of the build.
+fn build_bundle(
+    settings: &PackageSettings,
+    plan: &Plan,
+    report: Report,
+    facts: lint::manifest::ManifestFacts,
+    log: &mut dyn FnMut(&str),
+) -> Result<(Report, lint::manifest::ManifestFacts, Toolchain), PackageError> {
+    let folder = &settings.folder;
     let blocking = report.count(Severity::Error).saturating_sub(
         report
             .findings
@@ -331,24 +425,33 @@ fn run(
             .filter(|f| f.rule == lint::Rule::EntryPointMissing)
             .count(),
     );
-    let mut toolchain = Toolchain::None;
-    if script && build::is_node_project(folder) && blocking == 0 {
-        if settings.skip_build {
-            log("build: skipped (--skip-build), packaging the bundle as it is");
-        } else {
-            let started = std::time::Instant::now();
-            build::build_node(folder, settings.progress, settings.ignore_scripts, log)?;
-            toolchain = provenance::source::node_toolchain(folder).unwrap_or(Toolchain::None);
-            log(&format!(
-                "build: the bundle in {:.1} s",
-                started.elapsed().as_secs_f64()
-            ));
-            let (again, found) = lint::lint_path_with_facts(folder).map_err(PackageError::Lint)?;
-            report = again;
-            facts = found.unwrap_or_default();
-        }
+    if !(plan.script && build::is_node_project(folder) && blocking == 0) {
+        return Ok((report, facts, Toolchain::None));
     }
-    if script
+    if settings.skip_build {
+        log("build: skipped (--skip-build), packaging the bundle as it is");
+        return Ok((report, facts, Toolchain::None));
+    }
+    let started = std::time::Instant::now();
+    build::build_node(folder, settings.progress, settings.ignore_scripts, log)?;
+    let toolchain = provenance::source::node_toolchain(folder).unwrap_or(Toolchain::None);
+    log(&format!(
+        "build: the bundle in {:.1} s",
+        started.elapsed().as_secs_f64()
+    ));
+    let (again, found) = lint::lint_path_with_facts(folder).map_err(PackageError::Lint)?;
+    Ok((again, found.unwrap_or_default(), toolchain))
+}
+
+/// Lint's verdict: a bundle that still imports packages, or any error,
+/// stops the run.
+fn gate(
+    settings: &PackageSettings,
+    plan: &Plan,
+    report: &Report,
+    log: &mut dyn FnMut(&str),
+) -> Result<(), PackageError> {
+    if plan.script
         && let Some(finding) = report
             .findings
             .iter()
@@ -366,17 +469,28 @@ fn run(
     if errors > 0 {
         return Err(PackageError::LintFindings {
             errors,
-            report: Box::new(report),
+            report: Box::new(report.clone()),
         });
     }
     log(&format!(
         "lint: {} has no errors ({} warning(s))",
-        folder.join(MANIFEST).display(),
+        settings.folder.join(MANIFEST).display(),
         report.count(Severity::Warning)
     ));
+    Ok(())
+}
 
-    build::interrupted("ecp lint")?;
-    // 2. The entry point: built, given, or none for a manifest-only extension.
+/// The staged tree: the manifest, context files, documentation, the
+/// `include` setting, and the entry point; with the platform the archives
+/// are for (`None`: every platform) and what built the entry point.
+fn stage_tree(
+    settings: &PackageSettings,
+    plan: &Plan,
+    facts: &lint::manifest::ManifestFacts,
+    mut toolchain: Toolchain,
+    log: &mut dyn FnMut(&str),
+) -> Result<(Vec<stage::StagedFile>, Option<String>, Toolchain), PackageError> {
+    let folder = &settings.folder;
     let mut stage = stage::Stage::new(folder)?;
     stage.add(MANIFEST, true)?;
     for (file, _) in &facts.context_files {
@@ -400,53 +514,19 @@ fn run(
             None
         }
         Some(lint::manifest::EntryPoint { path: entry, .. }) => {
-            let (os, arch) = platform_of(&triple)?;
-            let binary = match &settings.binary {
-                Some(binary) => {
-                    log(&format!("build: skipped, shipping {}", binary.display()));
-                    binary.clone()
-                }
-                None => {
-                    let (bin, target_dir) = build::binary_target(folder, &name)?;
-                    log(&format!(
-                        "build: cargo build --release --locked --bin {bin}{}",
-                        settings
-                            .target
-                            .as_deref()
-                            .map(|t| format!(" --target {t}"))
-                            .unwrap_or_default()
-                    ));
-                    log(
-                        "build: this runs code from the folder: cargo runs the build scripts (build.rs) and procedural macros of the crate and of its dependencies",
-                    );
-                    let started = std::time::Instant::now();
-                    let built = build::build(
-                        folder,
-                        &bin,
-                        settings.target.as_deref(),
-                        &target_dir,
-                        settings.progress,
-                    )?;
-                    toolchain =
-                        provenance::source::rust_toolchain(folder).unwrap_or(Toolchain::None);
-                    log(&format!(
-                        "build: {} in {:.1} s",
-                        built.display(),
-                        started.elapsed().as_secs_f64()
-                    ));
-                    built
-                }
-            };
+            let (os, arch) = platform_of(&plan.triple)?;
+            let (binary, built_by) = native_binary(settings, plan, log)?;
             let entry_name = if os == "win32" {
                 format!("{entry}.exe")
             } else {
                 entry.clone()
             };
             stage.add_entry_point(&entry_name, &binary)?;
-            if settings.binary.is_some() {
-                // Staged, so readable: the digest of what ecp did not build.
-                toolchain = prebuilt(&binary)?;
-            }
+            // Staged, so readable: the digest of what ecp did not build.
+            toolchain = match built_by {
+                Some(toolchain) => toolchain,
+                None => prebuilt(&binary)?,
+            };
             Some(format!("{os}.{arch}"))
         }
     };
@@ -460,8 +540,58 @@ fn run(
             .collect::<Vec<_>>()
             .join(", ")
     ));
+    Ok((files, platform, toolchain))
+}
 
-    // 3. Archives, written to temporary files and linted before they count.
+/// The native entry point: `--binary` as given (no toolchain), or built
+/// with `cargo build --release` (its toolchain).
+fn native_binary(
+    settings: &PackageSettings,
+    plan: &Plan,
+    log: &mut dyn FnMut(&str),
+) -> Result<(PathBuf, Option<Toolchain>), PackageError> {
+    if let Some(binary) = &settings.binary {
+        log(&format!("build: skipped, shipping {}", binary.display()));
+        return Ok((binary.clone(), None));
+    }
+    let folder = &settings.folder;
+    let (bin, target_dir) = build::binary_target(folder, &plan.name)?;
+    log(&format!(
+        "build: cargo build --release --locked --bin {bin}{}",
+        settings
+            .target
+            .as_deref()
+            .map(|t| format!(" --target {t}"))
+            .unwrap_or_default()
+    ));
+    log(
+        "build: this runs code from the folder: cargo runs the build scripts (build.rs) and procedural macros of the crate and of its dependencies",
+    );
+    let started = std::time::Instant::now();
+    let built = build::build(
+        folder,
+        &bin,
+        settings.target.as_deref(),
+        &target_dir,
+        settings.progress,
+    )?;
+    let toolchain = provenance::source::rust_toolchain(folder).unwrap_or(Toolchain::None);
+    log(&format!(
+        "build: {} in {:.1} s",
+        built.display(),
+        started.elapsed().as_secs_f64()
+    ));
+    Ok((built, Some(toolchain)))
+}
+
+/// Every archive of the run, written to a temporary file in the output
+/// folder and linted; with the formats written.
+fn write_archives(
+    settings: &PackageSettings,
+    plan: &Plan,
+    files: &[stage::StagedFile],
+    platform: Option<&str>,
+) -> Result<(Vec<Pending>, Vec<Format>), PackageError> {
     std::fs::create_dir_all(&settings.out_dir).map_err(|source| PackageError::Io {
         path: settings.out_dir.clone(),
         source,
@@ -476,19 +606,26 @@ fn run(
     formats.sort();
     formats.dedup();
     let mut pending = Vec::new();
-    for stem in release::stems(&name, platform.as_deref()) {
+    for stem in release::stems(&plan.name, platform) {
         for &format in &formats {
             let final_path = settings
                 .out_dir
                 .join(format!("{stem}.{}", format.extension()));
-            pending.push(write_checked(settings, &files, format, final_path)?);
+            pending.push(write_checked(settings, files, format, final_path)?);
         }
     }
+    Ok((pending, formats))
+}
 
-    // A Ctrl-C while the archives were written: they stay temporary.
-    build::interrupted("writing the archives")?;
-    // 4. Everything is good: rename into place, then merge the sums (the
-    // other targets' archives packaged into this folder keep their lines).
+/// Renames the archives into place and records them in `sums` (the other
+/// targets' archives packaged into this folder keep their lines; lines for
+/// archives no longer there go).
+fn publish(
+    settings: &PackageSettings,
+    pending: Vec<Pending>,
+    sums: &mut Sums,
+    log: &mut dyn FnMut(&str),
+) -> Result<Vec<WrittenArchive>, PackageError> {
     let mut archives = Vec::new();
     for (temporary, final_path, format, sha256, bytes) in pending {
         crate::atomic::publish(temporary, &final_path)?;
@@ -522,35 +659,20 @@ fn run(
             sha256,
         });
     }
-    // Lines for archives no longer in the folder go.
     sums.entries
         .retain(|file, _| settings.out_dir.join(file).is_file());
-    write_atomically(&sums_path, &sums.render())?;
-    log(&format!(
-        "sums: {} ({} archive(s))",
-        sums_path.display(),
-        sums.entries.len()
-    ));
+    Ok(archives)
+}
 
-    // 5. Provenance: the statement of this run's archives, signed when a
-    // key is given; a signature no longer true (an older envelope) goes.
-    let build_facts = provenance::BuildFacts {
-        extension: name.clone(),
-        version: facts.version.clone(),
-        source: provenance::source::source(folder, &settings.out_dir),
-        target: settings.target.clone(),
-        platform: platform.clone(),
-        formats: formats.iter().map(|f| f.extension().to_owned()).collect(),
-        lockfile: lockfile(folder, script),
-        rustflags: if matches!(toolchain, Toolchain::Rust { .. }) {
-            build::environment_rustflags()
-        } else {
-            Vec::new()
-        },
-        toolchain,
-        source_date_epoch: settings.epoch,
-        builder: provenance::source::builder(),
-    };
+/// The in-toto statement of `archives`, and its DSSE envelope when a key
+/// signs it (an older envelope, no longer true, is removed otherwise):
+/// (statement, envelope, key id).
+fn write_provenance(
+    settings: &PackageSettings,
+    archives: &[WrittenArchive],
+    build_facts: &provenance::BuildFacts,
+    log: &mut dyn FnMut(&str),
+) -> Result<(PathBuf, Option<PathBuf>, Option<String>), PackageError> {
     let subjects: Vec<provenance::Subject> = archives
         .iter()
         .map(|a| provenance::Subject {
@@ -562,57 +684,30 @@ fn run(
             sha256: a.sha256.clone(),
         })
         .collect();
-    let statement = provenance::statement(&subjects, &build_facts);
-    let statement_path = settings
-        .out_dir
-        .join(provenance::statement_name(platform.as_deref()));
-    let envelope_path = settings
-        .out_dir
-        .join(provenance::envelope_name(platform.as_deref()));
+    let statement = provenance::statement(&subjects, build_facts);
+    let platform = build_facts.platform.as_deref();
+    let statement_path = settings.out_dir.join(provenance::statement_name(platform));
+    let envelope_path = settings.out_dir.join(provenance::envelope_name(platform));
     crate::atomic::write(&statement_path, statement.as_bytes())?;
-    let (envelope, key_id) = match &settings.sign_key {
-        Some(key) => {
-            let envelope = provenance::dsse::Envelope::sign(statement.as_bytes(), key);
-            crate::atomic::write(&envelope_path, envelope.to_line().as_bytes())?;
-            let id = key.verifying_key().key_id();
-            log(&format!(
-                "provenance: {} and its envelope {}, signed by key {id}",
-                statement_path.display(),
-                envelope_path.display()
-            ));
-            (Some(envelope_path), Some(id))
+    let Some(key) = &settings.sign_key else {
+        if std::fs::symlink_metadata(&envelope_path).is_ok_and(|m| m.is_file()) {
+            let _ = std::fs::remove_file(&envelope_path);
         }
-        None => {
-            if std::fs::symlink_metadata(&envelope_path).is_ok_and(|m| m.is_file()) {
-                let _ = std::fs::remove_file(&envelope_path);
-            }
-            log(&format!(
-                "provenance: {} (unsigned; --sign-key KEY signs it)",
-                statement_path.display()
-            ));
-            (None, None)
-        }
+        log(&format!(
+            "provenance: {} (unsigned; --sign-key KEY signs it)",
+            statement_path.display()
+        ));
+        return Ok((statement_path, None, None));
     };
-
-    Ok(Packaged {
-        name,
-        version: facts.version,
-        platform,
-        bundle: script,
-        files: files
-            .iter()
-            .map(|f| PackagedFile {
-                name: f.name.clone(),
-                mode: format!("{:04o}", f.mode),
-                bytes: f.size,
-            })
-            .collect(),
-        archives,
-        sums: sums_path,
-        provenance: statement_path,
-        envelope,
-        key_id,
-    })
+    let envelope = provenance::dsse::Envelope::sign(statement.as_bytes(), key);
+    crate::atomic::write(&envelope_path, envelope.to_line().as_bytes())?;
+    let id = key.verifying_key().key_id();
+    log(&format!(
+        "provenance: {} and its envelope {}, signed by key {id}",
+        statement_path.display(),
+        envelope_path.display()
+    ));
+    Ok((statement_path, Some(envelope_path), Some(id)))
 }
 
 /// What the statement records of an entry point ecp did not build: its
@@ -635,8 +730,6 @@ fn lockfile(folder: &Path, node: bool) -> Option<(String, String)> {
     let digest = lint::release::sha256_file(&folder.join(name)).ok()?;
     Some((name.to_owned(), digest))
 }
-
-type Pending = (tempfile::NamedTempFile, PathBuf, Format, String, u64);
 
 /// Writes one archive to a temporary file in the output folder and lints
 /// it; it counts only when it passes.

@@ -49,50 +49,8 @@ impl Stage {
             trimmed => trimmed,
         };
         let relative_path = Path::new(relative);
-        // A `\` is a separator to the Windows and zip extractors: a file
-        // named `..\..\evil` would become the entry `../../evil`.
-        if relative.contains('\\') {
-            return Err(PackageError::Refused {
-                path: relative.to_owned(),
-                reason: "its name holds a backslash, which extractors read as a folder separator"
-                    .into(),
-            });
-        }
-        if relative_path.is_absolute()
-            || relative_path
-                .components()
-                .any(|c| matches!(c, Component::ParentDir | Component::Prefix(_)))
-        {
-            return Err(PackageError::Refused {
-                path: relative.to_owned(),
-                reason: "it is outside the extension folder".into(),
-            });
-        }
-        // No folder on the way may be a link: `docs -> /etc` would pack
-        // files from outside the extension under `docs/`.
-        let mut walked = self.root.clone();
-        let parts: Vec<Component> = relative_path.components().collect();
-        for part in parts.iter().take(parts.len().saturating_sub(1)) {
-            walked.push(part);
-            match std::fs::symlink_metadata(&walked) {
-                Ok(metadata) if metadata.file_type().is_symlink() => {
-                    return Err(PackageError::Refused {
-                        path: relative.to_owned(),
-                        reason: format!(
-                            "the folder `{}` on its way is a symlink; only what is inside the extension is packaged",
-                            walked.strip_prefix(&self.root).unwrap_or(&walked).display()
-                        ),
-                    });
-                }
-                Ok(_) => {}
-                Err(_) if !required => return Ok(()),
-                Err(source) => {
-                    return Err(PackageError::Io {
-                        path: walked,
-                        source,
-                    });
-                }
-            }
+        if !self.safe_way(relative, required)? {
+            return Ok(());
         }
         let path = self.root.join(relative_path);
         let metadata = match std::fs::symlink_metadata(&path) {
@@ -151,6 +109,53 @@ impl Stage {
         }
         self.push(name, path, 0o644, metadata.len());
         Ok(())
+    }
+
+    /// Whether `relative` may be staged: no backslash (a separator to the
+    /// Windows and zip extractors: `..\..\evil` would become `../../evil`),
+    /// inside the extension, and no link on its way (`docs -> /etc` would
+    /// pack files from outside the extension under `docs/`). `false` for
+    /// an optional path with a folder on its way missing.
+    fn safe_way(&self, relative: &str, required: bool) -> Result<bool, PackageError> {
+        let refused = |reason: String| PackageError::Refused {
+            path: relative.to_owned(),
+            reason,
+        };
+        if relative.contains('\\') {
+            return Err(refused(
+                "its name holds a backslash, which extractors read as a folder separator".into(),
+            ));
+        }
+        let relative_path = Path::new(relative);
+        if relative_path.is_absolute()
+            || relative_path
+                .components()
+                .any(|c| matches!(c, Component::ParentDir | Component::Prefix(_)))
+        {
+            return Err(refused("it is outside the extension folder".into()));
+        }
+        let mut walked = self.root.clone();
+        let parts: Vec<Component> = relative_path.components().collect();
+        for part in parts.iter().take(parts.len().saturating_sub(1)) {
+            walked.push(part);
+            match std::fs::symlink_metadata(&walked) {
+                Ok(metadata) if metadata.file_type().is_symlink() => {
+                    return Err(refused(format!(
+                        "the folder `{}` on its way is a symlink; only what is inside the extension is packaged",
+                        walked.strip_prefix(&self.root).unwrap_or(&walked).display()
+                    )));
+                }
+                Ok(_) => {}
+                Err(_) if !required => return Ok(false),
+                Err(source) => {
+                    return Err(PackageError::Io {
+                        path: walked,
+                        source,
+                    });
+                }
+            }
+        }
+        Ok(true)
     }
 
     /// Adds the entry point from anywhere on disk (a build output).

@@ -97,6 +97,38 @@ fn step(id: &'static str, status: Status, detail: impl AsRef<str>) -> Step {
 }
 
 /// Runs every step; `log` hears the rebuild's progress.
+/// The rebuild step: not checked unless `--rebuild`, and then only from a
+/// statement that lists this archive.
+fn rebuild_if_asked(
+    options: &VerifyOptions,
+    found: &Found,
+    name: &str,
+    sha256: &str,
+    linted: bool,
+    log: &mut dyn FnMut(&str),
+) -> Step {
+    match (&options.rebuild, found) {
+        (None, _) => step(
+            "rebuild",
+            Status::NotChecked,
+            "pass --rebuild SOURCE (a clone or the repository URL) to rebuild the recorded commit and compare",
+        ),
+        (Some(_), Found::Statement { statement, .. }) if !lists(statement, name, sha256) => step(
+            "rebuild",
+            Status::Failed,
+            "no statement of this archive says what to rebuild",
+        ),
+        (Some(source), Found::Statement { statement, .. }) => {
+            rebuild_step(source, statement, &options.archive, name, linted, log)
+        }
+        (Some(_), Found::Nothing(_)) => step(
+            "rebuild",
+            Status::Failed,
+            "without a provenance statement there is no commit to rebuild",
+        ),
+    }
+}
+
 pub fn verify(
     options: &VerifyOptions,
     log: &mut dyn FnMut(&str),
@@ -137,28 +169,9 @@ pub fn verify(
     checks.push(signature_step(&found, key.as_ref(), &beside));
     checks.push(lint_step(archive));
     let linted = checks.last().is_some_and(|c| c.status == Status::Proven);
-    checks.push(match (&options.rebuild, &found) {
-        (None, _) => step(
-            "rebuild",
-            Status::NotChecked,
-            "pass --rebuild SOURCE (a clone or the repository URL) to rebuild the recorded commit and compare",
-        ),
-        (Some(_), Found::Statement { statement, .. }) if !lists(statement, &name, &sha256) => {
-            step(
-                "rebuild",
-                Status::Failed,
-                "no statement of this archive says what to rebuild",
-            )
-        }
-        (Some(source), Found::Statement { statement, .. }) => {
-            rebuild_step(source, statement, archive, &name, linted, log)
-        }
-        (Some(_), Found::Nothing(_)) => step(
-            "rebuild",
-            Status::Failed,
-            "without a provenance statement there is no commit to rebuild",
-        ),
-    });
+    checks.push(rebuild_if_asked(
+        options, &found, &name, &sha256, linted, log,
+    ));
     // An unsigned statement (or one whose signature was not checked) is
     // only as good as the folder it came in.
     let signed = checks
@@ -649,6 +662,136 @@ fn parameter<'a>(statement: &'a Value, pointer: &str) -> Option<&'a str> {
         .and_then(Value::as_str)
 }
 
+/// What a statement records of its build, checked before anything runs:
+/// a full commit id, a folder inside the repository, the archive time, a
+/// target triple (never a path), the formats.
+struct Recorded<'a> {
+    commit: &'a str,
+    path: &'a str,
+    epoch: u64,
+    target: Option<String>,
+    formats: Vec<crate::package::Format>,
+}
+
+impl<'a> Recorded<'a> {
+    fn read(statement: &'a Value) -> Result<Recorded<'a>, String> {
+        let commit = parameter(statement, "/externalParameters/source/digest/gitCommit")
+            .ok_or("the statement records no source commit")?;
+        // A full object id only: a short one could name a branch or tag of
+        // the same spelling in SOURCE instead.
+        if !matches!(commit.len(), 40 | 64)
+            || !commit.chars().all(|c| matches!(c, '0'..='9' | 'a'..='f'))
+        {
+            return Err(format!(
+                "the recorded commit {:?} is not a full git commit id",
+                commit.chars().take(80).collect::<String>()
+            ));
+        }
+        let path = parameter(statement, "/externalParameters/source/path").unwrap_or(".");
+        if !Path::new(path).components().all(|c| {
+            matches!(
+                c,
+                std::path::Component::Normal(_) | std::path::Component::CurDir
+            )
+        }) {
+            return Err(format!(
+                "the recorded folder {:?} is not a folder inside the repository",
+                path.chars().take(200).collect::<String>()
+            ));
+        }
+        let epoch = statement
+            .pointer("/predicate/buildDefinition/internalParameters/sourceDateEpoch")
+            .and_then(Value::as_u64)
+            .ok_or("the statement records no sourceDateEpoch")?;
+        let target = parameter(statement, "/externalParameters/target").map(str::to_owned);
+        if let Some(triple) = &target
+            && (triple.is_empty()
+                || triple.ends_with(".json")
+                || !triple
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+        {
+            return Err(format!(
+                "the recorded target {:?} is not a target triple",
+                triple.chars().take(80).collect::<String>()
+            ));
+        }
+        let formats = statement
+            .pointer("/predicate/buildDefinition/externalParameters/formats")
+            .and_then(Value::as_array)
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .filter_map(crate::package::Format::from_extension)
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(Recorded {
+            commit,
+            path,
+            epoch,
+            target,
+            formats,
+        })
+    }
+}
+
+/// How this rebuild differs from the recorded build in ways that may
+/// explain a difference (notes), or why it cannot be compared at all (a
+/// host build on another host).
+fn rebuild_notes(
+    statement: &Value,
+    folder: &Path,
+    target: Option<&str>,
+) -> Result<Vec<String>, String> {
+    let mut notes = Vec::new();
+    let internal = |key: &str| {
+        statement.pointer(&format!(
+            "/predicate/buildDefinition/internalParameters/{key}"
+        ))
+    };
+    if internal("dirty").and_then(Value::as_bool) == Some(true) {
+        notes.push("the release was built from a tree with uncommitted changes".to_owned());
+    }
+    if parameter(statement, "/internalParameters/toolchain/prebuilt/sha256").is_some() {
+        notes.push("the release shipped an entry point ecp did not build (--binary)".to_owned());
+    }
+    let here = match super::source::rust_toolchain(folder) {
+        Some(super::Toolchain::Rust { host, release, .. }) => Some((host, release)),
+        _ => None,
+    };
+    let recorded_host = parameter(statement, "/internalParameters/toolchain/host");
+    if target.is_none()
+        && let (Some(recorded), Some((host, _))) = (recorded_host, &here)
+        && recorded != host
+    {
+        return Err(format!(
+            "the release was built for its host {recorded} without --target; rebuild it on a {recorded} machine (this one is {host})"
+        ));
+    }
+    let recorded_flags: Vec<&str> = internal("rustflags")
+        .and_then(Value::as_array)
+        .map(|flags| flags.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let these_flags = crate::package::build::environment_rustflags();
+    if recorded_flags != these_flags.iter().map(String::as_str).collect::<Vec<_>>() {
+        notes.push(
+            "the release was built with other RUSTFLAGS than this environment's (set them as the statement records to compare like for like)"
+                .to_owned(),
+        );
+    }
+    let recorded_rustc = parameter(statement, "/internalParameters/toolchain/rustc");
+    if let (Some(recorded), Some((_, release))) = (recorded_rustc, &here)
+        && recorded != release
+    {
+        notes.push(format!(
+            "recorded with rustc {recorded}, rebuilt with rustc {release}"
+        ));
+    }
+    Ok(notes)
+}
+
 fn rebuild_step(
     source: &str,
     statement: &Value,
@@ -658,62 +801,11 @@ fn rebuild_step(
     log: &mut dyn FnMut(&str),
 ) -> Step {
     let failed = |detail: String| step("rebuild", Status::Failed, detail);
-    let Some(commit) = parameter(statement, "/externalParameters/source/digest/gitCommit") else {
-        return failed("the statement records no source commit".into());
+    let recorded = match Recorded::read(statement) {
+        Ok(recorded) => recorded,
+        Err(why) => return failed(why),
     };
-    // A full object id only: a short one could name a branch or tag of the
-    // same spelling in SOURCE instead.
-    if !matches!(commit.len(), 40 | 64)
-        || !commit.chars().all(|c| matches!(c, '0'..='9' | 'a'..='f'))
-    {
-        return failed(format!(
-            "the recorded commit {:?} is not a full git commit id",
-            commit.chars().take(80).collect::<String>()
-        ));
-    }
-    let path = parameter(statement, "/externalParameters/source/path").unwrap_or(".");
-    if !Path::new(path).components().all(|c| {
-        matches!(
-            c,
-            std::path::Component::Normal(_) | std::path::Component::CurDir
-        )
-    }) {
-        return failed(format!(
-            "the recorded folder {:?} is not a folder inside the repository",
-            path.chars().take(200).collect::<String>()
-        ));
-    }
-    let Some(epoch) = statement
-        .pointer("/predicate/buildDefinition/internalParameters/sourceDateEpoch")
-        .and_then(Value::as_u64)
-    else {
-        return failed("the statement records no sourceDateEpoch".into());
-    };
-    let target = parameter(statement, "/externalParameters/target").map(str::to_owned);
-    // A triple, never a path to a target specification file.
-    if let Some(triple) = &target
-        && (triple.is_empty()
-            || triple.ends_with(".json")
-            || !triple
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
-    {
-        return failed(format!(
-            "the recorded target {:?} is not a target triple",
-            triple.chars().take(80).collect::<String>()
-        ));
-    }
-    let formats: Vec<crate::package::Format> = statement
-        .pointer("/predicate/buildDefinition/externalParameters/formats")
-        .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(Value::as_str)
-                .filter_map(crate::package::Format::from_extension)
-                .collect()
-        })
-        .unwrap_or_default();
+    let commit = recorded.commit;
     let scratch = match tempfile::Builder::new().prefix("ecp-verify-").tempdir() {
         Ok(scratch) => scratch,
         Err(error) => return failed(format!("cannot make a scratch folder: {error}")),
@@ -728,15 +820,8 @@ fn rebuild_step(
     if let Err(said) = git_checkout(source, commit, &checkout) {
         return failed(format!("cannot check out {commit} from {source}: {said}"));
     }
-    let mut notes = Vec::new();
-    if statement
-        .pointer("/predicate/buildDefinition/internalParameters/dirty")
-        .and_then(Value::as_bool)
-        == Some(true)
-    {
-        notes.push("the release was built from a tree with uncommitted changes".to_owned());
-    }
     // A committed link must not lead the build out of the scratch checkout.
+    let path = recorded.path;
     let folder = match (checkout.join(path).canonicalize(), checkout.canonicalize()) {
         (Ok(folder), Ok(root)) if folder.starts_with(&root) => folder,
         _ => {
@@ -745,52 +830,19 @@ fn rebuild_step(
             ));
         }
     };
-    if parameter(statement, "/internalParameters/toolchain/prebuilt/sha256").is_some() {
-        notes.push("the release shipped an entry point ecp did not build (--binary)".to_owned());
-    }
-    let recorded_host = parameter(statement, "/internalParameters/toolchain/host");
-    let this_host = match super::source::rust_toolchain(&folder) {
-        Some(super::Toolchain::Rust { host, .. }) => Some(host),
-        _ => None,
+    let notes = match rebuild_notes(statement, &folder, recorded.target.as_deref()) {
+        Ok(notes) => notes,
+        Err(why) => return failed(why),
     };
-    if target.is_none()
-        && let (Some(recorded), Some(here)) = (recorded_host, &this_host)
-        && recorded != here
-    {
-        return failed(format!(
-            "the release was built for its host {recorded} without --target; rebuild it on a {recorded} machine (this one is {here})"
-        ));
-    }
-    let recorded_flags: Vec<&str> = statement
-        .pointer("/predicate/buildDefinition/internalParameters/rustflags")
-        .and_then(Value::as_array)
-        .map(|flags| flags.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let these_flags = crate::package::build::environment_rustflags();
-    if recorded_flags != these_flags.iter().map(String::as_str).collect::<Vec<_>>() {
-        notes.push(
-            "the release was built with other RUSTFLAGS than this environment's (set them as the statement records to compare like for like)"
-                .to_owned(),
-        );
-    }
-    let recorded = parameter(statement, "/internalParameters/toolchain/rustc");
-    if let (Some(recorded), Some(super::Toolchain::Rust { release, .. })) =
-        (recorded, super::source::rust_toolchain(&folder))
-        && recorded != release
-    {
-        notes.push(format!(
-            "recorded with rustc {recorded}, rebuilt with rustc {release}"
-        ));
-    }
     let out_dir = scratch.path().join("out");
     let settings = crate::package::PackageSettings {
         folder: folder.clone(),
-        formats,
+        formats: recorded.formats,
         out_dir: out_dir.clone(),
         binary: None,
-        target,
+        target: recorded.target,
         progress: false,
-        epoch,
+        epoch: recorded.epoch,
         skip_build: false,
         sign_key: None,
         ignore_scripts: false,
@@ -799,24 +851,24 @@ fn rebuild_step(
     if let Err(error) = crate::package::package(&settings, &mut inner) {
         return failed(format!("ecp package of {commit} failed: {error}"));
     }
-    let rebuilt = out_dir.join(name);
-    let detail = match first_difference(archive, &rebuilt, linted) {
-        Ok(None) => {
-            let mut detail =
-                format!("{commit} packaged again in a scratch folder is byte-identical");
-            if !notes.is_empty() {
-                detail.push_str(&format!(" ({})", notes.join("; ")));
-            }
-            return step("rebuild", Status::Proven, detail);
-        }
-        Ok(Some(difference)) => difference,
-        Err(error) => format!("cannot compare with the rebuild: {error}"),
+    let notes = if notes.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", notes.join("; "))
     };
-    let mut detail = format!("{commit} packaged again differs: {detail}");
-    if !notes.is_empty() {
-        detail.push_str(&format!(" ({})", notes.join("; ")));
+    match first_difference(archive, &out_dir.join(name), linted) {
+        Ok(None) => step(
+            "rebuild",
+            Status::Proven,
+            format!("{commit} packaged again in a scratch folder is byte-identical{notes}"),
+        ),
+        Ok(Some(difference)) => failed(format!(
+            "{commit} packaged again differs: {difference}{notes}"
+        )),
+        Err(error) => failed(format!(
+            "{commit} packaged again differs: cannot compare with the rebuild: {error}{notes}"
+        )),
     }
-    failed(detail)
 }
 
 fn git_checkout(source: &str, commit: &str, into: &Path) -> Result<(), String> {

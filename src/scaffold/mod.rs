@@ -262,14 +262,14 @@ fn render(
     tera.render(path, context).map_err(error)
 }
 
-/// Renders the whole tree in memory, sorted by path.
-pub fn plan(settings: &NewSettings) -> Result<Vec<GeneratedFile>, ScaffoldError> {
-    settings.check()?;
+/// The values every template is rendered with.
+fn template_context(settings: &NewSettings) -> Result<tera::Context, ScaffoldError> {
     let endpoint = settings
         .endpoint
         .as_deref()
         .map(check_endpoint)
         .transpose()?;
+    let parsed = endpoint.as_deref().and_then(|e| url::Url::parse(e).ok());
     let context = TemplateContext {
         name: &settings.name,
         crate_name: settings.name.replace('-', "_"),
@@ -280,14 +280,10 @@ pub fn plan(settings: &NewSettings) -> Result<Vec<GeneratedFile>, ScaffoldError>
             .replace('\\', "\\\\")
             .replace('"', "\\\""),
         env_prefix: &settings.env_prefix,
-        endpoint_host: endpoint
-            .as_deref()
-            .and_then(|e| url::Url::parse(e).ok())
+        endpoint_host: parsed
+            .as_ref()
             .and_then(|url| url.host_str().map(str::to_owned)),
-        endpoint_path: endpoint
-            .as_deref()
-            .and_then(|e| url::Url::parse(e).ok())
-            .map(|url| url.path().to_owned()),
+        endpoint_path: parsed.as_ref().map(|url| url.path().to_owned()),
         endpoint,
         adapter_env_prefix: env_prefix(&format!("{}-adapter", settings.name)),
         ecp_version: env!("CARGO_PKG_VERSION"),
@@ -299,10 +295,16 @@ pub fn plan(settings: &NewSettings) -> Result<Vec<GeneratedFile>, ScaffoldError>
         runtime_version: vendor::RUNTIME_VERSION,
         runtime_sha256: vendor::runtime_sha256(),
     };
-    let context = tera::Context::from_serialize(&context).map_err(|e| ScaffoldError::Template {
+    tera::Context::from_serialize(&context).map_err(|e| ScaffoldError::Template {
         path: "(context)".into(),
         message: e.to_string(),
-    })?;
+    })
+}
+
+/// Renders the whole tree in memory, sorted by path.
+pub fn plan(settings: &NewSettings) -> Result<Vec<GeneratedFile>, ScaffoldError> {
+    settings.check()?;
+    let context = template_context(settings)?;
     let mut tera = tera::Tera::default();
     let folder = settings.template.folder();
     let dir = TEMPLATES

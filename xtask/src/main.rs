@@ -592,31 +592,52 @@ fn fuzz(seconds: u64) -> Result<(), String> {
         run("cargo", &["install", "cargo-fuzz", "--locked"])?;
     }
     let fuzz_dir = root().join("fuzz");
+    // Every target built once, then run as many at a time as there are
+    // cores (two here): each fuzzer is one process on one core.
+    eprintln!("$ cargo +nightly fuzz build");
+    let built = Command::new("cargo")
+        .args(["+nightly", "fuzz", "build"])
+        .current_dir(&fuzz_dir)
+        .status()
+        .map_err(|e| format!("cannot run cargo fuzz: {e}"))?;
+    if !built.success() {
+        return Err(format!("cargo fuzz build failed ({built})"));
+    }
+    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut failed = Vec::new();
-    for target in FUZZ_TARGETS {
-        // A working corpus outside the repository, grown from the seeds.
-        let corpus = root().join("target/fuzz-corpus").join(target);
-        std::fs::create_dir_all(&corpus).map_err(|e| format!("{}: {e}", corpus.display()))?;
-        let seeds = fuzz_dir.join("seeds").join(target);
-        let time = format!("-max_total_time={seconds}");
-        eprintln!("$ cargo +nightly fuzz run {target} ({seconds} s)");
-        let status = Command::new("cargo")
-            .args(["+nightly", "fuzz", "run", target])
-            .arg(&corpus)
-            .arg(&seeds)
-            .args([
-                "--",
-                &time,
-                "-timeout=10",
-                "-rss_limit_mb=2048",
-                "-max_len=262144",
-                "-print_final_stats=1",
-            ])
-            .current_dir(&fuzz_dir)
-            .status()
-            .map_err(|e| format!("cannot run cargo fuzz: {e}"))?;
-        if !status.success() {
-            failed.push(*target);
+    for batch in FUZZ_TARGETS.chunks(jobs) {
+        let mut running = Vec::new();
+        for target in batch {
+            // A working corpus outside the repository, grown from the seeds.
+            let corpus = root().join("target/fuzz-corpus").join(target);
+            std::fs::create_dir_all(&corpus).map_err(|e| format!("{}: {e}", corpus.display()))?;
+            let seeds = fuzz_dir.join("seeds").join(target);
+            let time = format!("-max_total_time={seconds}");
+            eprintln!("$ cargo +nightly fuzz run {target} ({seconds} s)");
+            let child = Command::new("cargo")
+                .args(["+nightly", "fuzz", "run", target])
+                .arg(&corpus)
+                .arg(&seeds)
+                .args([
+                    "--",
+                    &time,
+                    "-timeout=10",
+                    "-rss_limit_mb=2048",
+                    "-max_len=262144",
+                    "-print_final_stats=1",
+                ])
+                .current_dir(&fuzz_dir)
+                .spawn()
+                .map_err(|e| format!("cannot run cargo fuzz: {e}"))?;
+            running.push((*target, child));
+        }
+        for (target, mut child) in running {
+            let status = child
+                .wait()
+                .map_err(|e| format!("cargo fuzz run {target}: {e}"))?;
+            if !status.success() {
+                failed.push(target);
+            }
         }
     }
     if failed.is_empty() {
