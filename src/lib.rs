@@ -22,6 +22,8 @@
 //!   as a terminal or a report may show it: masked, escaped, bounded.
 //! - [`cli`]: the command line, a thin shell over the library.
 
+#![warn(clippy::too_many_lines)]
+
 pub mod atomic;
 pub mod check;
 pub mod children;

@@ -172,14 +172,17 @@ fn envelope(items: Value) -> Value {
     json!({ "untrusted_external_context": { "notice": NOTICE, "items": items } })
 }
 
+/// One item `{"id": "a", "content": "b"}` with `extra`'s members, in an
+/// envelope.
+fn one_item(extra: Value) -> Value {
+    let mut item = json!({ "id": "a", "content": "b" });
+    if let (Some(item), Some(extra)) = (item.as_object_mut(), extra.as_object()) {
+        item.extend(extra.clone());
+    }
+    envelope(json!([item]))
+}
+
 fn output_boundaries() -> Vec<Case> {
-    let item = |extra: Value| {
-        let mut item = json!({ "id": "a", "content": "b" });
-        if let (Some(item), Some(extra)) = (item.as_object_mut(), extra.as_object()) {
-            item.extend(extra.clone());
-        }
-        envelope(json!([item]))
-    };
     let mut cases = vec![
         case("no items", envelope(json!([])), true),
         case(
@@ -192,13 +195,13 @@ fn output_boundaries() -> Vec<Case> {
             envelope(json!(vec![json!({"id": "a", "content": "b"}); 6])),
             false,
         ),
-        case("an integer score", item(json!({"score": 1})), true),
+        case("an integer score", one_item(json!({"score": 1})), true),
         case(
             "a negative fractional score",
-            item(json!({"score": -0.5})),
+            one_item(json!({"score": -0.5})),
             true,
         ),
-        case("a boolean score", item(json!({"score": true})), false),
+        case("a boolean score", one_item(json!({"score": true})), false),
         case(
             "a notice that is not a string",
             json!({"untrusted_external_context": {"notice": 1, "items": []}}),
@@ -216,6 +219,14 @@ fn output_boundaries() -> Vec<Case> {
         ),
         case("a result that is an array", json!([]), false),
     ];
+    field_boundaries(&mut cases);
+    extra_property_cases(&mut cases);
+    cases
+}
+
+/// Each item field at its bound and one past it (ASCII and astral code
+/// points), empty, a number, and the required ones missing.
+fn field_boundaries(cases: &mut Vec<Case>) {
     for (field, bound) in [
         ("id", 128),
         ("content", 1000),
@@ -226,23 +237,23 @@ fn output_boundaries() -> Vec<Case> {
         for (what, text) in [("ASCII", "a"), ("astral", "😀")] {
             cases.push(case(
                 format!("`{field}` of {bound} {what} code points"),
-                item(json!({ field: text.repeat(bound) })),
+                one_item(json!({ field: text.repeat(bound) })),
                 true,
             ));
             cases.push(case(
                 format!("`{field}` of {} {what} code points", bound + 1),
-                item(json!({ field: text.repeat(bound + 1) })),
+                one_item(json!({ field: text.repeat(bound + 1) })),
                 false,
             ));
         }
         cases.push(case(
             format!("an empty `{field}`"),
-            item(json!({ field: "" })),
+            one_item(json!({ field: "" })),
             false,
         ));
         cases.push(case(
             format!("a number `{field}`"),
-            item(json!({ field: 1 })),
+            one_item(json!({ field: 1 })),
             false,
         ));
     }
@@ -257,10 +268,15 @@ fn output_boundaries() -> Vec<Case> {
             false,
         ));
     }
+}
+
+/// Extra properties (by name, and of every JSON kind) on an item, the
+/// envelope and the result: all refused.
+fn extra_property_cases(cases: &mut Vec<Case>) {
     for extra in EXTRA_PROPERTIES {
         cases.push(case(
             format!("an extra item property `{extra}`"),
-            item(json!({ *extra: "x" })),
+            one_item(json!({ *extra: "x" })),
             false,
         ));
         cases.push(case(
@@ -277,7 +293,7 @@ fn output_boundaries() -> Vec<Case> {
     for (what, value) in extra_values() {
         cases.push(case(
             format!("an extra item property that is {what}"),
-            item(json!({ "extra": value.clone() })),
+            one_item(json!({ "extra": value.clone() })),
             false,
         ));
         cases.push(case(
@@ -291,7 +307,6 @@ fn output_boundaries() -> Vec<Case> {
             false,
         ));
     }
-    cases
 }
 
 /// Every case a declared schema must classify right.

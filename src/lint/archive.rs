@@ -526,24 +526,10 @@ pub fn lint_archive_bytes(
     outcome
 }
 
-/// The archive rules over the entries read, then the manifest inside.
-fn archive_rules(
-    path: &Path,
-    bytes: Bytes,
-    entries: &[Entry],
-    stopped: Option<(Rule, String)>,
-    shown: &str,
-    report: &mut Report,
-) -> Result<Option<ArchiveFacts>, LintError> {
+/// The rules over each entry: its path stays inside, appears once (also
+/// letter case folded), and is a regular file or folder that is no secret.
+fn entry_rules(entries: &[Entry], shown: &str, report: &mut Report) {
     let entry_label = |entry: &str| format!("{shown}!/{entry}");
-    if let Some((rule, problem)) = stopped {
-        report.add(Finding::about(
-            rule,
-            shown,
-            format!("the archive was not read to its end: {problem}"),
-            "package it again with ecp package (or GNU tar), one gzip stream, regular entries only",
-        ));
-    }
     let mut seen: HashSet<std::borrow::Cow<str>> = HashSet::new();
     // Case-insensitive file systems (macOS, Windows) extract
     // `QWEN-EXTENSION.JSON` and `qwen-extension.json` to one file.
@@ -614,6 +600,95 @@ fn archive_rules(
             ));
         }
     }
+}
+
+/// The manifest's entry point in the archive: there, a native one with
+/// mode 0755 (and what its header says it was built for), a bundle judged
+/// by the bundle rules.
+fn entry_point_rules<'e>(
+    path: &Path,
+    bytes: Bytes,
+    entry_point: &super::manifest::EntryPoint,
+    manifest_label: &str,
+    find: &dyn Fn(&str) -> Option<&'e Entry>,
+    report: &mut Report,
+) -> Result<Option<crate::release::Binary>, LintError> {
+    let relative = &entry_point.path;
+    let missing = |report: &mut Report, help: &str| {
+        report.add(Finding::new(
+            Rule::ArchiveEntryPoint,
+            manifest_label,
+            entry_point.span,
+            &entry_point.pointer,
+            format!("the entry point `{relative}` is not in the archive"),
+            help,
+        ))
+    };
+    match entry_point.kind {
+        EntryKind::Native => {
+            match find(relative).or_else(|| find(&format!("{relative}.exe"))) {
+                None => missing(
+                    report,
+                    "build the binary into dist/main before packaging (ecp package does)",
+                ),
+                Some(entry) if entry.mode & 0o777 != 0o755 => report.add(Finding::new(
+                    Rule::ArchiveEntryPoint,
+                    manifest_label,
+                    entry_point.span,
+                    &entry_point.pointer,
+                    format!(
+                        "the entry point `{}` has mode {:04o}; it must be 0755",
+                        normalized(&entry.path),
+                        entry.mode & 0o777
+                    ),
+                    "store it with mode 0755",
+                )),
+                Some(entry) => {
+                    let wanted = entry.path.clone();
+                    // A header that cannot be read is no fact, not a
+                    // reason to stop.
+                    return Ok(read_entry_bytes(path, bytes, &wanted, 64 * 1024, true)
+                        .ok()
+                        .flatten()
+                        .and_then(|head| crate::release::Binary::read(&head)));
+                }
+            }
+        }
+        EntryKind::Script => match find(relative) {
+            None => missing(
+                report,
+                "build the bundle into dist/main.js before packaging",
+            ),
+            Some(entry) => {
+                let wanted = entry.path.clone();
+                if let Some(source) = read_entry(path, bytes, &wanted)? {
+                    super::bundle_rules(manifest_label, entry_point, &source, report);
+                }
+            }
+        },
+    }
+    Ok(None)
+}
+
+/// The archive rules over the entries read, then the manifest inside.
+fn archive_rules(
+    path: &Path,
+    bytes: Bytes,
+    entries: &[Entry],
+    stopped: Option<(Rule, String)>,
+    shown: &str,
+    report: &mut Report,
+) -> Result<Option<ArchiveFacts>, LintError> {
+    let entry_label = |entry: &str| format!("{shown}!/{entry}");
+    if let Some((rule, problem)) = stopped {
+        report.add(Finding::about(
+            rule,
+            shown,
+            format!("the archive was not read to its end: {problem}"),
+            "package it again with ecp package (or GNU tar), one gzip stream, regular entries only",
+        ));
+    }
+    entry_rules(entries, shown, report);
 
     let Some(root) = manifest_root(entries) else {
         report.add(Finding::about(
@@ -641,7 +716,6 @@ fn archive_rules(
     let manifest_label = entry_label(&manifest_path);
     let facts = lint_manifest_text(&manifest_label, &text, report)?;
     let mut binary = None;
-
     let find = |relative: &str| {
         let wanted = format!("{root}{relative}");
         entries
@@ -649,60 +723,7 @@ fn archive_rules(
             .find(|e| normalized(&e.path) == wanted && e.kind == Kind::File)
     };
     if let Some(entry_point) = &facts.entry_point {
-        let relative = &entry_point.path;
-        let missing = |report: &mut Report, help: &str| {
-            report.add(Finding::new(
-                Rule::ArchiveEntryPoint,
-                &manifest_label,
-                entry_point.span,
-                &entry_point.pointer,
-                format!("the entry point `{relative}` is not in the archive"),
-                help,
-            ))
-        };
-        match entry_point.kind {
-            EntryKind::Native => {
-                match find(relative).or_else(|| find(&format!("{relative}.exe"))) {
-                    None => missing(
-                        report,
-                        "build the binary into dist/main before packaging (ecp package does)",
-                    ),
-                    Some(entry) if entry.mode & 0o777 != 0o755 => report.add(Finding::new(
-                        Rule::ArchiveEntryPoint,
-                        &manifest_label,
-                        entry_point.span,
-                        &entry_point.pointer,
-                        format!(
-                            "the entry point `{}` has mode {:04o}; it must be 0755",
-                            normalized(&entry.path),
-                            entry.mode & 0o777
-                        ),
-                        "store it with mode 0755",
-                    )),
-                    Some(entry) => {
-                        let wanted = entry.path.clone();
-                        // A header that cannot be read is no fact, not a
-                        // reason to stop.
-                        binary = read_entry_bytes(path, bytes, &wanted, 64 * 1024, true)
-                            .ok()
-                            .flatten()
-                            .and_then(|head| crate::release::Binary::read(&head));
-                    }
-                }
-            }
-            EntryKind::Script => match find(relative) {
-                None => missing(
-                    report,
-                    "build the bundle into dist/main.js before packaging",
-                ),
-                Some(entry) => {
-                    let wanted = entry.path.clone();
-                    if let Some(source) = read_entry(path, bytes, &wanted)? {
-                        super::bundle_rules(&manifest_label, entry_point, &source, report);
-                    }
-                }
-            },
-        }
+        binary = entry_point_rules(path, bytes, entry_point, &manifest_label, &find, report)?;
     }
     for (name, span) in &facts.context_files {
         if find(name).is_none() {

@@ -275,6 +275,28 @@ impl<'a> Scanner<'a> {
         None
     }
 
+    /// A word (identifier or keyword); the specifier when it is `require`,
+    /// `import` or `from` (not a method) followed by a literal.
+    fn word(&mut self) -> Option<String> {
+        let bytes = self.bytes;
+        let start = self.at;
+        while is_word_byte(self.peek(0)) {
+            self.at += 1;
+        }
+        let word = std::str::from_utf8(&bytes[start..self.at]).unwrap_or("");
+        let method = self.after_dot;
+        self.after_dot = false;
+        if !method
+            && matches!(word, "require" | "import" | "from")
+            && let Some(specifier) = self.specifier_after(word)
+        {
+            self.regex_allowed = false;
+            return Some(specifier);
+        }
+        self.regex_allowed = REGEX_KEYWORDS.contains(&word);
+        None
+    }
+
     fn specifiers(mut self) -> Vec<String> {
         let mut found = Vec::new();
         while self.at < self.bytes.len() {
@@ -311,26 +333,9 @@ impl<'a> Scanner<'a> {
                         self.regex_allowed = true;
                     }
                 }
-                c if c == b'_' || c == b'$' || c.is_ascii_alphanumeric() || c >= 0x80 => {
-                    let start = self.at;
-                    while {
-                        let c = self.peek(0);
-                        c == b'_' || c == b'$' || c.is_ascii_alphanumeric() || c >= 0x80
-                    } {
-                        self.at += 1;
-                    }
-                    let word = std::str::from_utf8(&self.bytes[start..self.at]).unwrap_or("");
-                    let method = self.after_dot;
-                    self.after_dot = false;
-                    if !method
-                        && matches!(word, "require" | "import" | "from")
-                        && let Some(specifier) = self.specifier_after(word)
-                    {
-                        found.push(specifier);
-                        self.regex_allowed = false;
-                        continue;
-                    }
-                    self.regex_allowed = REGEX_KEYWORDS.contains(&word);
+                c if is_word_byte(c) => {
+                    // A word settles `after_dot` itself.
+                    found.extend(self.word());
                     continue;
                 }
                 b' ' | b'\t' | b'\n' | b'\r' => {
@@ -356,6 +361,11 @@ impl<'a> Scanner<'a> {
         }
         found
     }
+}
+
+/// A byte of an identifier (any non-ASCII byte may be one).
+fn is_word_byte(c: u8) -> bool {
+    c == b'_' || c == b'$' || c.is_ascii_alphanumeric() || c >= 0x80
 }
 
 /// "`zod`, `@modelcontextprotocol/sdk/server/mcp.js` and 3 more".

@@ -514,6 +514,36 @@ impl Checker<'_> {
         }
     }
 
+    /// An `env` value that is a literal rather than a `${VAR}` placeholder
+    /// (and no secret, which `secrets` reports).
+    fn env_literals(&mut self, server: &Node, pointer: &str) {
+        if let Some(env) = server.get("env").and_then(Node::as_object) {
+            for variable in env {
+                // NODE_OPTIONS configures the runtime, not the provider;
+                // `node-option` judges it.
+                if let Some(value) = variable.node.as_str()
+                    && variable.key != "NODE_OPTIONS"
+                    && !is_variable_reference(value)
+                    && secrets::detect(Some(&variable.key), value).is_empty()
+                {
+                    self.report(
+                        Rule::EnvLiteral,
+                        variable.node.span,
+                        &pointer_push(&pointer_push(pointer, "env"), &variable.key),
+                        format!(
+                            "`env.{}` is a literal, not a ${{VAR}} placeholder",
+                            variable.key
+                        ),
+                        format!(
+                            "write \"{0}\": \"${{{0}}}\" and export it at run time",
+                            variable.key
+                        ),
+                    );
+                }
+            }
+        }
+    }
+
     fn local(&mut self, server: &Node, command: &Node, pointer: &str) {
         let command_pointer = pointer_push(pointer, "command");
         let Some(text) = command.as_str() else {
@@ -587,34 +617,42 @@ impl Checker<'_> {
         }
         self.node_options_env(server, pointer);
         self.cwd(server, pointer);
-        if let Some(env) = server.get("env").and_then(Node::as_object) {
-            for variable in env {
-                // NODE_OPTIONS configures the runtime, not the provider;
-                // `node-option` judges it.
-                if let Some(value) = variable.node.as_str()
-                    && variable.key != "NODE_OPTIONS"
-                    && !is_variable_reference(value)
-                    && secrets::detect(Some(&variable.key), value).is_empty()
-                {
-                    self.report(
-                        Rule::EnvLiteral,
-                        variable.node.span,
-                        &pointer_push(&pointer_push(pointer, "env"), &variable.key),
-                        format!(
-                            "`env.{}` is a literal, not a ${{VAR}} placeholder",
-                            variable.key
-                        ),
-                        format!(
-                            "write \"{0}\": \"${{{0}}}\" and export it at run time",
-                            variable.key
-                        ),
-                    );
-                }
-            }
-        }
+        self.env_literals(server, pointer);
     }
 
     /// `command` is `node`: the options before the script, then the script.
+    /// Judges one option `node` is given before its script; whether it
+    /// takes the next argument as its value.
+    fn node_option(&mut self, arg: &Node, text: &str, at: &str) -> bool {
+        if let Some(option) = node_code_option(text) {
+            self.report(
+                Rule::NodeOption,
+                arg.span,
+                at,
+                format!(
+                    "`node` is given `{option}`, which loads or evaluates code besides the bundle"
+                ),
+                "remove the option and bundle what it loaded into dist/main.js",
+            );
+            let short_group = !text.starts_with("--") && !text.contains('=');
+            return short_group
+                || (NODE_CODE_OPTIONS.contains(&text) && text != NODE_OPTION_WITHOUT_VALUE);
+        }
+        if !node_harmless_option(text) {
+            self.report(
+                Rule::NodeOption,
+                arg.span,
+                at,
+                format!(
+                    "`node` is given `{}`, which ecp does not know to be harmless (an option that takes the next argument as its value would run another script)",
+                    secrets::shown(text)
+                ),
+                format!("remove it, or use one of {} with `=value`", NODE_HARMLESS_OPTIONS.join(", ")),
+            );
+        }
+        false
+    }
+
     fn node(&mut self, server: &Node, pointer: &str) {
         let args_pointer = pointer_push(pointer, "args");
         let args = server
@@ -636,31 +674,8 @@ impl Checker<'_> {
                     .get(index)
                     .map(|a| (index, a, a.as_str().unwrap_or("")));
             }
-            if let Some(option) = node_code_option(text) {
-                self.report(
-                    Rule::NodeOption,
-                    arg.span,
-                    &format!("{args_pointer}/{index}"),
-                    format!("`node` is given `{option}`, which loads or evaluates code besides the bundle"),
-                    "remove the option and bundle what it loaded into dist/main.js",
-                );
-                let short_group = !text.starts_with("--") && !text.contains('=');
-                if short_group
-                    || (NODE_CODE_OPTIONS.contains(&text) && text != NODE_OPTION_WITHOUT_VALUE)
-                {
-                    index += 1;
-                }
-            } else if !node_harmless_option(text) {
-                self.report(
-                    Rule::NodeOption,
-                    arg.span,
-                    &format!("{args_pointer}/{index}"),
-                    format!(
-                        "`node` is given `{}`, which ecp does not know to be harmless (an option that takes the next argument as its value would run another script)",
-                        secrets::shown(text)
-                    ),
-                    format!("remove it, or use one of {} with `=value`", NODE_HARMLESS_OPTIONS.join(", ")),
-                );
+            if self.node_option(arg, text, &format!("{args_pointer}/{index}")) {
+                index += 1;
             }
             index += 1;
         };

@@ -119,6 +119,14 @@ pub fn lint_release_folder(
     Ok(())
 }
 
+/// What the entry point of the asset `name` was built for, when known.
+fn binary_of<'a>(assets: &'a [Asset], name: &str) -> Option<&'a release::Binary> {
+    assets
+        .iter()
+        .find(|a| a.name == name)
+        .and_then(|a| a.facts.as_ref()?.binary.as_ref())
+}
+
 /// Every platform finds an archive, whatever the order; the archive it
 /// finds was built for it.
 fn resolution_rules(
@@ -142,11 +150,9 @@ fn resolution_rules(
                         trapped.entry(name).or_default().push(target.clone());
                         continue;
                     }
-                    let binary = assets
-                        .iter()
-                        .find(|a| a.name == name)
-                        .and_then(|a| a.facts.as_ref()?.binary.as_ref());
-                    let Some(binary) = binary else { continue };
+                    let Some(binary) = binary_of(assets, name) else {
+                        continue;
+                    };
                     let named = release::target_of(name);
                     let emulated =
                         platform == "win32" && arch == "arm64" && binary.runs_on("win32", "x64");
@@ -176,23 +182,9 @@ fn resolution_rules(
             ),
         ));
     }
-    if !cloned.is_empty() {
-        let folder = shown("");
-        report.add(Finding::about(
-            Rule::ReleaseAsset,
-            folder.trim_end_matches(std::path::MAIN_SEPARATOR),
-            format!(
-                "on {} no asset matches, so Qwen's installer would clone the repository instead of installing a release archive",
-                cloned.join(", ")
-            ),
-            "package for that platform (`ecp package --target TRIPLE`); a platform-less extension ships `{platform}.{name}.tar.gz` for linux, darwin and win32, as `ecp package` writes",
-        ));
-    }
+    clone_rule(&cloned, shown, report);
     for (name, targets) in borrowed {
-        let binary = assets
-            .iter()
-            .find(|a| a.name == name)
-            .and_then(|a| a.facts.as_ref()?.binary.as_ref())
+        let binary = binary_of(assets, name)
             .map(release::Binary::describe)
             .unwrap_or_default();
         report.add(Finding::about(
@@ -205,6 +197,28 @@ fn resolution_rules(
             "build and package those targets too (`ecp package --binary ... --target TRIPLE` into the same folder)",
         ));
     }
+    architecture_rules(assets, shown, report);
+}
+
+/// Targets with no matching asset: Qwen's installer clones the repository.
+fn clone_rule(cloned: &[String], shown: &dyn Fn(&str) -> String, report: &mut Report) {
+    if cloned.is_empty() {
+        return;
+    }
+    let folder = shown("");
+    report.add(Finding::about(
+            Rule::ReleaseAsset,
+            folder.trim_end_matches(std::path::MAIN_SEPARATOR),
+            format!(
+                "on {} no asset matches, so Qwen's installer would clone the repository instead of installing a release archive",
+                cloned.join(", ")
+            ),
+            "package for that platform (`ecp package --target TRIPLE`); a platform-less extension ships `{platform}.{name}.tar.gz` for linux, darwin and win32, as `ecp package` writes",
+        ));
+}
+
+/// An archive named for a target holds an entry point built for it.
+fn architecture_rules(assets: &[Asset], shown: &dyn Fn(&str) -> String, report: &mut Report) {
     for asset in assets {
         let (Some((platform, arch)), Some(binary)) = (
             release::target_of(&asset.name),

@@ -309,25 +309,7 @@ pub fn read<R: Read>(
             Err(e) => return Err(io_error(e, &limits, "a header")),
         }
         if header.iter().all(|b| *b == 0) {
-            // The end: everything after the marker must be zeros.
-            let mut rest = [0u8; 8192];
-            loop {
-                let n = reader
-                    .read(&mut rest)
-                    .map_err(|e| io_error(e, &limits, "the end"))?;
-                if n == 0 {
-                    break;
-                }
-                if rest[..n].iter().any(|b| *b != 0) {
-                    return Err(TarError::TrailingData);
-                }
-            }
-            if pending.long_name.is_some() || pending.pax_path.is_some() {
-                return Err(TarError::Ambiguous {
-                    index: entries,
-                    why: "a long name or PAX header describes no entry",
-                });
-            }
+            finish(&mut reader, &pending, entries, &limits)?;
             return Ok((entries, reader.read));
         }
         if !checksum_ok(&header) {
@@ -337,149 +319,16 @@ pub fn read<R: Read>(
             index: entries,
             field: "size",
         })?;
-        let flag = header[156];
-        match flag {
-            b'L' | b'K' => {
-                let data = metadata(
-                    &mut reader,
-                    size,
-                    limits.max_name_bytes,
-                    "long name",
-                    &limits,
-                )?;
-                let slot = if flag == b'L' {
-                    &mut pending.long_name
-                } else {
-                    &mut pending.long_link
-                };
-                if slot.is_some() {
-                    return Err(TarError::Ambiguous {
-                        index: entries,
-                        why: "two GNU long-name headers for one entry",
-                    });
-                }
-                *slot = Some(c_string(&data).to_vec());
-                continue;
-            }
-            b'x' | b'g' => {
-                let data = metadata(
-                    &mut reader,
-                    size,
-                    limits.max_pax_bytes,
-                    "PAX header",
-                    &limits,
-                )?;
-                for (key, value) in pax_records(&data, entries)? {
-                    let relevant = matches!(key.as_str(), "path" | "linkpath" | "size");
-                    if flag == b'g' {
-                        if relevant {
-                            return Err(TarError::Ambiguous {
-                                index: entries,
-                                why: "a global PAX header sets a path or a size",
-                            });
-                        }
-                        continue;
-                    }
-                    match key.as_str() {
-                        "path" => {
-                            if value.len() as u64 > limits.max_name_bytes {
-                                return Err(TarError::HeaderTooLarge {
-                                    what: "PAX path",
-                                    size: value.len() as u64,
-                                    max: limits.max_name_bytes,
-                                });
-                            }
-                            pending.pax_path = Some(value);
-                        }
-                        "linkpath" => pending.pax_link = Some(value),
-                        "size" => {
-                            let parsed = std::str::from_utf8(&value)
-                                .ok()
-                                .and_then(|v| v.parse().ok())
-                                .ok_or(TarError::Pax { index: entries })?;
-                            pending.pax_size = Some(parsed);
-                        }
-                        _ => {}
-                    }
-                }
-                continue;
-            }
-            _ => {}
+        if let flag @ (b'L' | b'K' | b'x' | b'g') = header[156] {
+            metadata_header(&mut reader, flag, size, &mut pending, entries, &limits)?;
+            continue;
         }
         entries += 1;
         if entries > limits.max_entries {
             return Err(TarError::TooManyEntries(limits.max_entries));
         }
-        let index = entries - 1;
-        if pending.long_name.is_some() && pending.pax_path.is_some() {
-            return Err(TarError::Ambiguous {
-                index,
-                why: "both a GNU long name and a PAX path",
-            });
-        }
-        let ustar = &header[257..263] == b"ustar\0";
-        let has_prefix = ustar && header[345] != 0;
-        // GNU tar and Node's tar disagree on a prefix with another ustar
-        // version, and on a prefix beside a long name or PAX path.
-        if has_prefix
-            && (&header[263..265] != b"00"
-                || pending.long_name.is_some()
-                || pending.pax_path.is_some())
-        {
-            return Err(TarError::Ambiguous {
-                index,
-                why: "a ustar prefix that extractors read differently",
-            });
-        }
-        let name = c_string(&header[0..100]);
-        let path_bytes = match (pending.pax_path.take(), pending.long_name.take()) {
-            (Some(path), _) | (None, Some(path)) => path,
-            (None, None) if has_prefix => {
-                let prefix = c_string(&header[345..500]);
-                [prefix, b"/", name].concat()
-            }
-            (None, None) => name.to_vec(),
-        };
-        let link_bytes = pending
-            .pax_link
-            .take()
-            .or(pending.long_link.take())
-            .unwrap_or_else(|| c_string(&header[157..257]).to_vec());
-        let size = pending.pax_size.take().unwrap_or(size);
-        let mode = number(&header[100..108]).ok_or(TarError::Number {
-            index,
-            field: "mode",
-        })? as u32;
-        let kind = match flag {
-            b'0' | 0 | b'7' => Kind::File,
-            b'1' => Kind::HardLink,
-            b'2' => Kind::Symlink,
-            b'3' => Kind::CharDevice,
-            b'4' => Kind::BlockDevice,
-            b'5' => Kind::Directory,
-            b'6' => Kind::Fifo,
-            other => Kind::Other(other),
-        };
-        // Node's tar reads the next block as a header after a directory, a
-        // name ending in `/`, or a non-link with a link name, whatever the
-        // size says; GNU tar skips the size. Such headers would hide entries
-        // from one of them, so only a regular file may carry data.
-        let data_allowed = kind == Kind::File && !path_bytes.ends_with(b"/");
-        if size > 0 && !data_allowed {
-            return Err(TarError::Ambiguous {
-                index,
-                why: "a folder, link or special entry that declares data",
-            });
-        }
-        let non_link_with_link =
-            !matches!(kind, Kind::Symlink | Kind::HardLink) && header[157] != 0;
-        if path_bytes.is_empty() || path_bytes.contains(&0) || non_link_with_link {
-            return Err(TarError::Ambiguous {
-                index,
-                why: "an empty path, a NUL in a path or a link name on a non-link",
-            });
-        }
-        names_total += path_bytes.len() as u64;
+        let (entry, name_bytes) = entry_of(&header, &mut pending, size, entries - 1)?;
+        names_total += name_bytes as u64;
         if names_total > limits.max_names_total {
             return Err(TarError::HeaderTooLarge {
                 what: "total of entry names",
@@ -487,14 +336,7 @@ pub fn read<R: Read>(
                 max: limits.max_names_total,
             });
         }
-        let entry = Entry {
-            path: String::from_utf8_lossy(&path_bytes).into_owned(),
-            kind,
-            mode,
-            size,
-            link: matches!(kind, Kind::Symlink | Kind::HardLink)
-                .then(|| String::from_utf8_lossy(&link_bytes).into_owned()),
-        };
+        let size = entry.size;
         if size > limits.max_total_bytes {
             return Err(TarError::TooLarge(limits.max_total_bytes));
         }
@@ -503,6 +345,206 @@ pub fn read<R: Read>(
         let left = data.limit();
         skip(&mut reader, left + padding(size), &limits, "an entry")?;
     }
+}
+
+/// After the all-zero block: only zeros may follow, and no long name or
+/// PAX header may be left describing nothing.
+fn finish<R: Read>(
+    reader: &mut Counted<R>,
+    pending: &Pending,
+    entries: usize,
+    limits: &Limits,
+) -> Result<(), TarError> {
+    let mut rest = [0u8; 8192];
+    loop {
+        let n = reader
+            .read(&mut rest)
+            .map_err(|e| io_error(e, limits, "the end"))?;
+        if n == 0 {
+            break;
+        }
+        if rest[..n].iter().any(|b| *b != 0) {
+            return Err(TarError::TrailingData);
+        }
+    }
+    if pending.long_name.is_some() || pending.pax_path.is_some() {
+        return Err(TarError::Ambiguous {
+            index: entries,
+            why: "a long name or PAX header describes no entry",
+        });
+    }
+    Ok(())
+}
+
+/// A metadata header, read whole (bounded): a GNU long name or link, or
+/// a PAX header; what it says is kept in `pending` for the next entry.
+fn metadata_header<R: Read>(
+    reader: &mut Counted<R>,
+    flag: u8,
+    size: u64,
+    pending: &mut Pending,
+    entries: usize,
+    limits: &Limits,
+) -> Result<(), TarError> {
+    if matches!(flag, b'L' | b'K') {
+        let data = metadata(reader, size, limits.max_name_bytes, "long name", limits)?;
+        return long_name(flag, &data, pending, entries);
+    }
+    let data = metadata(reader, size, limits.max_pax_bytes, "PAX header", limits)?;
+    pax_header(flag, &data, pending, entries, limits)
+}
+
+/// A GNU long name (`L`) or long link (`K`), kept for the next entry; two
+/// of one kind are ambiguous.
+fn long_name(flag: u8, data: &[u8], pending: &mut Pending, entries: usize) -> Result<(), TarError> {
+    let slot = if flag == b'L' {
+        &mut pending.long_name
+    } else {
+        &mut pending.long_link
+    };
+    if slot.is_some() {
+        return Err(TarError::Ambiguous {
+            index: entries,
+            why: "two GNU long-name headers for one entry",
+        });
+    }
+    *slot = Some(c_string(data).to_vec());
+    Ok(())
+}
+
+/// A PAX header: a local one (`x`) sets the next entry's path, link and
+/// size; a global one (`g`) may set none of them.
+fn pax_header(
+    flag: u8,
+    data: &[u8],
+    pending: &mut Pending,
+    entries: usize,
+    limits: &Limits,
+) -> Result<(), TarError> {
+    for (key, value) in pax_records(data, entries)? {
+        let relevant = matches!(key.as_str(), "path" | "linkpath" | "size");
+        if flag == b'g' {
+            if relevant {
+                return Err(TarError::Ambiguous {
+                    index: entries,
+                    why: "a global PAX header sets a path or a size",
+                });
+            }
+            continue;
+        }
+        match key.as_str() {
+            "path" => {
+                if value.len() as u64 > limits.max_name_bytes {
+                    return Err(TarError::HeaderTooLarge {
+                        what: "PAX path",
+                        size: value.len() as u64,
+                        max: limits.max_name_bytes,
+                    });
+                }
+                pending.pax_path = Some(value);
+            }
+            "linkpath" => pending.pax_link = Some(value),
+            "size" => {
+                let parsed = std::str::from_utf8(&value)
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .ok_or(TarError::Pax { index: entries })?;
+                pending.pax_size = Some(parsed);
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The kind a type flag names.
+fn kind_of(flag: u8) -> Kind {
+    match flag {
+        b'0' | 0 | b'7' => Kind::File,
+        b'1' => Kind::HardLink,
+        b'2' => Kind::Symlink,
+        b'3' => Kind::CharDevice,
+        b'4' => Kind::BlockDevice,
+        b'5' => Kind::Directory,
+        b'6' => Kind::Fifo,
+        other => Kind::Other(other),
+    }
+}
+
+/// The entry `header` describes, with what the metadata headers before it
+/// said (taken from `pending`), and the length of its raw path; refused
+/// where GNU tar and Node's tar would read it differently.
+fn entry_of(
+    header: &[u8; BLOCK],
+    pending: &mut Pending,
+    size: u64,
+    index: usize,
+) -> Result<(Entry, usize), TarError> {
+    if pending.long_name.is_some() && pending.pax_path.is_some() {
+        return Err(TarError::Ambiguous {
+            index,
+            why: "both a GNU long name and a PAX path",
+        });
+    }
+    let ustar = &header[257..263] == b"ustar\0";
+    let has_prefix = ustar && header[345] != 0;
+    // GNU tar and Node's tar disagree on a prefix with another ustar
+    // version, and on a prefix beside a long name or PAX path.
+    if has_prefix
+        && (&header[263..265] != b"00" || pending.long_name.is_some() || pending.pax_path.is_some())
+    {
+        return Err(TarError::Ambiguous {
+            index,
+            why: "a ustar prefix that extractors read differently",
+        });
+    }
+    let name = c_string(&header[0..100]);
+    let path_bytes = match (pending.pax_path.take(), pending.long_name.take()) {
+        (Some(path), _) | (None, Some(path)) => path,
+        (None, None) if has_prefix => {
+            let prefix = c_string(&header[345..500]);
+            [prefix, b"/", name].concat()
+        }
+        (None, None) => name.to_vec(),
+    };
+    let link_bytes = pending
+        .pax_link
+        .take()
+        .or(pending.long_link.take())
+        .unwrap_or_else(|| c_string(&header[157..257]).to_vec());
+    let size = pending.pax_size.take().unwrap_or(size);
+    let mode = number(&header[100..108]).ok_or(TarError::Number {
+        index,
+        field: "mode",
+    })? as u32;
+    let kind = kind_of(header[156]);
+    // Node's tar reads the next block as a header after a directory, a
+    // name ending in `/`, or a non-link with a link name, whatever the
+    // size says; GNU tar skips the size. Such headers would hide entries
+    // from one of them, so only a regular file may carry data.
+    let data_allowed = kind == Kind::File && !path_bytes.ends_with(b"/");
+    if size > 0 && !data_allowed {
+        return Err(TarError::Ambiguous {
+            index,
+            why: "a folder, link or special entry that declares data",
+        });
+    }
+    let non_link_with_link = !matches!(kind, Kind::Symlink | Kind::HardLink) && header[157] != 0;
+    if path_bytes.is_empty() || path_bytes.contains(&0) || non_link_with_link {
+        return Err(TarError::Ambiguous {
+            index,
+            why: "an empty path, a NUL in a path or a link name on a non-link",
+        });
+    }
+    let entry = Entry {
+        path: String::from_utf8_lossy(&path_bytes).into_owned(),
+        kind,
+        mode,
+        size,
+        link: matches!(kind, Kind::Symlink | Kind::HardLink)
+            .then(|| String::from_utf8_lossy(&link_bytes).into_owned()),
+    };
+    Ok((entry, path_bytes.len()))
 }
 
 /// One raw ustar header block, with a right checksum, for any name (the
