@@ -22,14 +22,10 @@ fn epoch(folder: &std::path::Path) -> Result<u64, String> {
     }
 }
 
-pub fn run(args: PackageArgs, color: ColorChoice) -> Outcome {
-    // Ctrl-C stops cargo or npm and returns through the usual exit.
-    crate::children::watch_interrupts();
-    let epoch = match epoch(&args.path) {
-        Ok(epoch) => epoch,
-        Err(message) => return Err(Failure::new(Exit::CouldNotRun, message)),
-    };
-    // A key that cannot sign stops the run before a build is spent.
+/// The run's settings from the flags and the environment; a key that
+/// cannot sign stops the run before a build is spent.
+pub(super) fn settings(args: &PackageArgs) -> Result<PackageSettings, Failure> {
+    let epoch = epoch(&args.path).map_err(|message| Failure::new(Exit::CouldNotRun, message))?;
     let sign_key = match args.sign_key.as_deref().map(SigningKey::load).transpose() {
         Ok(key) => key.map(std::sync::Arc::new),
         Err(error) => {
@@ -37,7 +33,7 @@ pub fn run(args: PackageArgs, color: ColorChoice) -> Outcome {
             return Err(Failure::new(Exit::CouldNotRun, error).help(Some(help)));
         }
     };
-    let settings = PackageSettings {
+    Ok(PackageSettings {
         out_dir: args.out_dir.clone().unwrap_or_else(|| {
             let node = crate::package::build::is_node_project(&args.path);
             args.path.join(if node { "release" } else { "dist" })
@@ -58,31 +54,36 @@ pub fn run(args: PackageArgs, color: ColorChoice) -> Outcome {
         progress: !args.json && std::io::stderr().is_terminal(),
         epoch,
         sign_key,
+    })
+}
+
+/// How a failed run exits: input that cannot be read is "could not run",
+/// Ctrl-C is "interrupted", everything else (lint errors, a failed build,
+/// a refused file) is a "no"; lint's report goes to stderr first.
+pub(super) fn failure(error: PackageError, color: ColorChoice) -> Failure {
+    if let PackageError::LintFindings { report, .. } = &error {
+        eprint!("{}", report::human(report, color.for_stderr()));
+    }
+    let exit = match error {
+        PackageError::Lint(_) => Exit::CouldNotRun,
+        PackageError::Interrupted(_) => Exit::Interrupted,
+        _ => Exit::No,
     };
+    let help = error.help();
+    Failure::new(exit, error).help(help)
+}
+
+pub fn run(args: PackageArgs, color: ColorChoice) -> Outcome {
+    // Ctrl-C stops cargo or npm and returns through the usual exit.
+    crate::children::watch_interrupts();
+    let settings = settings(&args)?;
     let quiet = args.json;
     let mut log = |line: &str| {
         if !quiet {
             eprintln!("ecp package: {line}");
         }
     };
-    let packaged = match package::package(&settings, &mut log) {
-        Ok(packaged) => packaged,
-        Err(error) => {
-            if let PackageError::LintFindings { report, .. } = &error {
-                let colored = color.for_stderr();
-                eprint!("{}", report::human(report, colored));
-            }
-            // Input that cannot be read is "could not run"; everything else
-            // (lint errors, a failed build, a refused file) is a "no".
-            let exit = match error {
-                PackageError::Lint(_) => Exit::CouldNotRun,
-                PackageError::Interrupted(_) => Exit::Interrupted,
-                _ => Exit::No,
-            };
-            let help = error.help();
-            return Err(Failure::new(exit, error).help(help));
-        }
-    };
+    let packaged = package::package(&settings, &mut log).map_err(|e| failure(e, color))?;
     if args.json {
         println!(
             "{}",

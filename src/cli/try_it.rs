@@ -69,26 +69,23 @@ fn archive_for(path: &Path, color: ColorChoice) -> Result<PathBuf, Failure> {
         }
         Some(why) => eprintln!("ecp try: packaging first ({why})"),
     }
-    let packaged = super::package::run(
-        PackageArgs {
-            path: path.to_owned(),
-            formats: Vec::new(),
-            out_dir: None,
-            binary: None,
-            skip_build: false,
-            ignore_scripts: false,
-            target: None,
-            json: false,
-            sign_key: None,
-        },
-        color,
-    )?;
-    if packaged != Exit::Success {
-        return Err(Failure::new(
-            packaged,
-            "ecp package did not package the extension",
-        ));
-    }
+    // The package steps on stderr: stdout is the qwen commands or the
+    // server's line.
+    let args = PackageArgs {
+        path: path.to_owned(),
+        formats: Vec::new(),
+        out_dir: None,
+        binary: None,
+        skip_build: false,
+        ignore_scripts: false,
+        target: None,
+        json: false,
+        sign_key: None,
+    };
+    crate::children::watch_interrupts();
+    let settings = super::package::settings(&args)?;
+    let mut log = |line: &str| eprintln!("ecp package: {line}");
+    package::package(&settings, &mut log).map_err(|e| super::package::failure(e, color))?;
     Ok(archive)
 }
 
