@@ -60,9 +60,23 @@ fn run_guarded<F: std::future::Future>(
 ) -> Result<F::Output, Failure> {
     crate::children::adopt_orphans();
     let finished = tokio.block_on(async {
+        // SIGTERM stops the run as Ctrl-C does (the watcher of
+        // `crate::children` takes it too, so it no longer ends ecp).
+        #[cfg(unix)]
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        let terminated = async {
+            #[cfg(unix)]
+            if let Some(signal) = terminate.as_mut() {
+                signal.recv().await;
+                return;
+            }
+            std::future::pending::<()>().await
+        };
         tokio::select! {
             output = work => Some(output),
             _ = tokio::signal::ctrl_c() => None,
+            () = terminated => None,
         }
     });
     // Dropping the runtime drops the sessions, which kill their groups.

@@ -38,6 +38,7 @@ pub fn run(args: TryArgs, color: ColorChoice) -> Outcome {
         println!("{install}\nqwen mcp list");
         return Ok(Exit::Success);
     };
+    crate::children::watch_interrupts();
     if let Some(installed) = qwen::installed(&name) {
         replace(&program, &name, &installed, &archive, args.replace)?;
     }
@@ -231,10 +232,20 @@ fn run_qwen(program: &Path, args: &[&str], archive: Option<&Path>) -> Result<Str
         command.arg(archive).arg("--consent");
     }
     let shown = format!("qwen {}", args.join(" "));
-    let output: Output = command
+    command
         .stdin(Stdio::null())
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // In a group of its own: Ctrl-C stops it through `crate::children`.
+    let output: Output = crate::children::spawn(&mut command)
+        .and_then(crate::children::Child::wait_with_output)
         .map_err(|e| could_not_run(format!("cannot run {}: {e}", program.display())))?;
+    if crate::children::interrupted() {
+        return Err(Failure::new(
+            Exit::Interrupted,
+            format!("interrupted: {shown} was stopped"),
+        ));
+    }
     let text = String::from_utf8_lossy(&output.stdout).into_owned()
         + &String::from_utf8_lossy(&output.stderr);
     if output.status.success() {

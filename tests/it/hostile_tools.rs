@@ -115,8 +115,16 @@ fn check_leaves_nothing_a_target_started_running() {
 }
 
 #[test]
-fn check_stops_everything_a_target_started_on_ctrl_c() {
-    let marker = format!("ecp-hostile-sigint-{}", std::process::id());
+fn check_stops_everything_a_target_started_on_ctrl_c_and_sigterm() {
+    for signal in ["INT", "TERM"] {
+        check_stops_on(signal);
+    }
+}
+
+/// `ecp check` of a target that starts a child and never answers, stopped
+/// by `kill -SIGNAL`: exit 130, and nothing the target started is left.
+fn check_stops_on(signal: &str) {
+    let marker = format!("ecp-hostile-sig{signal}-{}", std::process::id());
     // The target never answers initialize: ecp would wait 30 s for it.
     let mut ecp = Command::new(env!("CARGO_BIN_EXE_ecp"))
         .args([
@@ -141,7 +149,7 @@ fn check_stops_everything_a_target_started_on_ctrl_c() {
         "the target did not start"
     );
     let status = Command::new("kill")
-        .args(["-INT", &ecp.id().to_string()])
+        .args([format!("-{signal}"), ecp.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
@@ -152,7 +160,7 @@ fn check_stops_everything_a_target_started_on_ctrl_c() {
         }
         if start.elapsed() > Duration::from_secs(20) {
             let _ = ecp.kill();
-            panic!("ecp check did not stop on SIGINT");
+            panic!("ecp check did not stop on SIG{signal}");
         }
         std::thread::sleep(Duration::from_millis(50));
     };
