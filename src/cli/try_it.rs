@@ -92,17 +92,25 @@ fn archive_for(path: &Path, color: ColorChoice) -> Result<PathBuf, Failure> {
 
 /// The asset Qwen's installer picks on this machine from a release folder.
 fn release_asset(folder: &Path) -> Result<PathBuf, Failure> {
-    let names: Vec<String> = std::fs::read_dir(folder)
+    let mut names: Vec<String> = std::fs::read_dir(folder)
         .map_err(|e| could_not_run(format!("{}: {e}", folder.display())))?
         .flatten()
         .filter_map(|entry| entry.file_name().to_str().map(str::to_owned))
         .collect();
+    names.sort();
     let assets: Vec<&str> = names.iter().map(String::as_str).collect();
     let (os, arch) =
         package::platform_of(&package::host_triple()).map_err(|e| could_not_run(e.to_string()))?;
-    match release::resolve(&assets, os, arch) {
-        release::Resolution::Assets(found) => Ok(folder.join(found[0])),
-        release::Resolution::Clone => Err(could_not_run(format!(
+    // Qwen takes the first match in GitHub's order, which may be a file it
+    // cannot extract (`ecp lint` of the folder says so); this takes an
+    // archive among the matches.
+    let found = match release::resolve(&assets, os, arch) {
+        release::Resolution::Assets(found) => found,
+        release::Resolution::Clone => Vec::new(),
+    };
+    match found.iter().find(|name| release::is_archive(name)) {
+        Some(archive) => Ok(folder.join(archive)),
+        None => Err(could_not_run(format!(
             "{} holds no archive Qwen would install on {os}.{arch}",
             folder.display()
         ))),
