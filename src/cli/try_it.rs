@@ -277,15 +277,7 @@ fn connected(listed: &str, name: &str, server: Option<&lint::manifest::ServerFac
         }
         Some((false, line)) => {
             println!("{}", crate::outside::line(&line, 500));
-            let unset = unset_variables(server);
-            let help = if unset.is_empty() {
-                "`ecp call . \"a query\"` shows what the server says when it starts".to_owned()
-            } else {
-                format!(
-                    "set {} in the environment Qwen Code starts from",
-                    unset.join(" and ")
-                )
-            };
+            let help = disconnected_help(server);
             Err(Failure::new(
                 Exit::No,
                 format!("{name} is installed, but Qwen Code cannot connect to it"),
@@ -297,6 +289,25 @@ fn connected(listed: &str, name: &str, server: Option<&lint::manifest::ServerFac
             crate::outside::block(listed, 20, 300)
         ))),
     }
+}
+
+/// What to do when Qwen cannot connect: a remote server must answer and be
+/// signed in to; a local one needs the variables its manifest passes.
+fn disconnected_help(server: Option<&lint::manifest::ServerFacts>) -> String {
+    if let Some(url) = server.and_then(|s| s.http_url.as_deref()) {
+        return format!(
+            "a remote server connects once {} answers and Qwen Code has signed in to it (its OAuth sign-in); `ecp check --url URL --token-env TOKEN` checks the endpoint itself",
+            crate::outside::value(url)
+        );
+    }
+    let unset = unset_variables(server);
+    if unset.is_empty() {
+        return "`ecp call . \"a query\"` shows what the server says when it starts".to_owned();
+    }
+    format!(
+        "set {} in the environment Qwen Code starts from",
+        unset.join(" and ")
+    )
 }
 
 /// The `${VAR}` names in the server's `env` that are unset here.
@@ -324,4 +335,34 @@ fn unset_variables(server: Option<&lint::manifest::ServerFacts>) -> Vec<String> 
 
 fn could_not_run(message: impl std::fmt::Display) -> Failure {
     Failure::new(Exit::CouldNotRun, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_disconnected_server_gets_the_help_its_kind_needs() {
+        let remote = lint::manifest::ServerFacts {
+            http_url: Some("https://context.acme.dev/mcp".into()),
+            ..Default::default()
+        };
+        let help = disconnected_help(Some(&remote));
+        assert!(
+            help.contains("https://context.acme.dev/mcp answers") && help.contains("signed in"),
+            "{help}"
+        );
+        let local = lint::manifest::ServerFacts {
+            env: vec![(
+                "X_BASE_URL".into(),
+                "${ECP_TRY_TEST_SURELY_UNSET_VARIABLE}".into(),
+            )],
+            ..Default::default()
+        };
+        assert_eq!(
+            disconnected_help(Some(&local)),
+            "set ECP_TRY_TEST_SURELY_UNSET_VARIABLE in the environment Qwen Code starts from"
+        );
+        assert!(disconnected_help(None).contains("ecp call"));
+    }
 }
