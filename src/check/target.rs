@@ -85,27 +85,13 @@ pub enum ManifestServer {
 /// `${pathSeparator}`, then `${VAR}`/`$VAR` from `env`; anything unresolved
 /// stays literal.
 fn substitute(value: &str, extension_path: &str, env: &BTreeMap<String, String>) -> String {
-    let text = value
-        .replace("${extensionPath}", extension_path)
-        .replace("${/}", "/")
-        .replace("${pathSeparator}", "/");
+    let text = builtins(value, extension_path);
     let mut out = String::new();
     let mut rest = text.as_str();
     while let Some(at) = rest.find('$') {
         out.push_str(&rest[..at]);
         let after = &rest[at + 1..];
-        let (name, length) = match after.strip_prefix('{') {
-            Some(inner) => match inner.find('}') {
-                Some(end) => (&inner[..end], end + 2),
-                None => ("", 0),
-            },
-            None => {
-                let end = after
-                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                    .unwrap_or(after.len());
-                (&after[..end], end)
-            }
-        };
+        let (name, length) = reference(after);
         match env.get(name).filter(|_| !name.is_empty()) {
             Some(value) => out.push_str(value),
             None => out.push_str(&rest[at..at + 1 + length]),
@@ -114,6 +100,50 @@ fn substitute(value: &str, extension_path: &str, env: &BTreeMap<String, String>)
     }
     out.push_str(rest);
     out
+}
+
+/// The variables a manifest string refers to (`${VAR}`, `$VAR`), as
+/// [`substitute`] reads them: Qwen's own `${extensionPath}`, `${/}` and
+/// `${pathSeparator}` are none.
+pub fn variables(value: &str) -> Vec<String> {
+    let text = builtins(value, "");
+    let mut names = Vec::new();
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find('$') {
+        let after = &rest[at + 1..];
+        let (name, length) = reference(after);
+        if !name.is_empty() {
+            names.push(name.to_owned());
+        }
+        rest = &after[length..];
+    }
+    names
+}
+
+/// `value` with Qwen's own variables resolved.
+fn builtins(value: &str, extension_path: &str) -> String {
+    value
+        .replace("${extensionPath}", extension_path)
+        .replace("${/}", "/")
+        .replace("${pathSeparator}", "/")
+}
+
+/// The variable a `$` names, given the text after it: `{NAME}` or `NAME`
+/// (letters, digits, `_`), and how many bytes of `after` that takes; an
+/// empty name when it is neither.
+fn reference(after: &str) -> (&str, usize) {
+    match after.strip_prefix('{') {
+        Some(inner) => match inner.find('}') {
+            Some(end) => (&inner[..end], end + 2),
+            None => ("", 0),
+        },
+        None => {
+            let end = after
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(after.len());
+            (&after[..end], end)
+        }
+    }
 }
 
 /// Unpacks an archive into a new temporary folder through the bounded

@@ -310,24 +310,15 @@ fn disconnected_help(server: Option<&lint::manifest::ServerFacts>) -> String {
     )
 }
 
-/// The `${VAR}` names in the server's `env` that are unset here.
+/// The variables the server's `env` refers to that are unset here (read
+/// as `ecp check` resolves a manifest, [`crate::check::target::variables`]).
 fn unset_variables(server: Option<&lint::manifest::ServerFacts>) -> Vec<String> {
-    let mut names = Vec::new();
+    let mut names: Vec<String> = Vec::new();
     for (_, value) in server.map(|s| s.env.as_slice()).unwrap_or_default() {
-        let mut rest = value.as_str();
-        while let Some(start) = rest.find("${") {
-            let after = &rest[start + 2..];
-            let Some(end) = after.find('}') else { break };
-            let variable = &after[..end];
-            if !variable.is_empty()
-                && variable != "/"
-                && variable != "extensionPath"
-                && std::env::var_os(variable).is_none()
-                && !names.iter().any(|n| n == variable)
-            {
-                names.push(variable.to_owned());
+        for name in crate::check::target::variables(value) {
+            if std::env::var_os(&name).is_none() && !names.contains(&name) {
+                names.push(name);
             }
-            rest = &after[end + 1..];
         }
     }
     names
@@ -362,6 +353,18 @@ mod tests {
         assert_eq!(
             disconnected_help(Some(&local)),
             "set ECP_TRY_TEST_SURELY_UNSET_VARIABLE in the environment Qwen Code starts from"
+        );
+        // Qwen's own variables are none; `$NAME` is one, as Qwen reads it.
+        let builtins = lint::manifest::ServerFacts {
+            env: vec![(
+                "X_CONFIG".into(),
+                "${extensionPath}${/}a${pathSeparator}$ECP_TRY_TEST_OTHER_UNSET".into(),
+            )],
+            ..Default::default()
+        };
+        assert_eq!(
+            unset_variables(Some(&builtins)),
+            ["ECP_TRY_TEST_OTHER_UNSET"]
         );
         assert!(disconnected_help(None).contains("ecp call"));
     }

@@ -75,13 +75,9 @@ impl Known {
 
     /// The version that first wrote these bytes at `path`, if any did.
     fn version(&self, path: &str, bytes: &[u8]) -> Option<&'static str> {
-        let sum = hex(&Sha256::digest(bytes));
+        let sum = crate::package::write::hex(&Sha256::digest(bytes));
         self.by_path.get(path)?.get(sum.as_str()).copied()
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// What `src/main.ts` was rendered with: the extension's name and its
