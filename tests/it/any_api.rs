@@ -15,7 +15,7 @@
 //! - Python: `tests/python/profile_server.py --api datasette [--defect X]`.
 
 use std::{
-    path::{Path, PathBuf},
+    path::Path,
     process::{Command, Output, Stdio},
 };
 
@@ -258,16 +258,11 @@ fn a_rust_mapping_of_datasette_is_proven_live_and_from_its_cassette() {
     );
 }
 
-/// npm's download cache, shared by every project the tests install.
-fn npm_cache() -> PathBuf {
-    Path::new(ROOT).join("target/npm-cache/_npm")
-}
-
 fn npm(dir: &Path, args: &[&str]) {
     let output = Command::new("npm")
         .args(args)
         .current_dir(dir)
-        .env("npm_config_cache", npm_cache())
+        .env("npm_config_cache", crate::cli::npm_cache())
         .env("npm_config_audit", "false")
         .env("npm_config_fund", "false")
         .env("npm_config_prefer_offline", "true")

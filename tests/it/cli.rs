@@ -81,6 +81,33 @@ pub fn package_into(dir: &Path, out: &Path, extra: &[&str]) -> Output {
     output
 }
 
+/// npm's download cache, shared by every project the tests install.
+pub fn npm_cache() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/npm-cache/_npm")
+}
+
+/// `ecp new NAME --template remote --yes` for the endpoint
+/// `https://context.acme.dev/mcp` (a real-looking one: no placeholder), in
+/// `dir`; it must succeed.
+pub fn ecp_new_remote(dir: &Path, name: &str) {
+    let made = ecp(&[
+        "new",
+        name,
+        "--template",
+        "remote",
+        "--yes",
+        "--endpoint",
+        "https://context.acme.dev/mcp",
+        "--dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+}
+
 /// `ecp new acme-context --yes --dir DIR EXTRA...`.
 pub fn ecp_new(dir: &Path, extra: &[&str]) -> Output {
     let mut args = vec![

@@ -83,10 +83,7 @@ fn run_block(script: &str) -> (tempfile::TempDir, String, String) {
         .env("EDITOR", "true")
         .env("CARGO_TARGET_DIR", generated_target())
         .env("CARGO_NET_OFFLINE", "true")
-        .env(
-            "npm_config_cache",
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("target/npm-cache/_npm"),
-        )
+        .env("npm_config_cache", crate::cli::npm_cache())
         .env_remove("ACME_CONTEXT_BASE_URL")
         .env_remove("ACME_CONTEXT_TOKEN")
         .env_remove("ACME_CONTEXT_TS_BASE_URL")

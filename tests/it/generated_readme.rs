@@ -113,10 +113,7 @@ fn bash(dir: &Path, block: &str) -> Command {
             "CARGO_ENCODED_RUSTFLAGS",
             ecp::package::build::reproducible_rustflags(dir, &target).join("\x1f"),
         )
-        .env(
-            "npm_config_cache",
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("target/npm-cache/_npm"),
-        )
+        .env("npm_config_cache", crate::cli::npm_cache())
         .stdin(Stdio::null());
     command
 }
@@ -178,18 +175,7 @@ fn serves(dir: &Path, block: &str) {
 fn the_remote_templates_readme_runs_as_written() {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("acme-context-remote");
-    let made = crate::cli::ecp(&[
-        "new",
-        "acme-context-remote",
-        "--template",
-        "remote",
-        "--yes",
-        "--endpoint",
-        "https://context.acme.dev/mcp",
-        "--dir",
-        dir.to_str().unwrap(),
-    ]);
-    assert!(made.status.success());
+    crate::cli::ecp_new_remote(&dir, "acme-context-remote");
     assert_eq!(run_every_block(&dir, "acme-context-remote"), 1);
     assert!(dir.join("dist/linux.acme-context-remote.tar.gz").is_file());
 }

@@ -7,7 +7,7 @@
 //! repeatedly) pass on it. npm's cache is shared in `target/npm-cache`.
 
 use std::{
-    path::{Path, PathBuf},
+    path::Path,
     process::{Command, Output, Stdio},
 };
 
@@ -16,11 +16,6 @@ use serde_json::Value;
 use crate::cli::ecp;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-/// npm's download cache, shared by every project the tests install.
-fn npm_cache() -> PathBuf {
-    Path::new(ROOT).join("target/npm-cache/_npm")
-}
 
 fn show(output: &Output) -> String {
     format!(
@@ -31,11 +26,13 @@ fn show(output: &Output) -> String {
     )
 }
 
-fn run(dir: &Path, program: &str, args: &[&str]) -> Output {
+/// `PROGRAM ARGS` in `dir` with the shared npm cache, no audit, no funding
+/// messages and no stdin.
+pub fn run(dir: &Path, program: &str, args: &[&str]) -> Output {
     Command::new(program)
         .args(args)
         .current_dir(dir)
-        .env("npm_config_cache", npm_cache())
+        .env("npm_config_cache", crate::cli::npm_cache())
         .env("npm_config_audit", "false")
         .env("npm_config_fund", "false")
         .stdin(Stdio::null())
@@ -49,7 +46,7 @@ fn ecp_npm(dir: &Path, args: &[&str]) -> Output {
     command
         .args(args)
         .current_dir(dir)
-        .env("npm_config_cache", npm_cache())
+        .env("npm_config_cache", crate::cli::npm_cache())
         .env_remove("SOURCE_DATE_EPOCH")
         .stdin(Stdio::null());
     command.output().unwrap()
@@ -523,7 +520,7 @@ fn a_generated_typescript_extension_tests_builds_packages_reproducibly_and_confo
                 std::env::var("PATH").unwrap_or_default()
             ),
         )
-        .env("npm_config_cache", npm_cache())
+        .env("npm_config_cache", crate::cli::npm_cache())
         .env_remove("SOURCE_DATE_EPOCH")
         .stdin(Stdio::null())
         .output()
@@ -658,7 +655,7 @@ fn package_interrupted_at(dir: &Path, marker: &str) -> (Output, Vec<(u32, String
     let child = Command::new(env!("CARGO_BIN_EXE_ecp"))
         .arg("package")
         .current_dir(dir)
-        .env("npm_config_cache", npm_cache())
+        .env("npm_config_cache", crate::cli::npm_cache())
         .env_remove("SOURCE_DATE_EPOCH")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

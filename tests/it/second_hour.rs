@@ -523,7 +523,7 @@ async fn a_field_renamed_in_each_templates_mapping_reaches_the_result() {
         "the TypeScript mapping names `content` as documented"
     );
     std::fs::write(&mapping, edited).unwrap();
-    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/npm-cache/_npm");
+    let cache = crate::cli::npm_cache();
     for args in [&["ci", "--no-audit", "--no-fund"][..], &["run", "build"]] {
         let output = Command::new("npm")
             .args(args)

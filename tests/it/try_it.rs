@@ -34,18 +34,7 @@ fn ecp_try(dir: &Path, home: &Path, args: &[&str]) -> Output {
 fn try_packages_when_needed_and_prints_the_qwen_commands() {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("acme-context-remote");
-    let made = ecp(&[
-        "new",
-        "acme-context-remote",
-        "--template",
-        "remote",
-        "--yes",
-        "--endpoint",
-        "https://context.acme.dev/mcp",
-        "--dir",
-        dir.to_str().unwrap(),
-    ]);
-    assert!(made.status.success(), "{}", text(&made));
+    crate::cli::ecp_new_remote(&dir, "acme-context-remote");
     let home = temp.path().join("home");
     std::fs::create_dir(&home).unwrap();
     let archive = dir.join("dist/linux.acme-context-remote.tar.gz");

@@ -966,18 +966,7 @@ fn an_edited_provider_of_an_earlier_generation_is_left_alone_and_told() {
 fn a_remote_extension_is_told_plainly_it_has_no_runtime() {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("acme-remote");
-    let made = ecp(&[
-        "new",
-        "acme-remote",
-        "--template",
-        "remote",
-        "--yes",
-        "--endpoint",
-        "https://context.acme.dev/mcp",
-        "--dir",
-        dir.to_str().unwrap(),
-    ]);
-    assert!(made.status.success(), "{}", text(&made));
+    crate::cli::ecp_new_remote(&dir, "acme-remote");
     let before = snapshot(&dir);
     let output = in_dir(&dir, &["upgrade"]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
@@ -1001,18 +990,9 @@ fn typescript_fixture(to: &Path) {
     copy_tree(&from, to);
 }
 
-/// `npm ARGS` in `dir` with the shared npm cache; it must succeed.
+/// `npm ARGS` in `dir` ([`crate::local_ts::run`]); it must succeed.
 fn npm(dir: &Path, args: &[&str]) -> String {
-    let output = std::process::Command::new("npm")
-        .args(args)
-        .current_dir(dir)
-        .env(
-            "npm_config_cache",
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("target/npm-cache/_npm"),
-        )
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let output = crate::local_ts::run(dir, "npm", args);
     assert!(output.status.success(), "npm {args:?}: {}", text(&output));
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
