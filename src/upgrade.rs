@@ -33,16 +33,28 @@ mod typescript;
 
 use std::path::{Path, PathBuf};
 
-use include_dir::{Dir, include_dir};
-
 use crate::scaffold::{
     self, NewSettings, Template,
     vendor::{self, Installed},
 };
 
-/// What ecp 0.1.0 wrote for `acme-context`, the reference for "unedited".
-static COPIED_LAYOUT: Dir<'static> =
-    include_dir!("$CARGO_MANIFEST_DIR/tests/fixtures/copied-layout-0.1.0");
+/// What ecp 0.1.0 copied into an extension, the reference for "unedited":
+/// the SHA-256 and path of every file of [`COPIED_FOLDERS`], as in
+/// `tests/fixtures/copied-layout-0.1.0` (a unit test holds the two equal).
+const COPIED_DIGESTS: &str = include_str!("upgrade/copied-0.1.0.txt");
+
+/// The glue ecp 0.1.0 generated for `acme-context` (the name and the
+/// environment prefix are put back before comparing).
+const COPIED_GLUE: [(&str, &str); 2] = [
+    (
+        "src/lib.rs",
+        include_str!("../tests/fixtures/copied-layout-0.1.0/src/lib.rs"),
+    ),
+    (
+        "src/main.rs",
+        include_str!("../tests/fixtures/copied-layout-0.1.0/src/main.rs"),
+    ),
+];
 
 /// The folders ecp 0.1.0 copied the runtime and the contract into.
 const COPIED_FOLDERS: &[&str] = &["src/profile", "src/runtime", "contracts/v1"];
@@ -530,41 +542,43 @@ fn copied_env_prefix(folder: &Path) -> Option<String> {
     value.strip_suffix("_BASE_URL").map(str::to_owned)
 }
 
-/// What ecp 0.1.0 wrote at `path` for an extension `name` (with its
-/// environment prefix), from the embedded reference for `acme-context`.
-fn copied_original(path: &str, name: &str, env_prefix: &str) -> Option<String> {
-    let text = COPIED_LAYOUT.get_file(path)?.contents_utf8()?;
-    if path == "src/main.rs" || path == "src/lib.rs" {
-        Some(
-            text.replace("ACME_CONTEXT", env_prefix)
-                .replace("acme_context", &name.replace('-', "_"))
-                .replace("acme-context", name),
-        )
-    } else {
-        Some(text.to_owned())
-    }
+/// The glue ecp 0.1.0 wrote at `path` for an extension `name` (with its
+/// environment prefix), from the embedded one for `acme-context`.
+fn copied_glue(path: &str, name: &str, env_prefix: &str) -> Option<String> {
+    let (_, text) = COPIED_GLUE.iter().find(|(glue, _)| *glue == path)?;
+    Some(
+        text.replace("ACME_CONTEXT", env_prefix)
+            .replace("acme_context", &name.replace('-', "_"))
+            .replace("acme-context", name),
+    )
+}
+
+/// The path and SHA-256 of every file ecp 0.1.0 copied, from the table.
+fn copied_digests() -> impl Iterator<Item = (&'static str, &'static str)> {
+    COPIED_DIGESTS
+        .lines()
+        .filter_map(|line| line.split_once("  "))
+        .map(|(digest, path)| (path, digest))
 }
 
 /// Every file ecp 0.1.0 copied (and the glue it generated), in path order.
 fn copied_paths() -> Vec<String> {
-    let mut paths = Vec::new();
-    let mut stack = vec![&COPIED_LAYOUT];
-    while let Some(dir) = stack.pop() {
-        stack.extend(dir.dirs());
-        for file in dir.files() {
-            let path = file.path().to_string_lossy().replace('\\', "/");
-            if COPIED_FOLDERS
-                .iter()
-                .any(|f| path.starts_with(&format!("{f}/")))
-                || path == "src/main.rs"
-                || path == "src/lib.rs"
-            {
-                paths.push(path);
-            }
-        }
-    }
+    let mut paths: Vec<String> = copied_digests()
+        .map(|(path, _)| path.to_owned())
+        .chain(COPIED_GLUE.iter().map(|(path, _)| (*path).to_owned()))
+        .collect();
     paths.sort();
     paths
+}
+
+/// Whether `actual` is what ecp 0.1.0 wrote at `path`.
+fn copied_unedited(path: &str, actual: &str, name: &str, env_prefix: &str) -> bool {
+    if let Some(glue) = copied_glue(path, name, env_prefix) {
+        return actual == glue;
+    }
+    use sha2::Digest as _;
+    let digest = crate::package::write::hex(&sha2::Sha256::digest(actual.as_bytes()));
+    copied_digests().any(|(known, expected)| known == path && expected == digest)
 }
 
 /// The files of the copied layout that differ from what ecp 0.1.0 wrote, or
@@ -574,9 +588,8 @@ fn edited_copied(folder: &Path, name: &str) -> Result<Vec<String>, UpgradeError>
     let known = copied_paths();
     let mut edited = Vec::new();
     for path in &known {
-        let expected = copied_original(path, name, &env_prefix).unwrap_or_default();
         match read_text(folder, &folder.join(path)) {
-            Ok(actual) if actual == expected => {}
+            Ok(actual) if copied_unedited(path, &actual, name, &env_prefix) => {}
             Ok(_) => edited.push(path.clone()),
             Err(UpgradeError::Io { source, .. })
                 if source.kind() == std::io::ErrorKind::NotFound =>
@@ -1099,5 +1112,43 @@ mod tests {
         );
         record_runtime(&mut document);
         assert_eq!(document.to_string().matches("ecp-runtime =").count(), 1);
+    }
+
+    /// The digest table is the fixture of what ecp 0.1.0 copied, file for
+    /// file: regenerate it from `tests/fixtures/copied-layout-0.1.0` (`sha256sum`
+    /// of each file under `contracts/v1`, `src/profile` and `src/runtime`,
+    /// sorted by path) if this fails.
+    #[test]
+    fn the_copied_digests_are_the_fixtures_files() {
+        use sha2::Digest as _;
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/copied-layout-0.1.0");
+        let mut expected = String::new();
+        let mut paths = vendor::tree_paths(&root).unwrap();
+        paths.sort();
+        for path in paths {
+            if COPIED_FOLDERS
+                .iter()
+                .any(|folder| path.starts_with(&format!("{folder}/")))
+            {
+                let bytes = std::fs::read(root.join(&path)).unwrap();
+                let digest = crate::package::write::hex(&sha2::Sha256::digest(&bytes));
+                expected.push_str(&format!("{digest}  {path}\n"));
+            }
+        }
+        assert_eq!(COPIED_DIGESTS, expected);
+        for (path, text) in COPIED_GLUE {
+            assert!(copied_unedited(path, text, "acme-context", "ACME_CONTEXT"));
+            assert!(!copied_unedited(
+                path,
+                &format!("{text} "),
+                "acme-context",
+                "ACME_CONTEXT"
+            ));
+        }
+        let (path, _) = copied_digests().next().unwrap();
+        let text = std::fs::read_to_string(root.join(path)).unwrap();
+        assert!(copied_unedited(path, &text, "x", "X"));
+        assert!(!copied_unedited(path, &format!("{text}\n"), "x", "X"));
     }
 }
