@@ -294,24 +294,12 @@ fn input_message(error: &InputError) -> String {
 }
 
 /// An extension's source folder has no `dist/main` until it is staged into
-/// an archive, so `ecp check .` (and `ecp call .`) run the crate's binary
-/// instead, and say which:
-///
-/// - A crate whose `Cargo.toml` declares `[profile.ecp-check]` (every one
-///   `ecp new` writes) is built with that profile first, `cargo build
-///   --profile ecp-check` (a no-op when nothing changed), so the check
-///   always meets the current code: after a one-line edit the rebuild takes
-///   seconds where the release profile's fat LTO takes about a minute. A
-///   build failure stops the command with the compiler's last lines.
-/// - A crate without it (generated before the profile existed) runs what
-///   `ecp package` (or `cargo build --release`) built, and warns when a
-///   source file is newer, as before. It is not built with `--profile
-///   release` here: that is about a minute per check, and `ecp package`
-///   builds with its own reproducible flags, so a plain release build here
-///   and the packager's would each redo the other's. The warning says how
-///   to opt in instead (the profile's table, as `ecp new` writes it).
-///
-/// A missing entry point says which command makes it.
+/// an archive, so `ecp check .` (and `ecp call .`) build the crate's binary
+/// with cargo's dev profile, `cargo build --bin BIN` (a no-op when nothing
+/// changed, and the dependencies are the ones `cargo test` built), and run
+/// it, saying which: the check always meets the current code, seconds after
+/// a one-line edit. A build failure stops the command with the compiler's
+/// last lines. A missing bundle says which command makes it.
 fn entry_in_source_folder(
     folder: &Path,
     program: String,
@@ -327,42 +315,18 @@ fn entry_in_source_folder(
                 native.display()
             ));
         }
-        if build::has_check_profile(folder) {
-            let (bin, _) = build::binary_target(folder, name)
-                .map_err(|e| format!("{e}\n  = help: pass the release archive instead"))?;
-            let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
-            let built = build::build_for_check(folder, &bin, progress).map_err(|e| {
-                format!(
-                    "{e}\n  = help: fix the code and run this again (`cargo build --profile {}` shows every error), or pass a release archive (dist/<platform>.{name}.tar.gz)",
-                    build::CHECK_PROFILE
-                )
-            })?;
-            let note = format!(
-                "note: running {}, built with the {} profile (fast build; `ecp package` builds the release one)",
-                built.display(),
-                build::CHECK_PROFILE
-            );
-            return Ok((built.display().to_string(), Some(note)));
-        }
-        let built = build::host_release_binary(folder, name)
+        let (bin, _) = build::binary_target(folder, name)
             .map_err(|e| format!("{e}\n  = help: pass the release archive instead"))?;
-        if !built.is_file() {
-            return Err(format!(
-                "dist/main is not in {} and the crate has not been built\n  = help: run `ecp package` (or `cargo build --release`) there first, or pass its release archive (dist/<platform>.{name}.tar.gz)",
-                folder.display()
-            ));
-        }
-        let mut note = format!(
-            "note: running {} (what `ecp package` built; dist/main exists only in the archive)",
+        let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        let built = build::build_for_check(folder, &bin, progress).map_err(|e| {
+            format!(
+                "{e}\n  = help: fix the code and run this again (`cargo build` shows every error), or pass a release archive (dist/<platform>.{name}.tar.gz)"
+            )
+        })?;
+        let note = format!(
+            "note: running {}, cargo's dev build of the current code (`ecp package` builds the release one)",
             built.display()
         );
-        if let Some(newer) = newer_source(folder, &built) {
-            note.push_str(&format!(
-                "\nwarning: {} changed after that build; run `ecp package` (or `cargo build --release`) to check the current code, or add the `[profile.{}]` table `ecp new` writes in Cargo.toml and ecp builds it for every check",
-                newer.display(),
-                build::CHECK_PROFILE
-            ));
-        }
         return Ok((built.display().to_string(), Some(note)));
     }
     if let Some(script) = args.first()
@@ -377,29 +341,6 @@ fn entry_in_source_folder(
         ));
     }
     Ok((program, None))
-}
-
-/// A file of the crate (`Cargo.toml`, `Cargo.lock`, anything under `src/`)
-/// modified after `built`.
-fn newer_source(folder: &Path, built: &Path) -> Option<PathBuf> {
-    let built_at = std::fs::metadata(built).and_then(|m| m.modified()).ok()?;
-    let mut stack = vec![folder.join("src")];
-    let mut files = vec![folder.join("Cargo.toml"), folder.join("Cargo.lock")];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            match entry.file_type() {
-                Ok(kind) if kind.is_dir() => stack.push(entry.path()),
-                Ok(kind) if kind.is_file() => files.push(entry.path()),
-                _ => {}
-            }
-        }
-    }
-    files.sort();
-    files.into_iter().find(|file| {
-        std::fs::metadata(file)
-            .and_then(|m| m.modified())
-            .is_ok_and(|modified| modified > built_at)
-    })
 }
 
 /// The loopback names the scripted upstream is reached by.

@@ -36,23 +36,6 @@ pub(super) fn interrupted(what: &str) -> Result<(), PackageError> {
 /// The bin target to build for the crate at `folder` (the only one, or the
 /// one named after the extension) and cargo's target folder.
 pub fn binary_target(folder: &Path, extension: &str) -> Result<(String, PathBuf), PackageError> {
-    binary_target_and_folder(folder, extension)
-}
-
-/// Where `cargo build --release` leaves the extension's binary for the host:
-/// `{target-dir}/release/{bin}` (`CARGO_TARGET_DIR` and the workspace
-/// honoured, as cargo reports them). It may not exist yet.
-pub fn host_release_binary(folder: &Path, extension: &str) -> Result<PathBuf, PackageError> {
-    let (bin, target_dir) = binary_target_and_folder(folder, extension)?;
-    Ok(target_dir
-        .join("release")
-        .join(format!("{bin}{}", std::env::consts::EXE_SUFFIX)))
-}
-
-fn binary_target_and_folder(
-    folder: &Path,
-    extension: &str,
-) -> Result<(String, PathBuf), PackageError> {
     let manifest = folder.join("Cargo.toml");
     let metadata = MetadataCommand::new()
         .manifest_path(&manifest)
@@ -170,42 +153,23 @@ pub fn build(
     executable.ok_or_else(|| PackageError::Build(format!("cargo built no executable for {bin}")))
 }
 
-/// The cargo profile `ecp check` builds in an extension's source folder
-/// (`ecp new` declares it in `Cargo.toml`): release's settings without the
-/// link-time optimisation and with parallel, incremental code generation, so
-/// that a one-line edit rebuilds in seconds. `ecp package` never uses it.
-pub const CHECK_PROFILE: &str = "ecp-check";
-
-/// Whether the crate's `Cargo.toml` declares `[profile.ecp-check]` (a crate
-/// generated before the profile existed does not; cargo would refuse the
-/// unknown profile).
-pub fn has_check_profile(folder: &Path) -> bool {
-    std::fs::read_to_string(folder.join("Cargo.toml"))
-        .ok()
-        .and_then(|text| toml::from_str::<toml::Table>(&text).ok())
-        .and_then(|manifest| manifest.get("profile")?.get(CHECK_PROFILE).cloned())
-        .is_some_and(|profile| profile.is_table())
-}
-
-/// `cargo build --profile ecp-check --bin BIN` in `folder`, with the
-/// caller's environment as it is (`CARGO_TARGET_DIR`, `RUSTFLAGS`: the same
-/// build as running that command by hand, so neither redoes the other's),
-/// and the executable's path from cargo's JSON messages. Cargo's progress
-/// goes to stderr when `progress`, else it stays quiet; compiler warnings
-/// are counted, not shown. On failure the message holds the last lines of
-/// the compiler's errors (or says cargo's own are above).
+/// `cargo build --bin BIN` in `folder`: cargo's dev profile, the one `cargo
+/// test` already built the dependencies with, so `ecp check .` after `cargo
+/// test` (or after a one-line edit) rebuilds only the crate, in seconds, where
+/// the release profile's fat LTO takes about a minute and a profile of its
+/// own would build every dependency a third time. `ecp package` never uses
+/// it. The caller's environment is kept as it is (`CARGO_TARGET_DIR`,
+/// `RUSTFLAGS`: the same build as running that command by hand, so neither
+/// redoes the other's), and the executable's path comes from cargo's JSON
+/// messages. Cargo's progress goes to stderr when `progress`, else it stays
+/// quiet; compiler warnings are counted, not shown. On failure the message
+/// holds the last lines of the compiler's errors (or says cargo's own are
+/// above).
 pub fn build_for_check(folder: &Path, bin: &str, progress: bool) -> Result<PathBuf, String> {
-    let shown = format!("cargo build --profile {CHECK_PROFILE}");
+    let shown = "cargo build".to_owned();
     let mut command = Command::new(cargo());
     command
-        .args([
-            "build",
-            "--profile",
-            CHECK_PROFILE,
-            "--bin",
-            bin,
-            "--message-format=json",
-        ])
+        .args(["build", "--bin", bin, "--message-format=json"])
         .current_dir(folder)
         .stdin(Stdio::null())
         .stdout(Stdio::piped());

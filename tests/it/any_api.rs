@@ -241,14 +241,7 @@ fn a_rust_mapping_of_datasette_is_proven_live_and_from_its_cassette() {
     let new = crate::cli::ecp(&["new", "kb-context", "--yes", "--dir", dir.to_str().unwrap()]);
     assert!(new.status.success(), "{}", show(&new));
     adapt("datasette_provider.rs", &dir.join("src/provider.rs"));
-    crate::cli::cargo_release_build(&dir);
-    std::fs::create_dir_all(dir.join("dist")).unwrap();
-    std::fs::copy(
-        crate::cli::generated_target().join("release/kb-context"),
-        dir.join("dist/main"),
-    )
-    .unwrap();
-
+    // `ecp check` builds the source folder itself (cargo's dev profile).
     let service = start_datasette(&corpus());
     prove_live_then_offline(
         &dir,

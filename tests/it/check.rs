@@ -341,7 +341,6 @@ fn a_bare_command_with_another_tool_is_a_warning_a_manifest_decides() {
 fn a_built_extension_conforms_as_a_folder_and_as_an_archive() {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("acme-context");
-    let target = crate::cli::generated_target();
     let new = Command::new(ecp_bin())
         .args([
             "new",
@@ -353,9 +352,19 @@ fn a_built_extension_conforms_as_a_folder_and_as_an_archive() {
         .output()
         .unwrap();
     assert!(new.status.success());
-    crate::cli::cargo_release_build(&dir);
+    // The dev build: what is checked here is the extension's behaviour,
+    // not its release profile (the packaging tests build that), without
+    // its 100 MB of debug information.
+    let built = crate::cli::cargo_dev_build(&dir, "acme-context");
     std::fs::create_dir_all(dir.join("dist")).unwrap();
-    std::fs::copy(target.join("release/acme-context"), dir.join("dist/main")).unwrap();
+    let status = Command::new("strip")
+        .arg(&built)
+        .arg("-o")
+        .arg(dir.join("dist/main"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let built = dir.join("dist/main");
 
     let (code, report) = check(&[dir.to_str().unwrap()]);
     assert_conforms(code, &report);
@@ -370,10 +379,7 @@ fn a_built_extension_conforms_as_a_folder_and_as_an_archive() {
             "--out-dir",
             out.to_str().unwrap(),
         ])
-        .args([
-            "--binary",
-            target.join("release/acme-context").to_str().unwrap(),
-        ])
+        .args(["--binary", built.to_str().unwrap()])
         .output()
         .unwrap();
     assert!(

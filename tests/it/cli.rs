@@ -13,24 +13,18 @@ pub fn generated_target() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("target/generated")
 }
 
-/// `cargo build --release` of a generated crate in `dir` into the shared
-/// target folder, with the flags `ecp package` builds with (so that the
-/// two share one build instead of rebuilding each other's).
-pub fn cargo_release_build(dir: &Path) {
-    let flags = ecp::package::build::reproducible_rustflags(dir, &generated_target());
+/// `cargo build` (the dev profile, whose dependencies every generated
+/// crate's `cargo test` shares) of the generated crate in `dir`, into the
+/// shared target folder; the executable named `bin`.
+pub fn cargo_dev_build(dir: &Path, bin: &str) -> std::path::PathBuf {
     let status = Command::new(env!("CARGO"))
-        .args(["build", "--release", "--offline", "--quiet"])
+        .args(["build", "--offline", "--quiet", "--bin", bin])
         .current_dir(dir)
         .env("CARGO_TARGET_DIR", generated_target())
-        .env_remove("RUSTFLAGS")
-        .env("CARGO_ENCODED_RUSTFLAGS", flags.join("\x1f"))
         .status()
         .unwrap();
-    assert!(
-        status.success(),
-        "cargo build --release failed in {}",
-        dir.display()
-    );
+    assert!(status.success(), "cargo build failed in {}", dir.display());
+    generated_target().join("debug").join(bin)
 }
 
 /// The example corpus `ecp serve --fixture` tests serve.

@@ -68,10 +68,10 @@ async fn local_template_builds_tests_lints_and_serves_offline() {
     lint_is_clean(&dir);
 
     cargo(&dir, &["fmt", "--check"]);
-    crate::cli::cargo_release_build(&dir);
     cargo(&dir, &["test", "--offline", "--quiet"]);
-
-    // The release binary, against a real V1 upstream on loopback.
+    // The binary as `ecp check .` builds it (the packaging tests build the
+    // release one), against a real V1 upstream on loopback.
+    let built = crate::cli::cargo_dev_build(&dir, "acme-context");
     let upstream = Upstream::start(|request| {
         assert_eq!(
             request.header("authorization"),
@@ -82,7 +82,7 @@ async fn local_template_builds_tests_lints_and_serves_offline() {
         )
     })
     .await;
-    let mut command = tokio::process::Command::new(generated_target().join("release/acme-context"));
+    let mut command = tokio::process::Command::new(&built);
     command
         .env("ACME_CONTEXT_BASE_URL", &upstream.base_url)
         .env("ACME_CONTEXT_TOKEN", "acme-secret-token");

@@ -95,12 +95,28 @@ async fn packages_are_reproducible_and_extract_into_a_working_extension() {
     );
     touch_all(&two, SystemTime::now());
 
-    succeed(package(&one, &[]));
-    let summary = succeed(package(&two, &[]));
+    // One build; the second folder packages that build's binary
+    // (`--binary`), so what is compared here is the archive writer, across
+    // folders and mtimes. That two folders build the same binary is the
+    // provenance test's (`builds_are_reproducible_and_a_rebuild_proves_it`).
+    let summary = succeed(package(&one, &[]));
     assert!(
         summary.contains("Packaged acme-context 0.1.0 for linux.x64"),
         "{summary}"
     );
+    let built = tempfile::tempdir().unwrap();
+    let tar = Command::new("tar")
+        .arg("xzf")
+        .arg(one.join("dist/linux.x64.acme-context.tar.gz"))
+        .arg("-C")
+        .arg(built.path())
+        .status()
+        .unwrap();
+    assert!(tar.success());
+    succeed(package(
+        &two,
+        &["--binary", built.path().join("dist/main").to_str().unwrap()],
+    ));
     for name in [
         "linux.x64.acme-context.tar.gz",
         "linux.x64.acme-context.zip",

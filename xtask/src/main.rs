@@ -307,9 +307,9 @@ const MAPPING_EDIT: [&str; 2] = [
 
 /// A provider engineer's loop in a fresh `ecp new` extension (built once
 /// first, into the shared `target/generated`): edit one line of the
-/// mapping, then `ecp check .` to its verdict (ecp builds the extension's
-/// `ecp-check` profile). Rounds of the rebuild alone (`cargo build
-/// --profile ecp-check`) and of the whole loop, and, as the baseline in the
+/// mapping, then `ecp check .` to its verdict (ecp builds the extension
+/// with cargo's dev profile, as `cargo test` does). Rounds of the rebuild
+/// alone (`cargo build`) and of the whole loop, and, as the baseline in the
 /// same run (not with `--quick`), one release rebuild after the same edit,
 /// which is what running `ecp package` (or `cargo build --release`) before
 /// each check cost. Returns a RESULTS.md section; the loop's target (under
@@ -355,7 +355,7 @@ fn edit_loop(ecp: &Path, quick: bool) -> Result<String, String> {
         samples[samples.len() / 2]
     };
     let cargo = |profile: &'static str| ["build", "--quiet", "--profile", profile];
-    eprintln!("edit-check loop: first build of the ecp-check profile, then the check");
+    eprintln!("edit-check loop: first dev build, then the check");
     let (first, verdict) = timed(ecp_str, &["check", "."])?;
     if verdict != Some(0) {
         return Err(format!(
@@ -366,7 +366,7 @@ fn edit_loop(ecp: &Path, quick: bool) -> Result<String, String> {
     let (mut rebuilds, mut loops) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
         edit()?;
-        rebuilds.push(timed("cargo", &cargo("ecp-check"))?.0);
+        rebuilds.push(timed("cargo", &cargo("dev"))?.0);
         edit()?;
         let (seconds, verdict) = timed(ecp_str, &["check", "."])?;
         if verdict != Some(0) {
@@ -377,11 +377,11 @@ fn edit_loop(ecp: &Path, quick: bool) -> Result<String, String> {
     let (rebuild, whole) = (median(rebuilds), median(loops));
     let mut rows = vec![
         (
-            "ecp check ., first (builds the ecp-check profile)".to_owned(),
+            "ecp check ., first (the dev build, dependencies included)".to_owned(),
             format!("{first:.1} s"),
         ),
         (
-            "one-line mapping edit: cargo build --profile ecp-check".to_owned(),
+            "one-line mapping edit: cargo build (dev)".to_owned(),
             format!("{rebuild:.1} s"),
         ),
         (
@@ -402,7 +402,7 @@ fn edit_loop(ecp: &Path, quick: bool) -> Result<String, String> {
         rows.push((
             "one-line mapping edit: cargo build --release (the baseline)".to_owned(),
             format!(
-                "{release:.1} s; ecp-check rebuilds in {:.2}x of it",
+                "{release:.1} s; the dev build takes {:.2}x of it",
                 rebuild / release
             ),
         ));
