@@ -13,6 +13,12 @@
 //!   seconds each (default 60) from its seed corpus in `fuzz/seeds/`; fails
 //!   on a crash, a timeout or an out-of-memory (installs cargo-fuzz first
 //!   when it is missing; needs the nightly toolchain).
+//! - `rmcp-next`: the runtime requires rmcp `~3.11` because its Streamable
+//!   HTTP endpoint is a port of rmcp 3.11's rules; this copies the checkout
+//!   into `target/rmcp-next/`, lets rmcp float to the newest 3.x there, and
+//!   runs the byte-for-byte comparison with rmcp's own service
+//!   (`tests/it/http_protocol.rs`). Pass: the pin may move to that version
+//!   (a deliberate runtime release). Needs the crates.io registry.
 //! - `demo`: install `ecp` (README's `cargo install --locked --path .`, into
 //!   `target/demo-install`), scaffold and lint an extension, run one MCP
 //!   session of `ecp serve` against the example corpus, then one call to the
@@ -650,6 +656,69 @@ fn fuzz(seconds: u64) -> Result<(), String> {
     }
 }
 
+/// `cargo xtask rmcp-next`: the HTTP comparison against the newest rmcp
+/// 3.x, in a copy of the checkout (tracked files and the working tree's
+/// changes to them) whose runtime requirement is widened to `3`.
+fn rmcp_next() -> Result<(), String> {
+    let work = root().join("target/rmcp-next");
+    let tree = work.join("tree");
+    let _ = std::fs::remove_dir_all(&tree);
+    let listed = Command::new("git")
+        .args(["ls-files", "-z"])
+        .current_dir(root())
+        .output()
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    if !listed.status.success() {
+        return Err("git ls-files failed".to_owned());
+    }
+    for path in listed.stdout.split(|b| *b == 0).filter(|p| !p.is_empty()) {
+        let path = std::str::from_utf8(path).map_err(|_| "a non-UTF-8 path in git")?;
+        let (from, to) = (root().join(path), tree.join(path));
+        if !from.is_file() {
+            continue; // deleted in the working tree
+        }
+        std::fs::create_dir_all(to.parent().unwrap()).map_err(|e| e.to_string())?;
+        std::fs::copy(&from, &to).map_err(|e| format!("{path}: {e}"))?;
+    }
+    let manifest = tree.join("crates/ecp-runtime/Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).map_err(|e| e.to_string())?;
+    let pinned = "rmcp = { version = \"~3.11.0\"";
+    if !text.contains(pinned) {
+        return Err(format!(
+            "crates/ecp-runtime/Cargo.toml no longer holds `{pinned}`; update xtask's rmcp-next"
+        ));
+    }
+    std::fs::write(&manifest, text.replace(pinned, "rmcp = { version = \"3\""))
+        .map_err(|e| e.to_string())?;
+    let cargo = |args: &[&str]| -> Result<(), String> {
+        eprintln!("$ cargo {}", args.join(" "));
+        let status = Command::new("cargo")
+            .args(args)
+            .current_dir(&tree)
+            .env("CARGO_TARGET_DIR", work.join("target"))
+            .status()
+            .map_err(|e| format!("cannot run cargo: {e}"))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("cargo {} failed ({status})", args.join(" ")))
+        }
+    };
+    cargo(&["update", "-p", "rmcp"])?;
+    let lock = std::fs::read_to_string(tree.join("Cargo.lock")).map_err(|e| e.to_string())?;
+    let version = lock
+        .split("[[package]]")
+        .find(|block| block.contains("\nname = \"rmcp\"\n"))
+        .and_then(|block| block.lines().find_map(|l| l.strip_prefix("version = ")))
+        .unwrap_or("?")
+        .trim_matches('"')
+        .to_owned();
+    eprintln!("rmcp-next: comparing the runtime's HTTP port with rmcp {version}");
+    cargo(&["test", "--test", "it", "--", "http_protocol::"])?;
+    println!("rmcp {version}: the runtime's Streamable HTTP port answers as its service does");
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -658,6 +727,7 @@ fn main() -> ExitCode {
         ["codegen"] => codegen(false),
         ["codegen", "--check"] => codegen(true),
         ["demo"] => demo(),
+        ["rmcp-next"] => rmcp_next(),
         ["ts-history"] => run("xtask/typescript-history.sh", &[]),
         ["e2e"] => e2e(),
         ["bench"] => bench(false),
@@ -669,7 +739,7 @@ fn main() -> ExitCode {
             Err(_) => Err(format!("--time takes whole seconds, not `{seconds}`")),
         },
         _ => Err(
-            "usage: cargo xtask <ci | codegen [--check] | demo | ts-history | e2e | bench [--quick | --edit-loop] | fuzz [--time N]>"
+            "usage: cargo xtask <ci | codegen [--check] | demo | rmcp-next | ts-history | e2e | bench [--quick | --edit-loop] | fuzz [--time N]>"
                 .to_owned(),
         ),
     };

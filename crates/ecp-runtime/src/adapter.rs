@@ -191,32 +191,23 @@ impl Adapter {
 }
 
 /// Why [`Adapter::try_run`] did not serve, or stopped.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AdapterError {
     /// A command line it cannot use (the `--listen` flags or their `ECP_*`
     /// variables).
+    #[error("{0}")]
     Usage(String),
     /// A provider budget variable it cannot use.
+    #[error("{0}")]
     Budget(String),
     /// A provider it cannot build (its own settings: a variable not set, a
     /// fixture that does not parse), in the provider's words.
+    #[error("configuration error: {0}")]
     Provider(String),
     /// The server could not start, or failed while serving.
+    #[error("{0}")]
     Failed(String),
 }
-
-impl std::fmt::Display for AdapterError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            AdapterError::Provider(message) => write!(f, "configuration error: {message}"),
-            AdapterError::Usage(message)
-            | AdapterError::Budget(message)
-            | AdapterError::Failed(message) => f.write_str(message),
-        }
-    }
-}
-
-impl std::error::Error for AdapterError {}
 
 /// The remote adapter's configuration from its flags and the process
 /// environment.

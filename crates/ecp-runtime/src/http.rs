@@ -40,33 +40,20 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 /// Why a provider cannot start. `Display` names the variable and the rule,
 /// never the value.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
     /// Unset, empty, or still a literal `${NAME}` placeholder.
+    #[error(
+        "{var} is not set; export it before starting (an empty value or a literal ${{{var}}} counts as unset)"
+    )]
     Missing { var: String },
     /// The base URL breaks a rule.
+    #[error("{var} is invalid: {rule}")]
     InvalidBaseUrl { var: String, rule: &'static str },
     /// The credential cannot be sent as a header value.
+    #[error("{var} is invalid: a credential must be visible ASCII without spaces or line breaks")]
     InvalidToken { var: String },
 }
-
-impl std::fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ConfigError::Missing { var } => write!(
-                f,
-                "{var} is not set; export it before starting (an empty value or a literal ${{{var}}} counts as unset)"
-            ),
-            ConfigError::InvalidBaseUrl { var, rule } => write!(f, "{var} is invalid: {rule}"),
-            ConfigError::InvalidToken { var } => write!(
-                f,
-                "{var} is invalid: a credential must be visible ASCII without spaces or line breaks"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for ConfigError {}
 
 /// How the upstream wants its credential, and which environment variable
 /// holds it.

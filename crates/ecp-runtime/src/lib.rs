@@ -26,6 +26,7 @@
 //! packages only and on nothing of ecp's.
 
 #![deny(clippy::print_stdout)]
+#![warn(clippy::too_many_lines)]
 
 pub mod adapter;
 pub mod binding;
@@ -72,45 +73,36 @@ pub trait Provider: Send + Sync + 'static {
 
 /// Why a provider call failed. Every variant reaches the client as the same
 /// stable text; `Display` is a redacted category for the stderr log.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProviderError {
     /// The provider budget ran out.
+    #[error("provider budget exceeded")]
     Timeout,
     /// The upstream answered with a 3xx (redirects are never followed).
+    #[error("upstream redirected (HTTP {0})")]
     Redirect(u16),
     /// The upstream answered 429.
+    #[error("upstream rate limited (HTTP 429)")]
     RateLimited,
     /// Any other non-2xx status.
+    #[error("upstream failed (HTTP {0})")]
     Status(u16),
     /// The body, or its declared length, exceeds the cap.
+    #[error("upstream response too large")]
     Oversized,
     /// The body is not strict UTF-8.
+    #[error("upstream response is not UTF-8")]
     InvalidUtf8,
     /// The body is not JSON with an `items` array.
+    #[error("upstream response is malformed")]
     Malformed,
     /// Connecting, sending or receiving failed.
+    #[error("upstream transport failed")]
     Transport,
     /// The adapter itself failed (a bug, a panic in provider code).
+    #[error("internal adapter failure")]
     Internal,
 }
-
-impl std::fmt::Display for ProviderError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ProviderError::Timeout => f.write_str("provider budget exceeded"),
-            ProviderError::Redirect(status) => write!(f, "upstream redirected (HTTP {status})"),
-            ProviderError::RateLimited => f.write_str("upstream rate limited (HTTP 429)"),
-            ProviderError::Status(status) => write!(f, "upstream failed (HTTP {status})"),
-            ProviderError::Oversized => f.write_str("upstream response too large"),
-            ProviderError::InvalidUtf8 => f.write_str("upstream response is not UTF-8"),
-            ProviderError::Malformed => f.write_str("upstream response is malformed"),
-            ProviderError::Transport => f.write_str("upstream transport failed"),
-            ProviderError::Internal => f.write_str("internal adapter failure"),
-        }
-    }
-}
-
-impl std::error::Error for ProviderError {}
 
 /// The provider's share of the client's MCP call timeout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -162,16 +154,9 @@ pub struct RuntimeConfig {
 }
 
 /// Why the server stopped abnormally.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub struct RuntimeError(String);
-
-impl std::fmt::Display for RuntimeError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for RuntimeError {}
 
 /// Serves `context_search` over any byte stream pair until the peer closes
 /// it. Tests drive this in-process over `tokio::io::duplex`.

@@ -20,6 +20,14 @@ pub struct Release {
 /// Newest first; the first is [`VERSION`].
 pub const RELEASES: &[Release] = &[
     Release {
+        version: "0.3.1",
+        notes: &[
+            "`rmcp` is required as `~3.11.0`: the Streamable HTTP endpoint is the runtime's port of rmcp 3.11's rules, and an extension's own lockfile can no longer pair it with an rmcp 3.x that was never compared (`cargo xtask rmcp-next` in ecp's repository compares the newest one)",
+            "the error types (`ProviderError`, `AdapterError`, `RuntimeError`, `http::ConfigError`, `profile::QueryError`, the remote settings' and key sets' errors) derive `thiserror::Error`, with the same texts; no function is over 80 lines (the HTTP request handling, the MCP POST checks and the `--listen` settings are split), with no change of behaviour",
+        ],
+        security_fix: None,
+    },
+    Release {
         version: "0.3.0",
         notes: &[
             "`ecp_runtime::http`: a hardened HTTP client for any provider mapping (base URL from the environment with the binding's rules, a path now allowed and request paths kept under it; a bearer or another header credential; GET with query parameters, POST with a JSON body; no redirects, no retries, `HTTP(S)_PROXY`/`NO_PROXY`, the 1 MiB cap declared and streamed, strict UTF-8 without its BOM, JSON as `JSON.parse` reads it, status mapping to the stable `ProviderError`s); the Generic HTTP Search V1 binding is a provider on it",

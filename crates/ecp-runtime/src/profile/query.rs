@@ -10,7 +10,8 @@ pub const MAX_QUERY_CODE_POINTS: usize = 2000;
 
 /// Why `context_search` arguments were refused. `Display` is the exact,
 /// stable text returned to the client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.message())]
 pub enum QueryError {
     /// No `query` property.
     Missing,
@@ -38,14 +39,6 @@ impl QueryError {
         }
     }
 }
-
-impl std::fmt::Display for QueryError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.message())
-    }
-}
-
-impl std::error::Error for QueryError {}
 
 /// Whether `c` is in ECMAScript's `\s` set (WhiteSpace and LineTerminator).
 ///

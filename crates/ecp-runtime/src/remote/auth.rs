@@ -161,16 +161,9 @@ impl Key {
 }
 
 /// Why a key set cannot be used.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
 pub struct KeySetError(String);
-
-impl std::fmt::Display for KeySetError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for KeySetError {}
 
 /// A JSON Web Key Set (RFC 7517), reduced to the signing keys we can verify
 /// with. Keys of other types, curves or uses are skipped.

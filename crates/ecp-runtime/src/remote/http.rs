@@ -349,34 +349,9 @@ impl<P: Provider> App<P> {
             }
         }
         link.authorized();
-        // A declared body over the cap is refused before it is read.
-        let declared = request
-            .headers()
-            .get(CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok());
-        if declared.is_some_and(|n| n > self.max_body_bytes as u64) {
-            return (self.too_large(), Some("body over the cap".to_owned()));
-        }
-        // The body is read (bounded, with a deadline) before a slot is taken.
-        let (parts, body) = request.into_parts();
-        let limited = http_body_util::Limited::new(body, self.max_body_bytes);
-        let body = match tokio::time::timeout(BODY_READ_TIMEOUT, limited.collect()).await {
-            Err(_) => {
-                let body = json!({"error": "request_timeout", "error_description": "the request body did not arrive in time"});
-                let response = json_response(StatusCode::REQUEST_TIMEOUT, body.to_string().into());
-                return (closing(response), Some("body timeout".to_owned()));
-            }
-            Ok(Err(error)) if error.is::<http_body_util::LengthLimitError>() => {
-                return (self.too_large(), Some("body over the cap".to_owned()));
-            }
-            Ok(Err(_)) => {
-                let body =
-                    json!({"error": "bad_request", "error_description": "malformed request body"});
-                let response = json_response(StatusCode::BAD_REQUEST, body.to_string().into());
-                return (closing(response), Some("malformed body".to_owned()));
-            }
-            Ok(Ok(collected)) => collected.to_bytes(),
+        let (parts, body) = match self.read_body(request).await {
+            Ok(read) => read,
+            Err(refused) => return refused,
         };
         let Ok(_slot) = self.slots.clone().try_acquire_owned() else {
             let response = busy(format!(
@@ -401,22 +376,43 @@ impl<P: Provider> App<P> {
             &self.cancel,
         )
         .await;
-        let mut response = Response::new(Full::new(reply.body).boxed());
-        *response.status_mut() = reply.status;
-        if let Some(kind) = reply.content_type {
-            response
-                .headers_mut()
-                .insert(CONTENT_TYPE, HeaderValue::from_static(kind));
+        (into_response(reply), None)
+    }
+
+    /// The request's head and body, the body read bounded and with a
+    /// deadline (before a slot is taken), or the refusal to send: a
+    /// declared body over the cap is refused before it is read.
+    async fn read_body(
+        &self,
+        request: Request<Incoming>,
+    ) -> Result<(hyper::http::request::Parts, Bytes), (Response<Body>, Option<String>)> {
+        let declared = request
+            .headers()
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        if declared.is_some_and(|n| n > self.max_body_bytes as u64) {
+            return Err((self.too_large(), Some("body over the cap".to_owned())));
         }
-        if reply.allow_post {
-            response
-                .headers_mut()
-                .insert(ALLOW, HeaderValue::from_static("POST"));
+        let (parts, body) = request.into_parts();
+        let limited = http_body_util::Limited::new(body, self.max_body_bytes);
+        match tokio::time::timeout(BODY_READ_TIMEOUT, limited.collect()).await {
+            Err(_) => {
+                let body = json!({"error": "request_timeout", "error_description": "the request body did not arrive in time"});
+                let response = json_response(StatusCode::REQUEST_TIMEOUT, body.to_string().into());
+                Err((closing(response), Some("body timeout".to_owned())))
+            }
+            Ok(Err(error)) if error.is::<http_body_util::LengthLimitError>() => {
+                Err((self.too_large(), Some("body over the cap".to_owned())))
+            }
+            Ok(Err(_)) => {
+                let body =
+                    json!({"error": "bad_request", "error_description": "malformed request body"});
+                let response = json_response(StatusCode::BAD_REQUEST, body.to_string().into());
+                Err((closing(response), Some("malformed body".to_owned())))
+            }
+            Ok(Ok(collected)) => Ok((parts, collected.to_bytes())),
         }
-        if reply.direct {
-            response.extensions_mut().insert(Direct);
-        }
-        (response, None)
     }
 
     fn too_large(&self) -> Response<Body> {
@@ -641,5 +637,25 @@ fn json_response(status: StatusCode, body: Bytes) -> Response<Body> {
     response
         .headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+/// The HTTP response of an MCP reply.
+fn into_response(reply: mcp::Reply) -> Response<Body> {
+    let mut response = Response::new(Full::new(reply.body).boxed());
+    *response.status_mut() = reply.status;
+    if let Some(kind) = reply.content_type {
+        response
+            .headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static(kind));
+    }
+    if reply.allow_post {
+        response
+            .headers_mut()
+            .insert(ALLOW, HeaderValue::from_static("POST"));
+    }
+    if reply.direct {
+        response.extensions_mut().insert(Direct);
+    }
     response
 }

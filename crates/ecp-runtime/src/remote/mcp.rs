@@ -252,12 +252,9 @@ fn accepted_media_types(headers: &HeaderMap) -> impl Iterator<Item = &str> {
         })
 }
 
-async fn post<P: Provider>(
-    server: &ContextSearchServer<P>,
-    headers: &HeaderMap,
-    body: &[u8],
-    cancel: &CancellationToken,
-) -> Result<Reply, Reply> {
+/// The POST's message, once its `Accept` and `Content-Type` headers say
+/// what rmcp's service requires and its body parses.
+fn accepted_message(headers: &HeaderMap, body: &[u8]) -> Result<ClientJsonRpcMessage, Reply> {
     let (mut json, mut stream) = (false, false);
     for essence in accepted_media_types(headers) {
         json |= essence.eq_ignore_ascii_case(JSON);
@@ -282,12 +279,37 @@ async fn post<P: Provider>(
             "Unsupported Media Type: Content-Type must be application/json",
         ));
     }
-    let message = serde_json::from_slice::<ClientJsonRpcMessage>(body).map_err(|error| {
+    serde_json::from_slice::<ClientJsonRpcMessage>(body).map_err(|error| {
         Reply::text(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             format!("fail to deserialize request body {error}"),
         )
-    })?;
+    })
+}
+
+/// The protocol version the peer speaks: `initialize`'s own, else the
+/// `MCP-Protocol-Version` header's, else 2025-03-26 (rmcp's default).
+fn peer_version(request: &ClientRequest, headers: &HeaderMap) -> ProtocolVersion {
+    match request {
+        ClientRequest::InitializeRequest(initialize) => initialize.params.protocol_version.clone(),
+        _ => headers
+            .get(&PROTOCOL_VERSION)
+            .and_then(|value| value.to_str().ok())
+            .map(|version| {
+                serde_json::from_value(Value::String(version.to_owned()))
+                    .unwrap_or(ProtocolVersion::V_2025_03_26)
+            })
+            .unwrap_or(ProtocolVersion::V_2025_03_26),
+    }
+}
+
+async fn post<P: Provider>(
+    server: &ContextSearchServer<P>,
+    headers: &HeaderMap,
+    body: &[u8],
+    cancel: &CancellationToken,
+) -> Result<Reply, Reply> {
+    let message = accepted_message(headers, body)?;
     let per_request_version = match &message {
         ClientJsonRpcMessage::Request(request) => {
             request.request.get_meta().protocol_version().is_some()
@@ -316,19 +338,7 @@ async fn post<P: Provider>(
                 .get_meta()
                 .missing_required_keys(&ProtocolVersion::V_2026_07_28)
                 .is_empty();
-            let peer_version = match &request.request {
-                ClientRequest::InitializeRequest(initialize) => {
-                    initialize.params.protocol_version.clone()
-                }
-                _ => headers
-                    .get(&PROTOCOL_VERSION)
-                    .and_then(|value| value.to_str().ok())
-                    .map(|version| {
-                        serde_json::from_value(Value::String(version.to_owned()))
-                            .unwrap_or(ProtocolVersion::V_2025_03_26)
-                    })
-                    .unwrap_or(ProtocolVersion::V_2025_03_26),
-            };
+            let peer_version = peer_version(&request.request, headers);
             let id = request.id;
             let answer = match dispatch(server, request.request, peer_version, cancel).await {
                 Ok(result) => ServerJsonRpcMessage::response(result, id),

@@ -71,16 +71,9 @@ pub struct RemoteSettings {
 }
 
 /// A setting that cannot work, with the flag to fix.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
 pub struct SettingsError(pub String);
-
-impl std::fmt::Display for SettingsError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for SettingsError {}
 
 fn error(message: impl Into<String>) -> SettingsError {
     SettingsError(message.into())
@@ -90,6 +83,13 @@ fn error(message: impl Into<String>) -> SettingsError {
 pub const FLAGS_USAGE: &str = "--listen IP:PORT [--resource-url URL] \
 [--authorization-server URL]... [--jwks FILE|URL] [--no-auth] \
 [--max-concurrent N] [--max-body-bytes N]";
+
+/// The numbers given as flags, as text.
+#[derive(Default)]
+struct GivenNumbers {
+    max_concurrent: Option<String>,
+    max_body_bytes: Option<String>,
+}
 
 impl RemoteSettings {
     /// Settings with every optional value unset.
@@ -114,9 +114,22 @@ impl RemoteSettings {
         args: impl IntoIterator<Item = String>,
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<RemoteSettings, SettingsError> {
-        let mut listen = None;
         let mut settings = RemoteSettings::new("");
-        let (mut max_concurrent, mut max_body_bytes) = (None, None);
+        let numbers = settings.read_flags(args)?;
+        let env = |name: &str| env(name).filter(|value| !value.trim().is_empty());
+        settings.fill_from_environment(&env, numbers)?;
+        Ok(settings)
+    }
+
+    /// Reads the flags into `self` (`--listen` is required); the numbers
+    /// given as flags are returned as text, to be read with the
+    /// environment's.
+    fn read_flags(
+        &mut self,
+        args: impl IntoIterator<Item = String>,
+    ) -> Result<GivenNumbers, SettingsError> {
+        let mut listen = None;
+        let mut numbers = GivenNumbers::default();
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
             let (flag, inline) = match arg.split_once('=') {
@@ -127,7 +140,7 @@ impl RemoteSettings {
                 if inline.is_some() {
                     return Err(error("--no-auth takes no value"));
                 }
-                settings.no_auth = true;
+                self.no_auth = true;
                 continue;
             }
             let mut value = || {
@@ -138,11 +151,11 @@ impl RemoteSettings {
             };
             match flag.as_str() {
                 "--listen" => listen = Some(value()?),
-                "--resource-url" => settings.resource_url = Some(value()?),
-                "--authorization-server" => settings.authorization_servers.push(value()?),
-                "--jwks" => settings.jwks = Some(value()?),
-                "--max-concurrent" => max_concurrent = Some(value()?),
-                "--max-body-bytes" => max_body_bytes = Some(value()?),
+                "--resource-url" => self.resource_url = Some(value()?),
+                "--authorization-server" => self.authorization_servers.push(value()?),
+                "--jwks" => self.jwks = Some(value()?),
+                "--max-concurrent" => numbers.max_concurrent = Some(value()?),
+                "--max-body-bytes" => numbers.max_body_bytes = Some(value()?),
                 other => {
                     return Err(error(format!(
                         "unknown option {other}; expected {FLAGS_USAGE}"
@@ -150,23 +163,32 @@ impl RemoteSettings {
                 }
             }
         }
-        settings.listen = listen.ok_or_else(|| error("--listen IP:PORT is required"))?;
-        let env = |name: &str| env(name).filter(|value| !value.trim().is_empty());
-        if settings.resource_url.is_none() {
-            settings.resource_url = env(env_names::RESOURCE_URL);
+        self.listen = listen.ok_or_else(|| error("--listen IP:PORT is required"))?;
+        Ok(numbers)
+    }
+
+    /// Fills what the flags left unset from the environment (`env` gives
+    /// no blank values), and reads the numbers.
+    fn fill_from_environment(
+        &mut self,
+        env: &dyn Fn(&str) -> Option<String>,
+        given: GivenNumbers,
+    ) -> Result<(), SettingsError> {
+        if self.resource_url.is_none() {
+            self.resource_url = env(env_names::RESOURCE_URL);
         }
-        if settings.authorization_servers.is_empty()
+        if self.authorization_servers.is_empty()
             && let Some(list) = env(env_names::AUTHORIZATION_SERVERS)
         {
-            settings.authorization_servers = split_list(&list);
+            self.authorization_servers = split_list(&list);
         }
-        if settings.jwks.is_none() {
-            settings.jwks = env(env_names::JWKS);
+        if self.jwks.is_none() {
+            self.jwks = env(env_names::JWKS);
         }
-        if !settings.no_auth
+        if !self.no_auth
             && let Some(value) = env(env_names::NO_AUTH)
         {
-            settings.no_auth = switch(&value).ok_or_else(|| {
+            self.no_auth = switch(&value).ok_or_else(|| {
                 error(format!(
                     "{} must be 1/0, true/false, yes/no or on/off, not {value:?}",
                     env_names::NO_AUTH
@@ -183,16 +205,16 @@ impl RemoteSettings {
                 ))
             }),
         };
-        settings.max_concurrent = number(
+        self.max_concurrent = number(
             "--max-concurrent",
             env_names::MAX_CONCURRENT,
-            max_concurrent,
+            given.max_concurrent,
             DEFAULT_MAX_CONCURRENT,
         )?;
-        settings.max_body_bytes = number(
+        self.max_body_bytes = number(
             "--max-body-bytes",
             env_names::MAX_BODY_BYTES,
-            max_body_bytes,
+            given.max_body_bytes,
             DEFAULT_MAX_BODY_BYTES,
         )?;
         let variable = |var: &str, default: usize| match env(var) {
@@ -202,10 +224,9 @@ impl RemoteSettings {
                 .parse()
                 .map_err(|_| error(format!("{var} must be a whole number, not {text:?}"))),
         };
-        settings.max_connections = variable(env_names::MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS)?;
-        settings.max_idle_per_peer =
-            variable(env_names::MAX_IDLE_PER_PEER, DEFAULT_MAX_IDLE_PER_PEER)?;
-        Ok(settings)
+        self.max_connections = variable(env_names::MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS)?;
+        self.max_idle_per_peer = variable(env_names::MAX_IDLE_PER_PEER, DEFAULT_MAX_IDLE_PER_PEER)?;
+        Ok(())
     }
 
     /// Checks every rule and returns the configuration to serve.
