@@ -383,7 +383,8 @@ fn edit_loop(ecp: &Path, quick: bool) -> Result<String, String> {
     let (rebuild, whole) = (median(rebuilds), median(loops));
     let mut rows = vec![
         (
-            "ecp check ., first (the dev build, dependencies included)".to_owned(),
+            "ecp check ., first (the dev build of a new folder: the runtime and the crate)"
+                .to_owned(),
             format!("{first:.1} s"),
         ),
         (
