@@ -97,6 +97,7 @@ pub struct HttpSearchProvider {
 }
 
 impl HttpSearchProvider {
+    /// The binding's provider for the endpoint and credential of `config`.
     pub fn new(config: HttpSearchConfig) -> HttpSearchProvider {
         HttpSearchProvider {
             upstream: config.upstream,

@@ -46,13 +46,24 @@ pub enum ConfigError {
     #[error(
         "{var} is not set; export it before starting (an empty value or a literal ${{{var}}} counts as unset)"
     )]
-    Missing { var: String },
+    Missing {
+        /// The variable's name.
+        var: String,
+    },
     /// The base URL breaks a rule.
     #[error("{var} is invalid: {rule}")]
-    InvalidBaseUrl { var: String, rule: &'static str },
+    InvalidBaseUrl {
+        /// The variable's name.
+        var: String,
+        /// The rule it breaks, in words.
+        rule: &'static str,
+    },
     /// The credential cannot be sent as a header value.
     #[error("{var} is invalid: a credential must be visible ASCII without spaces or line breaks")]
-    InvalidToken { var: String },
+    InvalidToken {
+        /// The variable's name.
+        var: String,
+    },
 }
 
 /// How the upstream wants its credential, and which environment variable
@@ -60,9 +71,17 @@ pub enum ConfigError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Credential {
     /// `authorization: Bearer <value of var>`.
-    Bearer { var: String },
+    Bearer {
+        /// The variable holding the token.
+        var: String,
+    },
     /// `<name>: <value of var>`, e.g. `x-api-key`.
-    Header { name: String, var: String },
+    Header {
+        /// The header's name.
+        name: String,
+        /// The variable holding its value.
+        var: String,
+    },
     /// The upstream needs none.
     None,
 }

@@ -27,6 +27,7 @@
 
 #![deny(clippy::print_stdout)]
 #![warn(clippy::too_many_lines)]
+#![warn(missing_docs)]
 
 pub mod adapter;
 pub mod binding;
@@ -64,6 +65,8 @@ pub use tool::{INPUT_SCHEMA_JSON, OUTPUT_SCHEMA_JSON, context_search_tool};
 /// retried, and its future is dropped when the budget runs out or the client
 /// cancels, so an in-flight HTTP request is aborted with it.
 pub trait Provider: Send + Sync + 'static {
+    /// Up to `limit` items for `query`, or the category of failure (never
+    /// the query, endpoint, credential or answer).
     fn search(
         &self,
         query: &str,
@@ -120,6 +123,7 @@ impl ProviderBudget {
         (millis > 0 && budget <= ProviderBudget::MAX).then_some(budget)
     }
 
+    /// The budget as a duration.
     pub fn duration(self) -> Duration {
         self.0
     }
@@ -150,6 +154,7 @@ pub struct RuntimeConfig {
     pub name: String,
     /// `serverInfo.version`.
     pub version: String,
+    /// How long one provider call may take.
     pub budget: ProviderBudget,
 }
 

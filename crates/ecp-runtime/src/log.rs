@@ -17,8 +17,11 @@ pub enum LogFormat {
 /// A line's severity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
+    /// What happened, as expected.
     Info,
+    /// Something an operator may want to look at.
     Warn,
+    /// A failure.
     Error,
 }
 

@@ -9,6 +9,7 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// One release.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Release {
+    /// Its version, `MAJOR.MINOR.PATCH`.
     pub version: &'static str,
     /// What changed, one line each.
     pub notes: &'static [&'static str],
@@ -23,7 +24,7 @@ pub const RELEASES: &[Release] = &[
         version: "0.3.1",
         notes: &[
             "`rmcp` is required as `~3.11.0`: the Streamable HTTP endpoint is the runtime's port of rmcp 3.11's rules, and an extension's own lockfile can no longer pair it with an rmcp 3.x that was never compared (`cargo xtask rmcp-next` in ecp's repository compares the newest one)",
-            "the error types (`ProviderError`, `AdapterError`, `RuntimeError`, `http::ConfigError`, `profile::QueryError`, the remote settings' and key sets' errors) derive `thiserror::Error`, with the same texts; no function is over 80 lines (the HTTP request handling, the MCP POST checks and the `--listen` settings are split), with no change of behaviour",
+            "the error types (`ProviderError`, `AdapterError`, `RuntimeError`, `http::ConfigError`, `profile::QueryError`, the remote settings' and key sets' errors) derive `thiserror::Error`, with the same texts; no function is over 80 lines (the HTTP request handling, the MCP POST checks and the `--listen` settings are split), with no change of behaviour; every public item is documented (`#![warn(missing_docs)]`)",
         ],
         security_fix: None,
     },

@@ -74,6 +74,7 @@ enum Outcome {
 }
 
 impl<P: Provider> ContextSearchServer<P> {
+    /// A server answering `context_search` with `provider`.
     pub fn new(provider: Arc<P>, config: RuntimeConfig) -> Self {
         ContextSearchServer {
             provider,

@@ -171,6 +171,8 @@ pub struct KeySetError(String);
 pub struct KeySet(Vec<Key>);
 
 impl KeySet {
+    /// The signing keys of a JWKS document; an error when it holds none
+    /// this verifier can use.
     pub fn parse(text: &str) -> Result<KeySet, KeySetError> {
         let document: Value = serde_json::from_str(text)
             .map_err(|error| KeySetError(format!("the key set is not JSON: {error}")))?;
@@ -189,10 +191,12 @@ impl KeySet {
         Ok(KeySet(keys))
     }
 
+    /// How many keys it holds.
     pub fn len(&self) -> usize {
         self.0.len()
     }
 
+    /// Whether it holds none.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
@@ -257,6 +261,7 @@ fn strip_leading_zeros(mut bytes: Vec<u8>) -> Vec<u8> {
 /// Where the verification keys come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JwksSource {
+    /// A file, read once at start.
     File(std::path::PathBuf),
     /// https, or http on loopback; fetched at start and again for an
     /// unknown `kid` (at most every 30 s) or when an hour old.

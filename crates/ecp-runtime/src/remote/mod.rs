@@ -57,13 +57,16 @@ use super::{
 /// Validated configuration of the remote adapter.
 #[derive(Debug, Clone)]
 pub struct RemoteConfig {
+    /// The address to bind.
     pub listen: SocketAddr,
     /// The public URL of the MCP endpoint (the OAuth resource and token
     /// audience); `None` on loopback means `http://{bound address}/mcp`.
     pub resource: Option<Url>,
     /// `None` only for a loopback listener started with `--no-auth`.
     pub auth: Option<AuthConfig>,
+    /// Calls served at once; more are answered `503`.
     pub max_concurrent: usize,
+    /// The largest request body taken; a larger one is answered `413`.
     pub max_body_bytes: usize,
     /// Open connections before a new one closes an idle one.
     pub max_connections: usize,
@@ -75,7 +78,9 @@ pub struct RemoteConfig {
 /// Who issues tokens and where their keys are.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthConfig {
+    /// The accepted token issuers.
     pub authorization_servers: Vec<String>,
+    /// Where the issuers' signing keys come from.
     pub jwks: JwksSource,
 }
 

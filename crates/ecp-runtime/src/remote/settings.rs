@@ -26,15 +26,23 @@ pub const DEFAULT_MAX_IDLE_PER_PEER: usize = 64;
 
 /// The environment variable behind each flag.
 pub mod env_names {
+    /// `--resource-url`.
     pub const RESOURCE_URL: &str = "ECP_RESOURCE_URL";
+    /// `--authorization-server`, a comma- or space-separated list.
     pub const AUTHORIZATION_SERVERS: &str = "ECP_AUTHORIZATION_SERVERS";
+    /// `--jwks`.
     pub const JWKS: &str = "ECP_JWKS";
+    /// `--no-auth`, as 1/0, true/false, yes/no or on/off.
     pub const NO_AUTH: &str = "ECP_NO_AUTH";
+    /// `--max-concurrent`.
     pub const MAX_CONCURRENT: &str = "ECP_MAX_CONCURRENT";
+    /// `--max-body-bytes`.
     pub const MAX_BODY_BYTES: &str = "ECP_MAX_BODY_BYTES";
     /// A variable only, no flag (as for the two below): connection limits
     /// are tuned by operators, rarely.
     pub const MAX_CONNECTIONS: &str = "ECP_MAX_CONNECTIONS";
+    /// Idle connections of one peer that never carried an authorized
+    /// request.
     pub const MAX_IDLE_PER_PEER: &str = "ECP_MAX_IDLE_PER_PEER";
 }
 
@@ -62,7 +70,9 @@ pub struct RemoteSettings {
     pub jwks: Option<String>,
     /// `--no-auth`: serve without OAuth (loopback only).
     pub no_auth: bool,
+    /// `--max-concurrent`: calls served at once.
     pub max_concurrent: usize,
+    /// `--max-body-bytes`: the largest request body taken.
     pub max_body_bytes: usize,
     /// `ECP_MAX_CONNECTIONS` (no flag).
     pub max_connections: usize,
