@@ -499,8 +499,19 @@ async fn a_field_renamed_in_each_templates_mapping_reaches_the_result() {
     .await;
     let temp = tempfile::tempdir().unwrap();
 
-    let rust = temp.path().join("acme-context");
-    assert!(ecp_new(&rust, &[]).status.success());
+    // A name of its own: `ecp call .` builds `target/generated/debug/NAME`,
+    // which other tests build from unedited acme-context folders.
+    let rust = temp.path().join("renamed-context");
+    let made = ecp(&[
+        "new",
+        "renamed-context",
+        "--yes",
+        "--env-prefix",
+        "ACME_CONTEXT",
+        "--dir",
+        rust.to_str().unwrap(),
+    ]);
+    assert!(made.status.success(), "{}", text(&made));
     let mapping = rust.join("src/provider.rs");
     let source = std::fs::read_to_string(&mapping).unwrap();
     let edited = source.replace(
