@@ -96,8 +96,8 @@ async fn packages_are_reproducible_and_extract_into_a_working_extension() {
     touch_all(&two, SystemTime::now());
 
     // One build; the second folder packages that build's binary
-    // (`--binary`), so what is compared here is the archive writer, across
-    // folders and mtimes. That two folders build the same binary is the
+    // (`--binary`), so what is compared here is the archive writer (and the
+    // staging), across folders and mtimes. That two folders build the same binary is the
     // provenance test's (`builds_are_reproducible_and_a_rebuild_proves_it`).
     let summary = succeed(package(&one, &[]));
     assert!(

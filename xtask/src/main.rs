@@ -708,7 +708,7 @@ fn rmcp_next() -> Result<(), String> {
             Err(format!("cargo {} failed ({status})", args.join(" ")))
         }
     };
-    cargo(&["update", "-p", "rmcp"])?;
+    cargo(&["update", "-p", "rmcp", "--recursive"])?;
     let lock = std::fs::read_to_string(tree.join("Cargo.lock")).map_err(|e| e.to_string())?;
     let version = lock
         .split("[[package]]")
