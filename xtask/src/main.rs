@@ -39,10 +39,16 @@ fn root() -> PathBuf {
 }
 
 fn run(program: &str, args: &[&str]) -> Result<(), String> {
+    run_in(&root(), &[], program, args)
+}
+
+/// Runs `program ARGS` in `dir` with `env` added, showing the command.
+fn run_in(dir: &Path, env: &[(&str, &Path)], program: &str, args: &[&str]) -> Result<(), String> {
     eprintln!("$ {program} {}", args.join(" "));
     let status = Command::new(program)
         .args(args)
-        .current_dir(root())
+        .current_dir(dir)
+        .envs(env.iter().copied())
         .status()
         .map_err(|e| format!("cannot run {program}: {e}"))?;
     if status.success() {
@@ -691,23 +697,17 @@ fn rmcp_next() -> Result<(), String> {
     }
     std::fs::write(&manifest, text.replace(pinned, "rmcp = { version = \"3\""))
         .map_err(|e| e.to_string())?;
-    let cargo = |args: &[&str]| -> Result<(), String> {
-        eprintln!("$ cargo {}", args.join(" "));
-        let status = Command::new("cargo")
-            .args(args)
-            .current_dir(&tree)
-            .env("CARGO_TARGET_DIR", work.join("target"))
-            // The newest rmcp even if it asks for a newer Rust than the
-            // runtime's `rust-version` (a bump would then raise that too).
-            .env("CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS", "allow")
-            .status()
-            .map_err(|e| format!("cannot run cargo: {e}"))?;
-        if status.success() {
-            Ok(())
-        } else {
-            Err(format!("cargo {} failed ({status})", args.join(" ")))
-        }
-    };
+    // The newest rmcp even if it asks for a newer Rust than the runtime's
+    // `rust-version` (a bump would then raise that too).
+    let target = work.join("target");
+    let env = [
+        ("CARGO_TARGET_DIR", target.as_path()),
+        (
+            "CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS",
+            Path::new("allow"),
+        ),
+    ];
+    let cargo = |args: &[&str]| run_in(&tree, &env, "cargo", args);
     cargo(&["update", "-p", "rmcp", "--recursive"])?;
     let lock = std::fs::read_to_string(tree.join("Cargo.lock")).map_err(|e| e.to_string())?;
     let version = lock
