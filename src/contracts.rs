@@ -2,7 +2,7 @@
 //! `contracts/v1` (in `crates/ecp-runtime`) and Qwen Code's published
 //! files (`contracts/qwen-v1`, copied unchanged; see its README).
 
-pub use ecp_runtime::contracts::{
+pub use crate::runtime::contracts::{
     INPUT_SCHEMA_JSON, OUTPUT_SCHEMA_JSON, RENDER_VECTORS_JSON, TEST_VECTORS_JSON,
 };
 

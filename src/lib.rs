@@ -36,9 +36,16 @@ pub mod outside;
 pub mod package;
 pub mod provenance;
 pub mod qwen;
-pub use ecp_runtime::profile;
+pub use runtime::profile;
 pub mod providers;
 pub mod release;
-pub use ecp_runtime as runtime;
+/// The runtime crate as ecp uses it: its API and, beside it, its
+/// [`internal`](ecp_runtime::internal) module (ecp is the one user that may
+/// reach in there; extensions use the API only).
+pub mod runtime {
+    pub use ecp_runtime::internal::*;
+    pub use ecp_runtime::internal::{contracts, http, profile};
+    pub use ecp_runtime::*;
+}
 pub mod scaffold;
 pub mod upgrade;

@@ -170,6 +170,9 @@ pub struct Upgraded {
     pub recovered: Vec<String>,
     /// What happened to `src/provider.rs`, when there is something to say.
     pub provider: Option<String>,
+    /// What happened to the tests ecp wrote, when they were replaced on
+    /// their own.
+    pub tests: Option<String>,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -262,6 +265,7 @@ pub fn upgrade_recovered(
         Installed::Copied => provider::Plan::default(),
     };
     outcome.provider = provider_plan.note.clone();
+    outcome.tests = provider_plan.tests_note.clone();
     if generated.current() && edited.is_empty() {
         outcome.changed = !provider_plan.writes.is_empty();
         for (path, contents) in &provider_plan.writes {
@@ -322,8 +326,8 @@ impl Generated {
             .to_owned();
         let from = installed.version().to_owned();
         let carried = vendor::RUNTIME_VERSION;
-        if ecp_runtime::releases::parse_version(&from)
-            > ecp_runtime::releases::parse_version(carried)
+        if crate::runtime::releases::parse_version(&from)
+            > crate::runtime::releases::parse_version(carried)
         {
             return Err(UpgradeError::Newer {
                 vendored: from,
@@ -366,7 +370,7 @@ impl Generated {
             },
             to: vendor::RUNTIME_VERSION,
             changed: false,
-            notes: ecp_runtime::releases::newer_than(&self.from)
+            notes: crate::runtime::releases::newer_than(&self.from)
                 .into_iter()
                 .map(|r| ReleaseNotes {
                     version: r.version,
@@ -381,6 +385,7 @@ impl Generated {
             forced: Vec::new(),
             recovered,
             provider: None,
+            tests: None,
         }
     }
 }

@@ -26,7 +26,7 @@ pub fn as_json_parse_reads(line: &[u8]) -> Option<Vec<u8>> {
         return None;
     }
     let text = std::str::from_utf8(line).ok()?;
-    match ecp_runtime::profile::ecmascript::javascript_compatible(text, false) {
+    match crate::runtime::profile::ecmascript::javascript_compatible(text, false) {
         std::borrow::Cow::Borrowed(_) => None,
         std::borrow::Cow::Owned(rewritten) => Some(rewritten.into_bytes()),
     }

@@ -252,7 +252,7 @@ async fn open(
 
 /// The path of an upstream URL, ending in `/`, and the URL's origin.
 fn split_upstream(url: &str) -> Result<(reqwest::Url, String), CheckError> {
-    let parsed = ecp_runtime::http::base_url(url).map_err(|rule| {
+    let parsed = crate::runtime::http::base_url(url).map_err(|rule| {
         CheckError::Settings(format!("--upstream {}: {rule}", crate::outside::value(url)))
     })?;
     let path = parsed.path().to_owned();
@@ -269,7 +269,7 @@ async fn record(
     queries: &[String],
 ) -> Result<cassette::Cassette, CheckError> {
     let (origin, base_path) = split_upstream(url)?;
-    ecp_runtime::install_tls_provider();
+    crate::runtime::install_tls_provider();
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()

@@ -195,7 +195,8 @@ mod tests {
             lone += usize::from(text.contains("\\ud800"));
             // The text is JSON as JavaScript reads it (serde_json reads a
             // lone surrogate escape too, as the runtime's reader does).
-            let parsed: Value = ecp_runtime::http::parse_json_like_javascript(&text).expect("JSON");
+            let parsed: Value =
+                crate::runtime::http::parse_json_like_javascript(&text).expect("JSON");
             if let Some(rows) = parsed.get("rows").and_then(Value::as_array) {
                 grown += usize::from(rows.len() > 5);
             }

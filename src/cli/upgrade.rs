@@ -63,6 +63,9 @@ fn summary(outcome: &upgrade::Upgraded) {
         let file = if typescript { "" } else { "src/provider.rs " };
         println!("{}: {file}{provider}", outcome.name);
     }
+    if let Some(tests) = &outcome.tests {
+        println!("{}: {tests}", outcome.name);
+    }
     if !outcome.changed {
         println!(
             "{}: {runtime} {} is current; nothing to do",

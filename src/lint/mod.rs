@@ -483,7 +483,7 @@ fn folder_rules(
         && let Some(installed) = crate::scaffold::vendor::installed(folder, table)
         && let Some(finding) = runtime_finding(
             &installed,
-            ecp_runtime::releases::RELEASES,
+            crate::runtime::releases::RELEASES,
             &display(&cargo),
         )
     {
@@ -569,12 +569,12 @@ pub(crate) fn bundle_rules(
 /// is merely older.
 pub(crate) fn runtime_finding(
     installed: &crate::scaffold::vendor::Installed,
-    releases: &[ecp_runtime::releases::Release],
+    releases: &[crate::runtime::releases::Release],
     file: &str,
 ) -> Option<Finding> {
     let version = installed.version();
     let carried = releases.first()?.version;
-    let newer = ecp_runtime::releases::newer_in(releases, version);
+    let newer = crate::runtime::releases::newer_in(releases, version);
     let layout = match installed {
         crate::scaffold::vendor::Installed::Copied => " (copied into src/ by ecp 0.1.0)",
         crate::scaffold::vendor::Installed::Vendored { .. } => "",
@@ -637,7 +637,7 @@ fn crate_version(document: &toml::Table) -> Option<String> {
 
 #[cfg(test)]
 mod runtime_tests {
-    use ecp_runtime::releases::Release;
+    use crate::runtime::releases::Release;
 
     use super::*;
     use crate::scaffold::vendor::Installed;
@@ -690,12 +690,14 @@ mod runtime_tests {
             Rule::RuntimeSecurityFix
         );
         // The list this ecp ships: its own version is current.
-        let carried = vendored(ecp_runtime::releases::VERSION);
-        assert!(runtime_finding(&carried, ecp_runtime::releases::RELEASES, "Cargo.toml").is_none());
+        let carried = vendored(crate::runtime::releases::VERSION);
+        assert!(
+            runtime_finding(&carried, crate::runtime::releases::RELEASES, "Cargo.toml").is_none()
+        );
         assert_eq!(
             runtime_finding(
                 &Installed::Copied,
-                ecp_runtime::releases::RELEASES,
+                crate::runtime::releases::RELEASES,
                 "Cargo.toml"
             )
             .map(|f| f.rule),

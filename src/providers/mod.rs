@@ -3,4 +3,4 @@
 //! `src/provider.rs`) and the fixture corpus of `--fixture`.
 
 pub mod fixture;
-pub use ecp_runtime::binding as http;
+pub use crate::runtime::binding as http;

@@ -13,7 +13,7 @@ static RUNTIME: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/crates/ecp-runt
 pub const VENDOR_DIR: &str = "vendor/ecp-runtime";
 
 /// The version of the runtime this ecp carries.
-pub const RUNTIME_VERSION: &str = ecp_runtime::releases::VERSION;
+pub const RUNTIME_VERSION: &str = crate::runtime::releases::VERSION;
 
 /// Every file of the carried runtime: (path relative to the crate, with `/`
 /// separators; contents), sorted by path.

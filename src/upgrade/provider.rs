@@ -56,6 +56,22 @@ const EARLIER: &[(&str, &str)] = &[
     ),
 ];
 
+/// SHA-256 of the tests ecp generated with runtime 0.3.x (templates
+/// unrendered), which read the contract vectors through paths runtime 0.4.0
+/// keeps only hidden. Each is replaced by today's on its own when unedited:
+/// neither depends on how `src/provider.rs` maps its API beyond what
+/// today's does the same way.
+const TESTS_0_3: &[(&str, &str)] = &[
+    (
+        "tests/contract.rs",
+        "f039fc4bcee9855bdc445acf07779c0ef28dcf3a00d91b22ee08d0cf1d6e64ca",
+    ),
+    (
+        "tests/provider.rs",
+        "ce67211da2f45689f3f556fbc8f7041ee88b9ac209aa2aea3b6832b2224602c5",
+    ),
+];
+
 /// The files converted together, the provider's first.
 pub(super) const CONVERTED: &[&str] = &[
     "src/provider.rs",
@@ -69,8 +85,11 @@ pub(super) const CONVERTED: &[&str] = &[
 pub(super) struct Plan {
     /// Files to write (path, contents), empty when nothing converts.
     pub writes: Vec<(String, Vec<u8>)>,
-    /// One sentence for the owner, when there is something to say.
+    /// One sentence for the owner about `src/provider.rs`, when there is
+    /// something to say.
     pub note: Option<String>,
+    /// One sentence about the tests, when they are replaced on their own.
+    pub tests_note: Option<String>,
 }
 
 fn sha256(text: &str) -> String {
@@ -80,13 +99,51 @@ fn sha256(text: &str) -> String {
 /// Whether `text` at `path` is what an earlier ecp generated for the
 /// extension `name`.
 fn generated_earlier(path: &str, text: &str, name: &str) -> bool {
+    generated_by(EARLIER, path, text, name)
+}
+
+/// Whether `text` at `path` is one of `table`'s for the extension `name`.
+fn generated_by(table: &[(&str, &str)], path: &str, text: &str, name: &str) -> bool {
     let unrendered = text
         .replace(&name.replace('-', "_"), "{{ crate_name }}")
         .replace(name, "{{ name }}");
     let digests = [sha256(text), sha256(&unrendered)];
-    EARLIER
+    table
         .iter()
         .any(|(p, digest)| *p == path && digests.iter().any(|d| d == digest))
+}
+
+/// Today's version of each of the tests that runtime 0.3.x's ecp wrote and
+/// nobody edited since.
+fn tests_of_0_3(
+    name: &str,
+    read: impl Fn(&str) -> Result<Option<String>, UpgradeError>,
+) -> Result<Plan, UpgradeError> {
+    let mut unedited = Vec::new();
+    for (path, _) in TESTS_0_3 {
+        if read(path)?.is_some_and(|text| generated_by(TESTS_0_3, path, &text, name)) {
+            unedited.push(*path);
+        }
+    }
+    if unedited.is_empty() {
+        return Ok(Plan::default());
+    }
+    let settings = NewSettings::with_defaults(name, Template::Local);
+    let files = scaffold::plan(&settings).map_err(|e| UpgradeError::Render(e.to_string()))?;
+    let writes = files
+        .into_iter()
+        .filter(|f| unedited.contains(&f.path.as_str()))
+        .map(|f| (f.path, f.contents))
+        .collect();
+    Ok(Plan {
+        writes,
+        note: None,
+        tests_note: Some(format!(
+            "{} as runtime 0.3's ecp wrote {}: now today's, reading the contract vectors through the runtime's API (contracts::render_vectors, ProviderItem::from_json)",
+            unedited.join(" and "),
+            if unedited.len() == 1 { "it" } else { "them" }
+        )),
+    })
 }
 
 /// Looks at `src/provider.rs` and the files written with it.
@@ -102,12 +159,16 @@ pub(super) fn plan(folder: &Path, name: &str) -> Result<Plan, UpgradeError> {
         return Ok(Plan::default());
     };
     let old_binding = provider.contains("pub struct HttpSearchProvider");
+    if !old_binding {
+        return tests_of_0_3(name, read);
+    }
     if !generated_earlier("src/provider.rs", &provider, name) {
         return Ok(Plan {
             writes: Vec::new(),
-            note: old_binding.then(|| {
-                "an edited copy of the old V1 binding, left as it is (it still builds). The runtime now keeps the base URL, credential, redirect, retry, proxy, 1 MiB, UTF-8 and JSON rules itself (ecp_runtime::http::Upstream): your file can shrink to the request and the mapping, as a fresh `ecp new` writes it".to_owned()
-            }),
+            note: Some(
+                "an edited copy of the old V1 binding, left as it is (it still builds). The runtime now keeps the base URL, credential, redirect, retry, proxy, 1 MiB, UTF-8 and JSON rules itself (ecp_runtime::http::Upstream): your file can shrink to the request and the mapping, as a fresh `ecp new` writes it".to_owned(),
+            ),
+            tests_note: None,
         });
     }
     let mut edited = Vec::new();
@@ -128,6 +189,7 @@ pub(super) fn plan(folder: &Path, name: &str) -> Result<Plan, UpgradeError> {
                 edited.join(", "),
                 if edited.len() == 1 { "was" } else { "were" }
             )),
+            tests_note: None,
         });
     }
     let settings = NewSettings::with_defaults(name, Template::Local);
@@ -142,5 +204,6 @@ pub(super) fn plan(folder: &Path, name: &str) -> Result<Plan, UpgradeError> {
         note: Some(
             "was an unedited copy of the old V1 binding: now the 80-line mapping on the runtime's client (ecp_runtime::http), with src/main.rs and the tests written for it".into(),
         ),
+        tests_note: None,
     })
 }

@@ -304,7 +304,7 @@ pub fn upgrade(folder: &Path, force: bool) -> Result<Upgraded, UpgradeError> {
         .seen
         .iter()
         .copied()
-        .max_by_key(|v| ecp_runtime::releases::parse_version(v));
+        .max_by_key(|v| crate::runtime::releases::parse_version(v));
     let from = from.unwrap_or("unknown").to_owned();
     let mut outcome = Upgraded {
         name: crate::outside::value(&name),
@@ -324,6 +324,7 @@ pub fn upgrade(folder: &Path, force: bool) -> Result<Upgraded, UpgradeError> {
             .collect(),
         recovered: Vec::new(),
         provider: plan.provider.clone(),
+        tests: None,
     };
     for (path, bytes) in &plan.writes {
         write_atomically(&folder.join(path), bytes)?;

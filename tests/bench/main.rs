@@ -672,7 +672,7 @@ fn main() {
             .as_array()
             .unwrap()
             .iter()
-            .map(ecp::providers::http::provider_item_from_json)
+            .map(ecp::runtime::ProviderItem::from_json)
             .collect();
     let renders = 20_000;
     let started = Instant::now();

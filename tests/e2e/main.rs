@@ -169,7 +169,7 @@ fn expected_envelope() -> String {
         .as_array()
         .unwrap()
         .iter()
-        .map(ecp::providers::http::provider_item_from_json)
+        .map(ecp::runtime::ProviderItem::from_json)
         .collect();
     profile::render(&items).text
 }

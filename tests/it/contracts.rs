@@ -7,7 +7,8 @@ use std::{path::Path, process::Command, sync::OnceLock};
 use ecp::{
     contracts::{INPUT_SCHEMA_JSON, OUTPUT_SCHEMA_JSON, RENDER_VECTORS_JSON, TEST_VECTORS_JSON},
     profile::{self, query_from_arguments},
-    providers::http::{parse_json_like_javascript, parse_search_response, provider_item_from_json},
+    providers::http::{parse_json_like_javascript, parse_search_response},
+    runtime::ProviderItem,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -186,7 +187,7 @@ fn the_input_pattern_is_exactly_the_ecmascript_whitespace_set() {
         let value = serde_json::json!({ "query": c.to_string() });
         assert_eq!(
             input_schema().is_valid(&value),
-            !profile::query::is_ecmascript_whitespace(c),
+            !profile::is_ecmascript_whitespace(c),
             "U+{code:04X}"
         );
     }
@@ -203,7 +204,7 @@ fn rust_renderer_reproduces_every_render_vector() {
             .as_array()
             .expect("providerItems is an array")
             .iter()
-            .map(provider_item_from_json)
+            .map(ProviderItem::from_json)
             .collect();
         let envelope = profile::render(&items);
         assert_eq!(envelope.text, vector.text, "{}", vector.name);

@@ -10,7 +10,7 @@ use std::{sync::Arc, time::Duration};
 
 use bytes::Bytes;
 use ecp::providers::fixture::FixtureCorpus;
-use ecp_runtime::{ContextSearchServer, ProviderBudget, RuntimeConfig};
+use ecp::runtime::{ContextSearchServer, ProviderBudget, RuntimeConfig};
 use http_body_util::{BodyExt, Full};
 use rmcp::transport::streamable_http_server::{
     StreamableHttpServerConfig, StreamableHttpService, session::never::NeverSessionManager,

@@ -29,6 +29,7 @@ mod release;
 mod remote;
 mod render_props;
 mod runtime;
+mod runtime_api;
 mod second_hour;
 mod serve_http;
 mod serve_remote;

@@ -336,6 +336,66 @@ fn an_older_vendored_runtime_is_upgraded_and_conforms() {
     conforms(&dir);
 }
 
+/// The two tests runtime 0.3.x's ecp wrote (tests/fixtures/generated-0.3.1)
+/// into the extension `name` at `dir`.
+fn write_tests_of_0_3(dir: &Path, name: &str) {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/generated-0.3.1");
+    for test in ["contract", "provider"] {
+        let text = std::fs::read_to_string(fixture.join(format!("tests/{test}.rs.tera")))
+            .unwrap()
+            .replace("{{ crate_name }}", &name.replace('-', "_"))
+            .replace("{{ name }}", name);
+        std::fs::write(dir.join(format!("tests/{test}.rs")), text).unwrap();
+    }
+}
+
+#[test]
+fn tests_of_runtime_0_3_move_to_the_api_and_edited_ones_still_build() {
+    // A name of its own: this test builds the crate with an edited test.
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("kept-context");
+    assert!(ecp_new(&dir, &[]).status.success());
+    let fresh = snapshot(&dir);
+    make_older(&dir);
+    write_tests_of_0_3(&dir, "kept-context");
+    let provider_test = dir.join("tests/provider.rs");
+    let mine = std::fs::read_to_string(&provider_test).unwrap() + "\n// mine\n";
+    std::fs::write(&provider_test, &mine).unwrap();
+
+    let output = in_dir(&dir, &["upgrade"]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        text(&output)
+            .contains("kept-context: tests/contract.rs as runtime 0.3's ecp wrote it: now today's"),
+        "{}",
+        text(&output)
+    );
+    let now = snapshot(&dir);
+    let get = |files: &[(String, Vec<u8>)], path: &str| {
+        files
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, c)| c.clone())
+    };
+    assert_eq!(
+        get(&now, "tests/contract.rs"),
+        get(&fresh, "tests/contract.rs")
+    );
+    assert_eq!(
+        get(&now, "tests/provider.rs"),
+        Some(mine.clone().into_bytes())
+    );
+    assert!(
+        String::from_utf8(get(&fresh, "tests/contract.rs").unwrap())
+            .unwrap()
+            .contains("contracts::render_vectors()")
+    );
+    // The edited test still names ecp_runtime::binding and the contract
+    // texts, which 0.4.0 keeps hidden for it: it builds and passes.
+    assert!(mine.contains("ecp_runtime::binding::parse_json_like_javascript"));
+    cargo_test(&dir);
+}
+
 #[test]
 fn upgrade_refuses_what_ecp_did_not_generate() {
     let temp = tempfile::tempdir().unwrap();
@@ -955,6 +1015,15 @@ fn an_edited_provider_of_an_earlier_generation_is_left_alone_and_told() {
     );
     assert_eq!(report["changed"], false);
     assert_eq!(snapshot(&dir), before);
+    // "It still builds": the old binding's paths (ecp_runtime::proxy,
+    // search_response, reqwest, profile::ecmascript) resolve, hidden.
+    let built = Command::new(env!("CARGO"))
+        .args(["build", "--offline", "--quiet", "--lib"])
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", generated_target())
+        .status()
+        .unwrap();
+    assert!(built.success(), "the edited old binding does not build");
 }
 
 #[test]

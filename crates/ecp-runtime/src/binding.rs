@@ -18,12 +18,12 @@ use std::sync::Arc;
 
 use crate::{
     Provider, ProviderError,
-    http::{Credential, Upstream},
+    client::{Credential, Upstream},
     profile::ProviderItem,
 };
 use serde_json::Value;
 
-pub use crate::http::{ConfigError, MAX_BODY_BYTES, parse_json_like_javascript};
+pub use crate::client::{ConfigError, MAX_BODY_BYTES, parse_json_like_javascript};
 
 /// Default name of the base URL variable.
 pub const DEFAULT_BASE_URL_ENV: &str = "PROVIDER_CONTEXT_BASE_URL";
@@ -47,7 +47,7 @@ impl std::fmt::Debug for HttpSearchConfig {
 /// The search endpoint for a base URL, or the rule it breaks. The binding
 /// keeps the profile's rule of a base without a path (`/` or empty).
 pub fn search_endpoint(base_url: &str) -> Result<reqwest::Url, &'static str> {
-    let url = crate::http::base_url(base_url)?;
+    let url = crate::client::base_url(base_url)?;
     if url.path() != "/" {
         return Err("its path must be empty or /; the binding appends /v1/context/search");
     }
@@ -148,7 +148,7 @@ fn parse_search_text(text: &str, limit: usize) -> Result<Vec<ProviderItem>, Prov
 }
 
 /// The binding's reading of a response document by value, the reference of
-/// [`ecp_runtime::search_response::read_items`] (they agree wherever that
+/// [`crate::search_response::read_items`] (they agree wherever that
 /// one answers; the fuzz target `http_body` holds them to it).
 pub fn parse_search_document(text: &str, limit: usize) -> Result<Vec<ProviderItem>, ProviderError> {
     let document = parse_json_like_javascript(text).ok_or(ProviderError::Malformed)?;
@@ -166,15 +166,24 @@ pub fn parse_search_document(text: &str, limit: usize) -> Result<Vec<ProviderIte
         .collect())
 }
 
-/// Reads one upstream item the way the binding does, without dropping it:
-/// a non-string or missing `id`/`content` becomes empty (the caller drops
-/// it), non-string optional fields and non-finite scores are absent, and
-/// `updated_at` wins over `updatedAt` when present and not null.
-pub fn provider_item_from_json(item: &Value) -> ProviderItem {
-    provider_item_from_owned_json(item.clone())
+impl ProviderItem {
+    /// Reads one item of a V1 answer (or of the render vectors'
+    /// `providerItems`) the way the binding does, without dropping it: a
+    /// non-string or missing `id`/`content` becomes empty (the runtime then
+    /// drops the item), non-string optional fields and non-finite scores are
+    /// absent, and `updated_at` wins over `updatedAt` when present and not
+    /// null.
+    pub fn from_json(item: &Value) -> ProviderItem {
+        provider_item_from_owned_json(item.clone())
+    }
 }
 
-/// [`provider_item_from_json`] for an item the caller owns: its strings are
+/// [`ProviderItem::from_json`] (the tests of 0.3.x name this path).
+pub fn provider_item_from_json(item: &Value) -> ProviderItem {
+    ProviderItem::from_json(item)
+}
+
+/// [`ProviderItem::from_json`] for an item the caller owns: its strings are
 /// moved, not copied.
 pub fn provider_item_from_owned_json(item: Value) -> ProviderItem {
     let Value::Object(mut item) = item else {

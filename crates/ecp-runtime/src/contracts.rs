@@ -1,10 +1,28 @@
-//! The canonical contract files of `contracts/v1`, embedded: the schemas
-//! the tool declares and the language-neutral vectors that every
-//! implementation is held to (ecp replays them with `ecp check`).
+//! The profile's language-neutral vectors (`contracts/v1` of this crate),
+//! for an extension's own tests: every implementation of the profile, in
+//! any language, is held to the same files.
 
-pub use crate::tool::{INPUT_SCHEMA_JSON, OUTPUT_SCHEMA_JSON};
+use serde_json::Value;
 
-/// `contracts/v1/test-vectors.json`: valid and invalid inputs and outputs.
-pub const TEST_VECTORS_JSON: &str = include_str!("../contracts/v1/test-vectors.json");
-/// `contracts/v1/render-vectors.json`: provider items and the exact text.
-pub const RENDER_VECTORS_JSON: &str = include_str!("../contracts/v1/render-vectors.json");
+// Paths the tests of 0.3.x name (see the crate root).
+#[doc(hidden)]
+pub use crate::contract_files::{RENDER_VECTORS_JSON, TEST_VECTORS_JSON};
+
+/// `render-vectors.json`: an array of `{name, providerItems, text,
+/// httpText?}`, where [`crate::profile::render`] of the items (each read
+/// with [`crate::ProviderItem::from_json`]) gives `text` byte for byte, and
+/// the same items as an upstream answer through a mapping and
+/// [`crate::profile::retain_valid`] give `httpText` when there is one.
+/// Read as JavaScript reads it: the vectors hold a `1e400`, which is a
+/// non-number there and here.
+pub fn render_vectors() -> Value {
+    crate::client::parse_json_like_javascript(RENDER_VECTORS_JSON)
+        .unwrap_or_else(|| unreachable!("render-vectors.json is embedded and parses"))
+}
+
+/// `test-vectors.json`: `validInputs` and `invalidInputs` (each `{name,
+/// value}`, the `value` a tool call's arguments), and outputs.
+pub fn test_vectors() -> Value {
+    serde_json::from_str(TEST_VECTORS_JSON)
+        .unwrap_or_else(|_| unreachable!("test-vectors.json is embedded and parses"))
+}

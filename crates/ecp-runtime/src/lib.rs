@@ -1,62 +1,98 @@
 //! ecp-runtime: the External Context MCP Profile v1 for Qwen Code
 //! extensions, as a library.
 //!
-//! - [`profile`]: the contract as pure functions (query rules, item bounds,
-//!   the byte-exact envelope renderer);
-//! - the MCP server around a [`Provider`] that keeps every promise of
-//!   profile-v1 (canonical schemas, bounded input errors, one stable
-//!   redacted failure, a provider budget inside the client timeout,
-//!   cancellation, no retry), on stdio ([`serve_stdio`]) or, in [`remote`],
-//!   over MCP Streamable HTTP as an OAuth resource server;
-//! - [`Adapter`]: the one entry point of a `dist/main` (and of `ecp serve`),
-//!   flags and environment parsed in one place;
+//! An extension needs four things from it, and this is all of its API:
+//!
+//! - [`Adapter`]: the one entry point of a `dist/main` (and of `ecp
+//!   serve`), flags and environment parsed in one place; it serves a
+//!   [`Provider`] on stdio, or with `--listen` over MCP Streamable HTTP as
+//!   an OAuth resource server, keeping every promise of profile-v1
+//!   (canonical schemas, bounded input errors, one stable redacted failure,
+//!   a [`ProviderBudget`] inside the client timeout, cancellation, no
+//!   retry). [`serve`] runs the same server over any byte stream (tests);
+//! - [`Provider`], [`ProviderItem`], [`ProviderError`]: the provider-owned
+//!   part, the search behind the tool;
 //! - [`http`]: the hardened HTTP client a provider maps its REST API with
 //!   (base URL and credential rules, no redirect, no retry, proxies, the
 //!   1 MiB cap, strict UTF-8, JSON as `JSON.parse` reads it, stable errors);
-//! - [`binding`]: the Generic HTTP Search V1 binding, a provider on that
-//!   client (what `ecp serve` runs);
-//! - [`contracts`]: the canonical schemas and vectors of `contracts/v1`;
-//! - [`releases`]: this crate's releases and security fixes (`ecp upgrade`,
-//!   `ecp lint`).
+//! - [`profile`] and [`contracts`]: the contract as pure functions (query
+//!   rules, the byte-exact envelope renderer, the profile's constants) and
+//!   its language-neutral vectors, for an extension's own tests.
 //!
-//! Only MCP goes to stdout; the runtime's own lines go to stderr ([`log`])
-//! and never hold a query, an endpoint, a credential, a token or an
-//! upstream body. Extensions depend on this crate (vendored under
-//! `vendor/ecp-runtime` until it is published); it depends on crates.io
-//! packages only and on nothing of ecp's.
+//! Only MCP goes to stdout; the runtime's own lines go to stderr and never
+//! hold a query, an endpoint, a credential, a token or an upstream body.
+//! Extensions depend on this crate (vendored under `vendor/ecp-runtime`
+//! until it is published); it depends on crates.io packages only and on
+//! nothing of ecp's. The public API is held by a snapshot
+//! (`tests/api.txt`, checked by ecp's `tests/it/runtime_api.rs`); what ecp
+//! itself uses beyond it lives in [`internal`], which is not part of the API.
 
 #![deny(clippy::print_stdout)]
 #![warn(clippy::too_many_lines)]
 #![warn(missing_docs)]
 
-pub mod adapter;
+mod adapter;
+#[doc(hidden)] // an old path, see below
 pub mod binding;
+mod client;
+mod contract_files;
 pub mod contracts;
 mod framing;
-pub mod http;
-pub mod log;
+#[doc(hidden)]
+pub mod internal;
+mod log;
 pub mod profile;
+#[doc(hidden)] // an old path, see below
 pub mod proxy;
-pub mod releases;
-pub mod remote;
+mod releases;
+mod remote;
+#[doc(hidden)] // an old path, see below
 pub mod search_response;
-pub use framing::{MAX_LINE_BYTES, serve_lines};
 mod server;
 mod tool;
 
 pub use adapter::{Adapter, AdapterError};
-pub use profile::ProviderItem;
-/// The HTTP, JSON and URL crates a provider builds on, at the versions the
+pub use profile::render::ProviderItem;
+/// The JSON and URL crates a provider builds on, at the versions the
 /// runtime uses (so an extension needs no dependency of its own for them).
-pub use {reqwest, serde_json, url};
+pub use {serde_json, url};
+
+pub mod http {
+    //! The hardened HTTP client a provider maps its REST API with.
+    //!
+    //! An [`Upstream`] is a validated base URL (a path is allowed; request
+    //! paths stay under it, `%2e` dot segments are refused) and an optional
+    //! [`Credential`] read from the environment; [`Upstream::get`] and
+    //! [`Upstream::post`] build a [`Request`] (query parameters, a JSON body,
+    //! extra headers except the credential, accept and framing ones) whose
+    //! answer is read with every rule of the profile: no redirect, no retry,
+    //! proxies from the environment, at most 1 MiB, strict UTF-8, JSON as
+    //! JavaScript's `JSON.parse` reads it, each failure a stable
+    //! [`ProviderError`](crate::ProviderError) that holds no query, endpoint,
+    //! credential or answer. [`string`] reads a string field of a mapped item.
+
+    pub use crate::client::{ConfigError, Credential, Request, Upstream, string};
+}
+
+// Paths that code an earlier ecp generated still names: the copies of the
+// old V1 binding (ecp 0.1.0's layout and every 0.2.x `src/provider.rs`) and
+// the tests of 0.3.x. `ecp upgrade` leaves such files as their owner has
+// them and promises they still build; these (and the modules `binding`,
+// `proxy` and `search_response` above) keep that promise. Hidden, not part
+// of the API (the snapshot lists them apart), gone in 1.0.
+#[doc(hidden)]
+pub use client::install_tls_provider;
+#[doc(hidden)]
+pub use reqwest;
+
+use framing::serve_lines;
+use server::ContextSearchServer;
+use tool::context_search_tool;
 
 use std::{future::Future, sync::Arc, time::Duration};
 
 use rmcp::ServiceExt;
 use tokio::io::{AsyncRead, AsyncWrite};
-
-pub use server::ContextSearchServer;
-pub use tool::{INPUT_SCHEMA_JSON, OUTPUT_SCHEMA_JSON, context_search_tool};
 
 /// A search backend: the provider-owned part of an extension.
 ///
@@ -188,14 +224,6 @@ where
         .await
         .map_err(|_| RuntimeError("MCP service task failed".to_owned()))?;
     Ok(())
-}
-
-/// Makes ring the TLS crypto provider of the process (reqwest is built
-/// without a default one). Call it before building an HTTP client; calling
-/// it again is harmless.
-pub fn install_tls_provider() {
-    // An error only means a provider is already installed.
-    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 /// Serves `context_search` on stdin/stdout until stdin reaches EOF.

@@ -21,6 +21,15 @@ pub struct Release {
 /// Newest first; the first is [`VERSION`].
 pub const RELEASES: &[Release] = &[
     Release {
+        version: "0.4.0",
+        notes: &[
+            "the API is what an extension needs, 31 documented items: `Adapter`, `Provider`, `ProviderItem` (with `ProviderItem::from_json`), `ProviderError`, `ProviderBudget`, `RuntimeConfig`, `serve`/`serve_stdio` and their errors, `http` (`Upstream`, `Credential`, `Request`, `ConfigError`, `string`), `profile` (`render`, `query_from_arguments`, `retain_valid`, the tool name, limit and failure text), `contracts` (`render_vectors()`, `test_vectors()`), and `serde_json`/`url`; a snapshot in ecp's tests holds it",
+            "everything else (the remote adapter's parts, the V1 binding, the log, the releases, the profile's bounds and ECMAScript rules, the embedded contract texts) moved to `ecp_runtime::internal`, hidden and not part of the API; the paths that code an earlier ecp generated names (the old binding copies of 0.1.x/0.2.x, the tests of 0.3.x) still resolve, hidden, until 1.0",
+            "a generated extension's tests read the vectors with `contracts::render_vectors()`/`test_vectors()` and `ProviderItem::from_json`; `tests/contract.rs` no longer runs the vectors through the V1 binding (`tests/provider.rs` runs them through your mapping)",
+        ],
+        security_fix: None,
+    },
+    Release {
         version: "0.3.1",
         notes: &[
             "`rmcp` is required as `~3.11.0`: the Streamable HTTP endpoint is the runtime's port of rmcp 3.11's rules, and an extension's own lockfile can no longer pair it with an rmcp 3.x that was never compared (`cargo xtask rmcp-next` in ecp's repository compares the newest one)",

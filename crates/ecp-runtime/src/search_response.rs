@@ -10,7 +10,7 @@
 //! levels, a top level that is not an object, `items` that is not an array).
 //! Duplicate keys keep the last value, as `JSON.parse` and the value
 //! reading do. Values it does not keep are still walked through
-//! serde_json's `deserialize_any` ([`Skip`], not serde's `IgnoredAny`,
+//! serde_json's `deserialize_any` (`Skip`, not serde's `IgnoredAny`,
 //! whose skipping serde_json does without its nesting limit), so a document
 //! nested too deeply anywhere is refused here as the reference refuses it.
 //! The fuzz target `http_body` holds the two readings equal.

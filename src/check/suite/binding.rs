@@ -75,7 +75,7 @@ impl Scripted {
             Script::V1 { .. } => serde_json::from_str(&v1_success()).ok(),
             Script::Recorded(cassette) => cassette
                 .baseline()
-                .and_then(|tape| ecp_runtime::http::parse_json_like_javascript(&tape.response)),
+                .and_then(|tape| crate::runtime::http::parse_json_like_javascript(&tape.response)),
         }
     }
 

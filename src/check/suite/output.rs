@@ -93,7 +93,7 @@ pub(super) fn success_problems(
     // A lone surrogate escape in the text reads as U+FFFD, as in
     // structuredContent once the session read the line ([`lines`]).
     let read = crate::check::lines::text_as_json_parse_reads(text);
-    match ecp_runtime::http::parse_json_like_javascript(text) {
+    match crate::runtime::http::parse_json_like_javascript(text) {
         None => problems.push((Check::TextSerialization, "the text is not JSON".to_owned())),
         Some(parsed) if !same_as_json_parse(&parsed, structured) => problems.push((
             Check::TextSerialization,

@@ -1,22 +1,26 @@
 //! The External Context MCP Profile v1, as pure functions: query
-//! validation and normalization, item compaction and the byte-exact envelope
-//! renderer.
+//! validation ([`query_from_arguments`]), and the byte-exact envelope
+//! renderer ([`render`]) with its bounds and escaping, as the reference
+//! implementation renders (profile-v1). The runtime's server calls these;
+//! an extension's tests can too.
 //!
 //! This module is self-contained (std, serde_json and its own files only):
-//! `ecp new` copies it verbatim into every generated extension, and a test
-//! fails if the copies drift. Keep it free of I/O and of other ecp modules.
+//! keep it free of I/O and of the rest of the crate.
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-pub mod ecmascript;
-pub mod query;
-pub mod render;
+pub(crate) mod query;
+pub(crate) mod render;
 
-pub use query::{MAX_QUERY_CODE_POINTS, QueryError, normalize_query, query_from_arguments};
-pub use render::{
-    ContextItem, Envelope, MAX_CONTENT, MAX_ID, MAX_ITEMS, MAX_TEXT_UTF16, MAX_TITLE,
-    MAX_UPDATED_AT, MAX_URI, NOTICE, ProviderItem, Rendered, render, serialize,
-};
+pub use query::{QueryError, query_from_arguments};
+pub use render::{ContextItem, Envelope, render};
+pub(crate) use render::{MAX_ITEMS, Rendered};
+
+// Paths the copies of the old V1 binding name (see the crate root).
+#[doc(hidden)]
+pub mod ecmascript;
+#[doc(hidden)]
+pub use render::ProviderItem;
 
 /// The one tool a profile server offers.
 pub const TOOL_NAME: &str = "context_search";

@@ -309,10 +309,7 @@ mod tests {
     /// scores stress the two writers' escaping and numbers.
     #[test]
     fn a_written_success_is_rmcp_s_bytes() {
-        // The vectors hold numbers serde_json refuses (JSON.parse reads them).
-        let vectors =
-            crate::binding::parse_json_like_javascript(crate::contracts::RENDER_VECTORS_JSON)
-                .unwrap();
+        let vectors = crate::contracts::render_vectors();
         let vectors = vectors.as_array().unwrap();
         assert!(vectors.len() > 10);
         let mut cases: Vec<Vec<ProviderItem>> = vectors
@@ -322,7 +319,7 @@ mod tests {
                     .as_array()
                     .unwrap()
                     .iter()
-                    .map(crate::binding::provider_item_from_json)
+                    .map(ProviderItem::from_json)
                     .collect()
             })
             .collect();

@@ -296,7 +296,7 @@ fn credential_header(
 }
 
 fn build_client() -> Option<reqwest::Client> {
-    crate::install_tls_provider();
+    install_tls_provider();
     let builder = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .retry(reqwest::retry::never())
@@ -471,6 +471,14 @@ pub fn parse_json_like_javascript(text: &str) -> Option<Value> {
 /// for `id`, `content`, `title`, `uri`, `updated_at`.
 pub fn string(value: &Value, key: &str) -> Option<String> {
     value.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+/// Makes ring the TLS crypto provider of the process (reqwest is built
+/// without a default one). Call it before building an HTTP client; calling
+/// it again is harmless.
+pub fn install_tls_provider() {
+    // An error only means a provider is already installed.
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 #[cfg(test)]
