@@ -29,6 +29,8 @@ pub mod check;
 pub mod children;
 pub mod cli;
 pub mod contracts;
+pub mod digest;
+pub mod files;
 pub mod input;
 pub mod lint;
 pub mod name;

@@ -22,6 +22,15 @@ pub const LINE_CHARS: usize = 300;
 /// The usual number of lines a [`block`] keeps (its last).
 pub const BLOCK_LINES: usize = 20;
 
+/// The innermost cause of `error` (a transport's or a library's own words,
+/// which say what happened), unbounded: render it like any outside text.
+pub fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
+    std::iter::successors(Some(error), |e| e.source())
+        .last()
+        .map(|e| e.to_string())
+        .unwrap_or_default()
+}
+
 /// Whether `c` must not reach a terminal as itself.
 fn unsafe_char(c: char) -> bool {
     c.is_control()

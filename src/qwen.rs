@@ -45,7 +45,7 @@ pub struct Installed {
 pub fn installed(name: &str) -> Option<Installed> {
     let folder = extensions_dir()?.join(name);
     std::fs::symlink_metadata(&folder).ok()?;
-    let source = crate::lint::files::read_text(&folder.join(INSTALL_METADATA), None, 64 * 1024)
+    let source = crate::files::read_text(&folder.join(INSTALL_METADATA), None, 64 * 1024)
         .ok()
         .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
         .and_then(|record| record.get("source")?.as_str().map(str::to_owned));

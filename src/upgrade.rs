@@ -24,7 +24,7 @@
 //! every path an upgrade touches, every folder on the way to it and
 //! everything inside the trees it reads is checked to be a regular file or
 //! folder, not a link, FIFO, socket or device ([`guard`]); files are read
-//! through [`crate::lint::files`] (regular files only, opened without
+//! through [`crate::files`] (regular files only, opened without
 //! waiting, bounded). What an interrupted swap left in `vendor/` is
 //! finished or undone first ([`recover`]), and said.
 
@@ -105,8 +105,8 @@ fn shown(path: &Path) -> String {
 }
 
 /// Why a file was not read, as an upgrade says it.
-fn unreadable(problem: crate::lint::files::FileProblem) -> UpgradeError {
-    use crate::lint::files::FileProblem;
+fn unreadable(problem: crate::files::FileProblem) -> UpgradeError {
+    use crate::files::FileProblem;
     match problem {
         FileProblem::Io { path, source } => UpgradeError::Io { path, source },
         FileProblem::NotRegular { path, what } => UpgradeError::Unsafe { path, what },
@@ -118,11 +118,10 @@ fn unreadable(problem: crate::lint::files::FileProblem) -> UpgradeError {
     }
 }
 
-/// A text file of the extension, read as [`crate::lint::files::read_text`]
+/// A text file of the extension, read as [`crate::files::read_text`]
 /// reads it: a regular file inside `folder`, never waited on, bounded.
 fn read_text(folder: &Path, path: &Path) -> Result<String, UpgradeError> {
-    crate::lint::files::read_text(path, Some(folder), crate::lint::files::MAX_TEXT_BYTES)
-        .map_err(unreadable)
+    crate::files::read_text(path, Some(folder), crate::files::MAX_TEXT_BYTES).map_err(unreadable)
 }
 
 impl UpgradeError {
@@ -581,8 +580,7 @@ fn copied_unedited(path: &str, actual: &str, name: &str, env_prefix: &str) -> bo
     if let Some(glue) = copied_glue(path, name, env_prefix) {
         return actual == glue;
     }
-    use sha2::Digest as _;
-    let digest = crate::package::write::hex(&sha2::Sha256::digest(actual.as_bytes()));
+    let digest = crate::digest::sha256(actual.as_bytes());
     copied_digests().any(|(known, expected)| known == path && expected == digest)
 }
 
@@ -1125,7 +1123,6 @@ mod tests {
     /// sorted by path) if this fails.
     #[test]
     fn the_copied_digests_are_the_fixtures_files() {
-        use sha2::Digest as _;
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/copied-layout-0.1.0");
         let mut expected = String::new();
@@ -1137,7 +1134,7 @@ mod tests {
                 .any(|folder| path.starts_with(&format!("{folder}/")))
             {
                 let bytes = std::fs::read(root.join(&path)).unwrap();
-                let digest = crate::package::write::hex(&sha2::Sha256::digest(&bytes));
+                let digest = crate::digest::sha256(&bytes);
                 expected.push_str(&format!("{digest}  {path}\n"));
             }
         }

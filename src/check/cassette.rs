@@ -124,7 +124,7 @@ impl Cassette {
     /// Reads and checks a cassette file.
     pub fn load(path: &Path) -> Result<Cassette, String> {
         let shown = path.display();
-        let text = crate::lint::files::read_text(path, None, MAX_FILE)
+        let text = crate::files::read_text(path, None, MAX_FILE)
             .map_err(|e| format!("cannot read the cassette {shown}: {e}"))?;
         Cassette::parse(&text).map_err(|problem| {
             format!(

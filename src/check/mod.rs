@@ -13,6 +13,7 @@
 //! - [`cassette`]: a real upstream's answers, recorded (`--upstream`) and
 //!   replayed (`--cassette`); [`mutate`]: hostile answers of their shape.
 
+pub mod canary;
 pub mod cassette;
 pub mod catalogue;
 pub mod embedded;

@@ -21,7 +21,7 @@ use rmcp::{
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
 
-use super::suite::{BODY_CANARY, QUERY_CANARY, TOKEN_CANARY};
+use super::canary::{BODY_CANARY, QUERY_CANARY, TOKEN_CANARY};
 use crate::{
     children::{self, Group},
     input::InputError,
@@ -510,18 +510,13 @@ fn http_handshake_error(url: &str, error: &rmcp::service::ClientInitializeError)
         }
         StreamableHttpError::Client(client) => match client.status() {
             Some(status) => format!("{url} answered HTTP {status} to initialize"),
-            None => format!("{url} could not be reached: {}", innermost(client)),
+            None => format!(
+                "{url} could not be reached: {}",
+                crate::outside::innermost(client)
+            ),
         },
         other => format!("{url} did not complete the MCP handshake: {other}"),
     }
-}
-
-/// The innermost cause of `error`, which says what happened.
-pub(crate) fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
-    std::iter::successors(Some(error), |e| e.source())
-        .last()
-        .map(|e| e.to_string())
-        .unwrap_or_default()
 }
 
 /// Resolves and connects to the endpoint's host once before MCP starts, so

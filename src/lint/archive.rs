@@ -114,7 +114,7 @@ impl Bytes<'_> {
     fn open(&self) -> Result<Box<dyn ReadSeek + '_>, LintError> {
         Ok(match self {
             Bytes::File(path) => {
-                let (file, _) = super::files::open_regular(path, None, u64::MAX)?;
+                let (file, _) = crate::files::open_regular(path, None, u64::MAX)?;
                 Box::new(std::io::BufReader::new(file))
             }
             Bytes::Memory(bytes) => Box::new(std::io::Cursor::new(*bytes)),

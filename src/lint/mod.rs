@@ -11,7 +11,6 @@
 
 pub mod archive;
 pub mod bundle;
-pub mod files;
 pub mod json;
 pub mod manifest;
 pub mod paths;
@@ -29,6 +28,8 @@ use std::{
 pub use rules::{Rule, Severity};
 
 use json::{Span, line_column};
+
+use crate::files;
 
 pub use crate::input::MANIFEST;
 

@@ -5,11 +5,8 @@
 
 use std::{
     collections::{BTreeMap, BTreeSet},
-    io::Read,
     path::Path,
 };
-
-use sha2::{Digest, Sha256};
 
 use super::{Finding, LintError, Report, Rule, archive};
 use crate::release::{self, Resolution, SUMS, Sums, TARGETS};
@@ -241,22 +238,6 @@ fn architecture_rules(assets: &[Asset], shown: &dyn Fn(&str) -> String, report: 
     }
 }
 
-/// The sha256 of a regular file, in hex, read in 64 KiB pieces.
-pub fn sha256_file(path: &Path) -> std::io::Result<String> {
-    let (mut file, _) = super::files::open_regular(path, None, u64::MAX)
-        .map_err(|problem| std::io::Error::other(problem.to_string()))?;
-    let mut hasher = Sha256::new();
-    let mut buffer = vec![0; 64 * 1024];
-    loop {
-        let read = file.read(&mut buffer)?;
-        if read == 0 {
-            break;
-        }
-        hasher.update(&buffer[..read]);
-    }
-    Ok(crate::package::write::hex(&hasher.finalize()))
-}
-
 /// One `SHA256SUMS`, listing every archive with its digest.
 fn sums_rules(
     folder: &Path,
@@ -276,7 +257,7 @@ fn sums_rules(
         return;
     }
     let sums =
-        match super::files::read_text(&folder.join(SUMS), Some(folder), release::MAX_SUMS_BYTES)
+        match crate::files::read_text(&folder.join(SUMS), Some(folder), release::MAX_SUMS_BYTES)
             .map_err(|problem| problem.to_string())
             .and_then(|text| Sums::parse(&text).map_err(|error| error.to_string()))
         {
@@ -311,7 +292,7 @@ fn sums_rules(
             ));
             continue;
         }
-        match sha256_file(&folder.join(name)) {
+        match crate::digest::sha256_file(&folder.join(name)) {
             Ok(actual) if actual == *digest => {}
             Ok(actual) => report.add(Finding::about(
                 Rule::ReleaseSums,

@@ -264,12 +264,13 @@ fn read_sums(path: &Path) -> Result<Sums, PackageError> {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Sums::default()),
         _ => {}
     }
-    let text = crate::lint::files::read_text(path, None, crate::release::MAX_SUMS_BYTES).map_err(
-        |problem| PackageError::Refused {
-            path: path.display().to_string(),
-            reason: problem.to_string(),
-        },
-    )?;
+    let text =
+        crate::files::read_text(path, None, crate::release::MAX_SUMS_BYTES).map_err(|problem| {
+            PackageError::Refused {
+                path: path.display().to_string(),
+                reason: problem.to_string(),
+            }
+        })?;
     Sums::parse(&text).map_err(|error| PackageError::Refused {
         path: path.display().to_string(),
         reason: format!(
@@ -713,7 +714,7 @@ fn write_provenance(
 /// What the statement records of an entry point ecp did not build: its
 /// digest.
 fn prebuilt(path: &Path) -> Result<Toolchain, PackageError> {
-    let sha256 = lint::release::sha256_file(path).map_err(|source| PackageError::Io {
+    let sha256 = crate::digest::sha256_file(path).map_err(|source| PackageError::Io {
         path: path.to_owned(),
         source,
     })?;
@@ -727,7 +728,7 @@ fn lockfile(folder: &Path, node: bool) -> Option<(String, String)> {
     } else {
         "Cargo.lock"
     };
-    let digest = lint::release::sha256_file(&folder.join(name)).ok()?;
+    let digest = crate::digest::sha256_file(&folder.join(name)).ok()?;
     Some((name.to_owned(), digest))
 }
 

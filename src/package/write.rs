@@ -9,8 +9,6 @@ use std::{
     io::{self, BufWriter, Read, Seek, SeekFrom, Write},
 };
 
-use sha2::{Digest, Sha256};
-
 use super::stage::StagedFile;
 
 /// The time stamped on every entry when `SOURCE_DATE_EPOCH` is not set:
@@ -58,20 +56,7 @@ pub fn write_archive(
     }
     out.sync_all()?;
     out.seek(SeekFrom::Start(0))?;
-    let mut hasher = Sha256::new();
-    let mut buffer = vec![0u8; 256 * 1024];
-    loop {
-        let n = out.read(&mut buffer)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buffer[..n]);
-    }
-    Ok(hex(&hasher.finalize()))
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::digest::sha256_reader(out)
 }
 
 fn open(file: &StagedFile) -> io::Result<File> {

@@ -19,7 +19,6 @@ use std::path::{Path, PathBuf};
 
 use ed25519_dalek::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePublicKey};
 use ed25519_dalek::{Signer as _, Verifier as _};
-use sha2::{Digest, Sha256};
 
 /// The most a key file may hold: keys are a few hundred bytes.
 const MAX_KEY_BYTES: u64 = 64 * 1024;
@@ -155,7 +154,7 @@ impl VerifyingKey {
 
     /// The key id: the SHA-256 of [`VerifyingKey::spki_der`], in hex.
     pub fn key_id(&self) -> String {
-        crate::package::write::hex(&Sha256::digest(self.spki_der()))
+        crate::digest::sha256(&self.spki_der())
     }
 
     /// Whether `signature` is this key's signature of `message`.
@@ -176,7 +175,7 @@ enum Parsed {
 
 /// A key file's text: a regular file of at most [`MAX_KEY_BYTES`].
 fn read_key_file(path: &Path) -> Result<String, KeyError> {
-    crate::lint::files::read_text(path, None, MAX_KEY_BYTES).map_err(|problem| KeyError::Read {
+    crate::files::read_text(path, None, MAX_KEY_BYTES).map_err(|problem| KeyError::Read {
         path: path.to_owned(),
         reason: problem.to_string(),
     })

@@ -139,7 +139,7 @@ pub fn verify(
         reason,
     };
     let key = options.key.as_deref().map(VerifyingKey::load).transpose()?;
-    let sha256 = lint::release::sha256_file(archive).map_err(|e| archive_error(e.to_string()))?;
+    let sha256 = crate::digest::sha256_file(archive).map_err(|e| archive_error(e.to_string()))?;
     let name = archive
         .file_name()
         .and_then(|n| n.to_str())
@@ -205,7 +205,7 @@ pub fn verify(
 
 fn sums_step(folder: &Path, name: &str, sha256: &str) -> Step {
     let path = folder.join(SUMS);
-    let text = match lint::files::read_text(&path, None, crate::release::MAX_SUMS_BYTES) {
+    let text = match crate::files::read_text(&path, None, crate::release::MAX_SUMS_BYTES) {
         Ok(text) => text,
         Err(problem) => {
             return step(
@@ -277,7 +277,7 @@ fn candidates(folder: &Path, given: Option<&Path>) -> Vec<PathBuf> {
 }
 
 fn read_provenance(path: &Path) -> Result<(Value, Option<Envelope>), String> {
-    let text = lint::files::read_text(path, None, super::MAX_STATEMENT_BYTES)
+    let text = crate::files::read_text(path, None, super::MAX_STATEMENT_BYTES)
         .map_err(|p| p.to_string())?;
     parse_provenance(&text)
 }

@@ -42,7 +42,7 @@ pub fn tree_sha256<'a>(files: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> 
         hasher.update([0]);
         hasher.update(contents);
     }
-    crate::package::write::hex(&hasher.finalize())
+    crate::digest::hex(&hasher.finalize())
 }
 
 /// The checksum of the carried runtime.
@@ -134,7 +134,7 @@ pub fn read_tree(root: &std::path::Path) -> std::io::Result<Vec<(String, Vec<u8>
             let target = std::fs::read_link(path)?;
             format!("\0link\0{}", target.display()).into_bytes()
         } else {
-            let (file, _) = crate::lint::files::open_regular(path, None, MAX_TREE_FILE_BYTES)
+            let (file, _) = crate::files::open_regular(path, None, MAX_TREE_FILE_BYTES)
                 .map_err(|problem| not_read(&relative, problem))?;
             let mut contents = Vec::new();
             std::io::Read::read_to_end(
@@ -166,8 +166,8 @@ fn invalid(message: String) -> std::io::Error {
 }
 
 /// Why the file at `relative` (in a tree) was not read.
-fn not_read(relative: &str, problem: crate::lint::files::FileProblem) -> std::io::Error {
-    use crate::lint::files::FileProblem;
+fn not_read(relative: &str, problem: crate::files::FileProblem) -> std::io::Error {
+    use crate::files::FileProblem;
     match problem {
         FileProblem::Io { source, .. } => {
             std::io::Error::new(source.kind(), format!("{relative}: {source}"))

@@ -16,8 +16,6 @@
 
 use std::path::Path;
 
-use sha2::{Digest, Sha256};
-
 use super::{UpgradeError, read_text};
 use crate::scaffold::{self, NewSettings, Template};
 
@@ -93,7 +91,7 @@ pub(super) struct Plan {
 }
 
 fn sha256(text: &str) -> String {
-    crate::package::write::hex(&Sha256::digest(text.as_bytes()))
+    crate::digest::sha256(text.as_bytes())
 }
 
 /// Whether `text` at `path` is what an earlier ecp generated for the

@@ -27,8 +27,6 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use sha2::{Digest, Sha256};
-
 use super::{Expect, ReleaseNotes, UpgradeError, Upgraded, guard, read_text, write_atomically};
 use crate::scaffold::{self, NewSettings, Template, typescript};
 
@@ -75,7 +73,7 @@ impl Known {
 
     /// The version that first wrote these bytes at `path`, if any did.
     fn version(&self, path: &str, bytes: &[u8]) -> Option<&'static str> {
-        let sum = crate::package::write::hex(&Sha256::digest(bytes));
+        let sum = crate::digest::sha256(bytes);
         self.by_path.get(path)?.get(sum.as_str()).copied()
     }
 }

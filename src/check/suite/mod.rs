@@ -68,10 +68,7 @@ impl CheckResult {
     }
 }
 
-/// The canaries: none may appear in any result or on stderr.
-pub const QUERY_CANARY: &str = "ecpQueryCanary7f3a";
-pub const TOKEN_CANARY: &str = "ecp-token-canary-51c9e2";
-pub const BODY_CANARY: &str = "ecpBodyCanary0d4b";
+pub use super::canary::{BODY_CANARY, QUERY_CANARY, TOKEN_CANARY};
 
 const MIB: usize = 1024 * 1024;
 

@@ -1,4 +1,6 @@
-//! Opening what lint reads, as an attacker may have arranged it: only
+//! Opening what ecp reads from a folder or a path it was given, as an
+//! attacker may have arranged it (lint, package, upgrade, verify, check's
+//! cassettes, keys, Qwen's install records): only
 //! regular files (never a FIFO, which would hang lint, nor a device such as
 //! `/dev/zero`, which never ends), by `lstat` first, with a size cap before
 //! reading and a bounded read after; and, inside a folder under review,
