@@ -24,11 +24,11 @@ pub enum FileProblem {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{}: is {what}, not a regular file; lint reads regular files only", path.display())]
+    #[error("{}: is {what}, not a regular file; ecp reads regular files only", path.display())]
     NotRegular { path: PathBuf, what: &'static str },
-    #[error("{}: is a symlink that leads out of the folder under review ({}); lint does not follow it", path.display(), target.display())]
+    #[error("{}: is a symlink that leads out of the folder under review ({}); ecp does not follow it", path.display(), target.display())]
     LeavesFolder { path: PathBuf, target: PathBuf },
-    #[error("{}: is {size} bytes; lint reads at most {max}", path.display())]
+    #[error("{}: is {size} bytes; ecp reads at most {max}", path.display())]
     TooLarge { path: PathBuf, size: u64, max: u64 },
 }
 

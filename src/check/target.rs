@@ -190,13 +190,16 @@ pub fn from_extension(
         .map_or_else(|| path.to_owned(), |dir| dir.path().to_owned());
     let folder = manifest_folder(&root);
     let folder = folder.canonicalize().unwrap_or(folder);
-    if !folder.join(MANIFEST).is_file() {
-        return Err(input_message(&InputError::NoManifest {
-            path: path.to_owned(),
-        }));
-    }
-    let text = std::fs::read_to_string(folder.join(MANIFEST))
-        .map_err(|e| format!("cannot read {}: {e}", folder.join(MANIFEST).display()))?;
+    // Bounded, a regular file only, not through a link out of the folder.
+    let text = match crate::extension::read_manifest(&folder) {
+        Ok(Some(text)) => text,
+        Ok(None) => {
+            return Err(input_message(&InputError::NoManifest {
+                path: path.to_owned(),
+            }));
+        }
+        Err(problem) => return Err(format!("cannot read {problem}")),
+    };
     // The manifest as `ecp lint` reads it: one parser, one model.
     let facts = lint::manifest::check(MANIFEST, &text)
         .map_err(|e| format!("{MANIFEST} is not JSON: {}; run `ecp lint`", e.message))?

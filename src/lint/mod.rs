@@ -397,13 +397,12 @@ fn tag_rule(file: &str, tag: &str, facts: &manifest::ManifestFacts, report: &mut
 
 fn lint_folder(folder: &Path, report: &mut Report) -> Result<manifest::ManifestFacts, LintError> {
     let manifest_path = folder.join(MANIFEST);
-    if std::fs::symlink_metadata(&manifest_path).is_err() {
+    let Some(text) = crate::extension::read_manifest(folder)? else {
         return Err(crate::input::InputError::NoManifest {
             path: folder.to_owned(),
         }
         .into());
-    }
-    let text = read(&manifest_path, Some(folder))?;
+    };
     let shown = display(&manifest_path);
     let facts = lint_manifest_text(&shown, &text, report)?;
     folder_rules(folder, &shown, &facts, report)?;
@@ -477,23 +476,21 @@ fn folder_rules(
             Ok(source) => bundle_rules(file, entry, &source, report),
         }
     }
-    let cargo = folder.join("Cargo.toml");
-    let cargo_table =
-        read_if_there(&cargo, folder)?.and_then(|text| text.parse::<toml::Table>().ok());
-    if let Some(table) = &cargo_table
+    let project = crate::extension::Project::read(folder)?;
+    if let Some(table) = &project.cargo
         && let Some(installed) = crate::scaffold::vendor::installed(folder, table)
         && let Some(finding) = runtime_finding(
             &installed,
             crate::runtime::releases::RELEASES,
-            &display(&cargo),
+            &display(&folder.join("Cargo.toml")),
         )
     {
         report.add(finding);
     }
     // The manifest, Cargo.toml and package.json describe one release.
     let others = [
-        ("Cargo.toml", cargo_table.as_ref().and_then(crate_version)),
-        ("package.json", package_json_version(folder)?),
+        ("Cargo.toml", project.crate_version()),
+        ("package.json", project.package_json_version()),
     ];
     if let Some(version) = &facts.version {
         for (source, other) in others {
@@ -605,35 +602,6 @@ pub(crate) fn runtime_finding(
             help,
         )
     })
-}
-
-/// `version` of a `package.json` beside the manifest (a Node extension).
-fn package_json_version(folder: &Path) -> Result<Option<String>, LintError> {
-    let Some(text) = read_if_there(&folder.join("package.json"), folder)? else {
-        return Ok(None);
-    };
-    let document: Option<serde_json::Value> = serde_json::from_str(&text).ok();
-    Ok(document
-        .as_ref()
-        .and_then(|d| d.get("version")?.as_str())
-        .map(str::to_owned))
-}
-
-/// [`read`] of a file that may be absent (`None`); anything else that
-/// keeps it from being read is an error.
-fn read_if_there(path: &Path, folder: &Path) -> Result<Option<String>, LintError> {
-    match std::fs::symlink_metadata(path) {
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        _ => read(path, Some(folder)).map(Some),
-    }
-}
-
-fn crate_version(document: &toml::Table) -> Option<String> {
-    document
-        .get("package")?
-        .get("version")?
-        .as_str()
-        .map(str::to_owned)
 }
 
 #[cfg(test)]

@@ -172,45 +172,6 @@ pub fn host_triple() -> String {
     }
 }
 
-/// What the project declares to ship besides the manifest, the entry point
-/// and the documentation: `[package.metadata.ecp] include` of `Cargo.toml`,
-/// or `"ecp": {"include": [...]}` of `package.json`.
-fn include_setting(folder: &Path) -> Vec<String> {
-    let strings = |items: Option<Vec<Option<&str>>>| -> Vec<String> {
-        items
-            .unwrap_or_default()
-            .into_iter()
-            .flatten()
-            .map(str::to_owned)
-            .collect()
-    };
-    let mut include = Vec::new();
-    if let Ok(text) = std::fs::read_to_string(folder.join("Cargo.toml"))
-        && let Ok(document) = text.parse::<toml::Table>()
-    {
-        include.extend(strings(
-            document
-                .get("package")
-                .and_then(|p| p.get("metadata"))
-                .and_then(|m| m.get("ecp"))
-                .and_then(|e| e.get("include"))
-                .and_then(|i| i.as_array())
-                .map(|items| items.iter().map(|i| i.as_str()).collect()),
-        ));
-    }
-    if let Ok(text) = std::fs::read_to_string(folder.join("package.json"))
-        && let Ok(document) = serde_json::from_str::<serde_json::Value>(&text)
-    {
-        include.extend(strings(
-            document
-                .pointer("/ecp/include")
-                .and_then(|i| i.as_array())
-                .map(|items| items.iter().map(|i| i.as_str()).collect()),
-        ));
-    }
-    include
-}
-
 /// Runs the whole pipeline; `log` hears one line per step. When it fails,
 /// the archives of the same name that an earlier run left in the output
 /// folder are removed (with their sums), so that nothing there looks like
@@ -500,7 +461,9 @@ fn stage_tree(
     for file in stage::documentation_files(folder) {
         stage.add(&file, true)?;
     }
-    for include in include_setting(folder) {
+    let project = crate::extension::Project::read(folder)
+        .map_err(|problem| PackageError::Lint(lint::LintError::File(problem)))?;
+    for include in project.include() {
         stage.add(&include, true)?;
     }
     let platform = match &facts.entry_point {
