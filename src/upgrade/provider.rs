@@ -111,6 +111,17 @@ fn generated_by(table: &[(&str, &str)], path: &str, text: &str, name: &str) -> b
         .any(|(p, digest)| *p == path && digests.iter().any(|d| d == digest))
 }
 
+/// What a fresh `ecp new` of the extension `name` writes at `paths`.
+fn todays(name: &str, paths: &[&str]) -> Result<Vec<(String, Vec<u8>)>, UpgradeError> {
+    let settings = NewSettings::with_defaults(name, Template::Local);
+    let files = scaffold::plan(&settings).map_err(|e| UpgradeError::Render(e.to_string()))?;
+    Ok(files
+        .into_iter()
+        .filter(|f| paths.contains(&f.path.as_str()))
+        .map(|f| (f.path, f.contents))
+        .collect())
+}
+
 /// Today's version of each of the tests that runtime 0.3.x's ecp wrote and
 /// nobody edited since.
 fn tests_of_0_3(
@@ -126,13 +137,7 @@ fn tests_of_0_3(
     if unedited.is_empty() {
         return Ok(Plan::default());
     }
-    let settings = NewSettings::with_defaults(name, Template::Local);
-    let files = scaffold::plan(&settings).map_err(|e| UpgradeError::Render(e.to_string()))?;
-    let writes = files
-        .into_iter()
-        .filter(|f| unedited.contains(&f.path.as_str()))
-        .map(|f| (f.path, f.contents))
-        .collect();
+    let writes = todays(name, &unedited)?;
     Ok(Plan {
         writes,
         note: None,
@@ -190,13 +195,7 @@ pub(super) fn plan(folder: &Path, name: &str) -> Result<Plan, UpgradeError> {
             tests_note: None,
         });
     }
-    let settings = NewSettings::with_defaults(name, Template::Local);
-    let files = scaffold::plan(&settings).map_err(|e| UpgradeError::Render(e.to_string()))?;
-    let writes = files
-        .into_iter()
-        .filter(|f| present.contains(&f.path.as_str()))
-        .map(|f| (f.path, f.contents))
-        .collect();
+    let writes = todays(name, &present)?;
     Ok(Plan {
         writes,
         note: Some(
