@@ -3,16 +3,18 @@
 //! - `ci`: formatting, clippy and the test suite, as `.ci/run` runs them.
 //! - `codegen [--check]`: regenerate `contracts/v1` vectors from their
 //!   ECMAScript generator (`--check` fails when they are stale).
-//! - `e2e`: install the pinned real clients (Qwen Code, MCP Inspector, the
-//!   Python MCP SDK) into `target/e2e-cache/` and run `tests/e2e`.
+//! - `e2e [--prepare]`: install the pinned real clients (Qwen Code, MCP
+//!   Inspector, the Python MCP SDK) into `target/e2e-cache/` and run
+//!   `tests/e2e` (`--prepare`: only the installs).
 //! - `bench [--quick]`: measure the runtime and the packager against the
 //!   TypeScript SDK, a stdio floor, `tar | gzip` and `mcpb`, and the
 //!   edit-check loop; writes `bench/RESULTS.md`. `bench --edit-loop`
 //!   measures only the loop and prints it.
-//! - `fuzz [--time N]`: run every `cargo fuzz` target of `fuzz/` for N
+//! - `fuzz [--time N | --build]`: run every `cargo fuzz` target of `fuzz/` for N
 //!   seconds each (default 60) from its seed corpus in `fuzz/seeds/`; fails
 //!   on a crash, a timeout or an out-of-memory (installs cargo-fuzz first
-//!   when it is missing; needs the nightly toolchain).
+//!   when it is missing; needs the nightly toolchain); `--build` only
+//!   builds them.
 //! - `rmcp-next`: the runtime requires rmcp `~3.11` because its Streamable
 //!   HTTP endpoint is a port of rmcp 3.11's rules; this copies the checkout
 //!   into `target/rmcp-next/`, lets rmcp float to the newest 3.x there, and
@@ -117,7 +119,9 @@ fn npm_once(dir: &Path, packages: &[&str]) -> Result<(), String> {
     })
 }
 
-fn e2e() -> Result<(), String> {
+/// The real clients' installs (npm, PyPI), which `e2e` makes on first use;
+/// `.ci/run` makes them beside the test step.
+fn e2e_prepare() -> Result<(), String> {
     let cache = root().join("target/e2e-cache");
     npm_once(&cache.join("npm"), &[QWEN, INSPECTOR, OIDC_PROVIDER])?;
     let venv = cache.join("pyenv");
@@ -129,7 +133,12 @@ fn e2e() -> Result<(), String> {
             pip.to_str().ok_or("non-UTF-8 path")?,
             &["install", "--quiet", PYTHON_MCP],
         )
-    })?;
+    })
+}
+
+fn e2e() -> Result<(), String> {
+    e2e_prepare()?;
+    let cache = root().join("target/e2e-cache");
     // A deliberately broken server proves the clients' validation is on.
     run("cargo", &["build", "--quiet", "--example", "broken-server"])?;
     eprintln!("$ ECP_E2E_CACHE={} cargo test --test e2e", cache.display());
@@ -594,7 +603,9 @@ const FUZZ_TARGETS: &[&str] = &[
     "check_replay",
 ];
 
-fn fuzz(seconds: u64) -> Result<(), String> {
+/// Every fuzz target built (cargo fuzz, nightly), installing cargo-fuzz
+/// when it is missing.
+fn fuzz_build() -> Result<(), String> {
     let has_cargo_fuzz = Command::new("cargo")
         .args(["+nightly", "fuzz", "--version"])
         .stdout(Stdio::null())
@@ -616,6 +627,12 @@ fn fuzz(seconds: u64) -> Result<(), String> {
     if !built.success() {
         return Err(format!("cargo fuzz build failed ({built})"));
     }
+    Ok(())
+}
+
+fn fuzz(seconds: u64) -> Result<(), String> {
+    fuzz_build()?;
+    let fuzz_dir = root().join("fuzz");
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut failed = Vec::new();
     for batch in FUZZ_TARGETS.chunks(jobs) {
@@ -734,16 +751,18 @@ fn main() -> ExitCode {
         ["rmcp-next"] => rmcp_next(),
         ["ts-history"] => run("xtask/typescript-history.sh", &[]),
         ["e2e"] => e2e(),
+        ["e2e", "--prepare"] => e2e_prepare(),
         ["bench"] => bench(false),
         ["bench", "--quick"] => bench(true),
         ["bench", "--edit-loop"] => bench_edit_loop(),
         ["fuzz"] => fuzz(60),
+        ["fuzz", "--build"] => fuzz_build(),
         ["fuzz", "--time", seconds] => match seconds.parse() {
             Ok(seconds) => fuzz(seconds),
             Err(_) => Err(format!("--time takes whole seconds, not `{seconds}`")),
         },
         _ => Err(
-            "usage: cargo xtask <ci | codegen [--check] | demo | rmcp-next | ts-history | e2e | bench [--quick | --edit-loop] | fuzz [--time N]>"
+            "usage: cargo xtask <ci | codegen [--check] | demo | rmcp-next | ts-history | e2e [--prepare] | bench [--quick | --edit-loop] | fuzz [--time N | --build]>"
                 .to_owned(),
         ),
     };
