@@ -354,7 +354,14 @@ fn tests_of_runtime_0_3_move_to_the_api_and_edited_ones_still_build() {
     // A name of its own: this test builds the crate with an edited test.
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("kept-context");
-    assert!(ecp_new(&dir, &[]).status.success());
+    let made = ecp(&[
+        "new",
+        "kept-context",
+        "--yes",
+        "--dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(made.status.success(), "{}", text(&made));
     let fresh = snapshot(&dir);
     make_older(&dir);
     write_tests_of_0_3(&dir, "kept-context");
