@@ -275,7 +275,14 @@ pub fn reproducible_rustflags(folder: &Path, target_dir: &Path) -> Vec<String> {
     ];
     for (from, to) in remaps {
         if let Some(from) = from.filter(|p| p.is_absolute()) {
-            flags.push(format!("--remap-path-prefix={}={to}", from.display()));
+            let flag = format!("--remap-path-prefix={}={to}", from.display());
+            // An environment that already carries this build's flags (to
+            // share its build with a plain `cargo build --release`) gets
+            // them once: a repeated flag would change every unit's
+            // fingerprint and rebuild the whole tree.
+            if !flags.contains(&flag) {
+                flags.push(flag);
+            }
         }
     }
     flags

@@ -73,8 +73,9 @@ pub fn run_every_block(dir: &Path, name: &str) -> usize {
 
 /// bash running `block` in `dir` with the built ecp first on PATH, a HOME
 /// of its own (no Qwen Code on this machine is touched), the shared target
-/// folder with `ecp package`'s flags (so `cargo build --release` reuses its
-/// build, and `target/` in the folder leads there) and the shared npm cache.
+/// folder (`target/` in the folder leads there; `cargo build --release`
+/// with `ecp package`'s flags, so that it reuses that build) and the shared
+/// npm cache.
 fn bash(dir: &Path, block: &str) -> Command {
     let target = crate::cli::generated_target();
     if dir.join("Cargo.toml").is_file() && !dir.join("target").exists() {
@@ -109,12 +110,19 @@ fn bash(dir: &Path, block: &str) -> Command {
         .env("CARGO_TARGET_DIR", &target)
         .env("CARGO_NET_OFFLINE", "true")
         .env_remove("RUSTFLAGS")
-        .env(
-            "CARGO_ENCODED_RUSTFLAGS",
-            ecp::package::build::reproducible_rustflags(dir, &target).join("\x1f"),
-        )
         .env("npm_config_cache", crate::cli::npm_cache())
         .stdin(Stdio::null());
+    // A plain release build gets `ecp package`'s flags, so that it is that
+    // build. Only there: every other cargo run (cargo test, `ecp check .`'s
+    // dev build) keeps the flags every other test builds with, or the
+    // shared target folder would rebuild its dependencies each time one
+    // kind of run follows the other.
+    if block.contains("cargo build --release") {
+        command.env(
+            "CARGO_ENCODED_RUSTFLAGS",
+            ecp::package::build::reproducible_rustflags(dir, &target).join("\x1f"),
+        );
+    }
     command
 }
 
