@@ -18,7 +18,8 @@
 //! not edited tests, not the manifest. An unedited copy of the V1 binding
 //! that ecp generated before runtime 0.3.0 becomes the small mapping of
 //! today's template, with `src/main.rs` and the tests written for it, when
-//! those are unedited too ([`provider`]).
+//! those are unedited too ([`provider`]); so do the tests of runtime 0.3.x
+//! when they are unedited, each on its own.
 //!
 //! The folder may be someone else's: before anything is read or written,
 //! every path an upgrade touches, every folder on the way to it and

@@ -1,12 +1,13 @@
-//! An extension folder as every command sees it, read once: the manifest's
-//! text, and the project beside it (`Cargo.toml` of a Rust extension,
+//! An extension folder as the commands read it: the manifest's text, and
+//! the project beside it (`Cargo.toml` of a Rust extension,
 //! `package.json` of a TypeScript one), each through the bounded reader of
 //! [`crate::files`] (regular files only, never through a link that leaves
 //! the folder, capped before reading). The manifest's meaning is
 //! [`crate::lint::manifest`]'s (one parser for every command); what the
-//! project says (its version, its name, what it ships besides the entry
-//! point, the runtime it carries) is here, so no command reads or parses
-//! those files on its own.
+//! project says (its version, what it ships besides the entry point) is
+//! here, so lint, package and check do not read or parse those files on
+//! their own (upgrade reads `Cargo.toml` through its own guard, which also
+//! refuses links inside the folder).
 
 use std::path::{Path, PathBuf};
 

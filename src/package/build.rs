@@ -278,11 +278,11 @@ pub fn reproducible_rustflags(folder: &Path, target_dir: &Path) -> Vec<String> {
             let flag = format!("--remap-path-prefix={}={to}", from.display());
             // An environment that already carries this build's flags (to
             // share its build with a plain `cargo build --release`) gets
-            // them once: a repeated flag would change every unit's
-            // fingerprint and rebuild the whole tree.
-            if !flags.contains(&flag) {
-                flags.push(flag);
-            }
+            // them once (a repeated flag would change every unit's
+            // fingerprint and rebuild the whole tree), and last, where
+            // rustc's last-match rule makes them win.
+            flags.retain(|f| *f != flag);
+            flags.push(flag);
         }
     }
     flags

@@ -117,7 +117,11 @@ fn bash(dir: &Path, block: &str) -> Command {
     // dev build) keeps the flags every other test builds with, or the
     // shared target folder would rebuild its dependencies each time one
     // kind of run follows the other.
-    if block.contains("cargo build --release") {
+    let release_build = block.lines().any(|line| {
+        let command = line.split('#').next().unwrap_or_default().trim_start();
+        command.starts_with("cargo build --release")
+    });
+    if release_build {
         command.env(
             "CARGO_ENCODED_RUSTFLAGS",
             ecp::package::build::reproducible_rustflags(dir, &target).join("\x1f"),

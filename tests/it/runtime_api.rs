@@ -359,6 +359,9 @@ impl<'a> Walk<'a> {
     fn entry(&mut self, path: &str, item: &Value) {
         self.items += 1;
         self.documented(path, item);
+        if item["attrs"].to_string().contains("non_exhaustive") {
+            writeln!(self.out, "#[non_exhaustive]").unwrap();
+        }
         let (kind, inner) = tagged(&item["inner"]);
         let name = path.rsplit("::").next().unwrap();
         match kind {
@@ -430,18 +433,24 @@ impl<'a> Walk<'a> {
                 self.impls(path, inner);
             }
             "trait" => {
-                writeln!(self.out, "trait {path}: {}", bounds(&inner["bounds"])).unwrap();
+                let (params, predicates) = generics(&inner["generics"]);
+                writeln!(
+                    self.out,
+                    "trait {path}{params}: {}{predicates}",
+                    bounds(&inner["bounds"])
+                )
+                .unwrap();
                 for member in inner["items"].as_array().unwrap() {
                     let member = self.item(member).unwrap().clone();
-                    self.documented(&format!("{path}::{}", member["name"]), &member);
-                    if let ("function", f) = tagged(&member["inner"]) {
-                        writeln!(
-                            self.out,
-                            "    {}",
-                            function(member["name"].as_str().unwrap(), f)
-                        )
-                        .unwrap();
-                    }
+                    let name = member["name"].as_str().unwrap();
+                    self.documented(&format!("{path}::{name}"), &member);
+                    let line = match tagged(&member["inner"]) {
+                        ("function", f) => function(name, f),
+                        ("assoc_type", t) => format!("type {name}: {}", bounds(&t["bounds"])),
+                        ("assoc_const", c) => format!("const {name}: {}", ty(&c["type"])),
+                        (other, _) => format!("{other} {name}"),
+                    };
+                    writeln!(self.out, "    {line}").unwrap();
                 }
             }
             other => writeln!(self.out, "{other} {path} ({name})").unwrap(),

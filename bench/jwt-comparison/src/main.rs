@@ -9,7 +9,7 @@
 #[path = "../../../tests/support/jwt.rs"]
 mod jwt;
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
-use ecp_runtime::remote::{Authenticator, KeySet, TokenRules};
+use ecp_runtime::internal::remote::{Authenticator, KeySet, TokenRules};
 use jsonwebtoken::{DecodingKey, Validation, jwk::JwkSet};
 use serde_json::json;
 use std::time::Instant;

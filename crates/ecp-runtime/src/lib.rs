@@ -23,9 +23,10 @@
 //! hold a query, an endpoint, a credential, a token or an upstream body.
 //! Extensions depend on this crate (vendored under `vendor/ecp-runtime`
 //! until it is published); it depends on crates.io packages only and on
-//! nothing of ecp's. The public API is held by a snapshot
-//! (`tests/api.txt`, checked by ecp's `tests/it/runtime_api.rs`); what ecp
-//! itself uses beyond it lives in [`internal`], which is not part of the API.
+//! nothing of ecp's. The public API is held by a snapshot in ecp's
+//! repository (`tests/it/snapshots/it__runtime_api__public_api.snap`,
+//! checked by `tests/it/runtime_api.rs`); what ecp itself uses beyond it
+//! lives in a hidden module that is not part of the API.
 
 #![deny(clippy::print_stdout)]
 #![warn(clippy::too_many_lines)]
