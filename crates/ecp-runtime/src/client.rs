@@ -394,7 +394,7 @@ impl Request<'_> {
     }
 
     /// Sends the request and reads the answer as text: a 2xx status, at
-    /// most [`MAX_BODY_BYTES`], strict UTF-8 without its BOM.
+    /// most 1 MiB, strict UTF-8 without its BOM.
     pub async fn send_text(self) -> Result<String, ProviderError> {
         let body = self.send_bytes().await?;
         // A leading BOM is dropped, as JavaScript's TextDecoder does.

@@ -19,7 +19,7 @@ pub enum QueryError {
     UnknownArgument,
     /// `query` is not a string.
     NotAString,
-    /// More than [`MAX_QUERY_CODE_POINTS`] code points.
+    /// More than 2000 code points.
     TooLong,
     /// Empty, or only whitespace.
     Empty,

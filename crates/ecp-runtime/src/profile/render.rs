@@ -64,17 +64,17 @@ pub struct ProviderItem {
 /// An item inside the profile bounds, as it appears in the envelope.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ContextItem {
-    /// The identifier, at most [`MAX_ID`] code points.
+    /// The identifier, at most 128 code points.
     pub id: String,
-    /// The text, cut to [`MAX_CONTENT`] code points.
+    /// The text, cut to 1000 code points.
     pub content: String,
-    /// The title, cut to [`MAX_TITLE`] code points.
+    /// The title, cut to 200 code points.
     pub title: Option<String>,
-    /// The URI, when within [`MAX_URI`] code points.
+    /// The URI, when within 500 code points.
     pub uri: Option<String>,
     /// A finite score.
     pub score: Option<f64>,
-    /// `updatedAt`, when within [`MAX_UPDATED_AT`] code points.
+    /// `updatedAt`, when within 64 code points.
     pub updated_at: Option<String>,
 }
 
@@ -83,7 +83,7 @@ pub struct ContextItem {
 pub struct Envelope {
     /// The items kept, in provider order.
     pub items: Vec<ContextItem>,
-    /// The serialized envelope, at most [`MAX_TEXT_UTF16`] UTF-16 units.
+    /// The serialized envelope, at most 4000 UTF-16 units.
     pub text: String,
     /// `JSON.parse(text)`, for `structuredContent`.
     pub structured: Value,
