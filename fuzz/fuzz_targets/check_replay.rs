@@ -21,8 +21,9 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(cassette) = Cassette::parse(&text) {
         assert!(!cassette.exchanges.is_empty() && cassette.exchanges.len() <= 64);
         assert!(cassette.base_path.starts_with('/'));
+        // A cassette answers the request it recorded, whatever its method.
         let request = SeenRequest {
-            method: "GET".into(),
+            method: cassette.exchanges[0].method.clone(),
             path: cassette.exchanges[0].target.clone(),
             headers: Vec::new(),
             body: cassette.exchanges[0].body.clone(),
