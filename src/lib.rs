@@ -30,6 +30,7 @@ pub mod children;
 pub mod cli;
 pub mod contracts;
 pub mod digest;
+pub mod doctor;
 pub mod extension;
 pub mod files;
 pub mod input;

@@ -2,6 +2,7 @@
 //! to one `run` per subcommand. Library code never sees clap.
 
 mod check;
+mod doctor;
 mod explain;
 mod lint;
 mod new;
@@ -111,6 +112,11 @@ enum Command {
         after_help = "Examples:\n  ecp try                   # the extension in this folder: package if needed, install, connect\n  ecp try dist/linux.x64.acme-context.tar.gz\n  ecp try --print           # only print the qwen commands\n\nQwen cannot run a source folder as installed (a Rust one has no dist/main, a TypeScript one would copy node_modules): ecp try installs the release archive for this machine, as a user would get it. Exit status: 0 installed and connected (or printed), 1 installed but not connected, or the archive fails lint, 2 could not run."
     )]
     Try(TryArgs),
+    /// Show what Qwen Code will really run for each External Context extension here
+    #[command(
+        after_help = "Examples:\n  ecp doctor                          # every External Context extension, this folder as the workspace\n  ecp doctor acme-context --workspace ~/src/project\n  ecp doctor --format json | jq '.extensions[].verdict'\n\nIt reads Qwen's settings layers, folder trust, .env files, .mcp.json and installed extensions as Qwen Code 0.24.4 does, and never prints a variable's value. Exit status: 0 no findings, 1 findings, 2 could not run."
+    )]
+    Doctor(DoctorArgs),
     /// Bring an extension's vendored runtime up to the one this ecp carries
     #[command(
         after_help = "Examples:\n  ecp upgrade              # the extension in this folder\n  ecp upgrade ./acme-context --force   # replace a runtime that was edited locally\n\nAn edited src/provider.rs, edited tests and the manifest are never touched (an unedited V1 binding copy from before runtime 0.3.0 becomes the small mapping). Exit status: 0 upgraded or current, 1 refused (local edits), 2 could not run."
@@ -408,6 +414,22 @@ pub struct TryArgs {
     pub qwen: Option<PathBuf>,
 }
 
+/// `ecp doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// The installed extension to examine [default: every External Context
+    /// extension, one whose server includes context_search]
+    pub name: Option<String>,
+
+    /// The workspace Qwen would be started in [default: this folder]
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+
+    /// Output format
+    #[arg(long, value_enum, default_value_t = CheckFormat::Human)]
+    pub format: CheckFormat,
+}
+
 /// `ecp explain`.
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
@@ -630,6 +652,7 @@ fn run() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::Upgrade(args) => upgrade::run(args),
         Command::Try(args) => try_it::run(args, cli.color),
+        Command::Doctor(args) => doctor::run(args),
         Command::Check(args) => check::run_check(args, cli.color),
         Command::Call(args) => check::run_call(args),
         Command::Completions(args) => {

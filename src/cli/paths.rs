@@ -27,6 +27,11 @@ pub(super) fn check(command: &Command) -> Result<(), Failure> {
             }
         }
         Command::Upgrade(args) => checks.push((&args.path, Takes::Folder, "upgrade")),
+        Command::Doctor(args) => {
+            if let Some(workspace) = &args.workspace {
+                checks.push((workspace, Takes::Folder, "doctor --workspace"));
+            }
+        }
         Command::Try(args) => {
             checks.push((&args.path, Takes::FolderOrArchive, "try"));
             if let Some(qwen) = &args.qwen {

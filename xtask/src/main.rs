@@ -10,11 +10,12 @@
 //!   TypeScript SDK, a stdio floor, `tar | gzip` and `mcpb`, and the
 //!   edit-check loop; writes `bench/RESULTS.md`. `bench --edit-loop`
 //!   measures only the loop and prints it.
-//! - `fuzz [--time N | --build]`: run every `cargo fuzz` target of `fuzz/` for N
-//!   seconds each (default 60) from its seed corpus in `fuzz/seeds/`; fails
-//!   on a crash, a timeout or an out-of-memory (installs cargo-fuzz first
-//!   when it is missing; needs the nightly toolchain); `--build` only
-//!   builds them.
+//! - `fuzz [--time N] [--build] [--sanitizer none|address]`: run every
+//!   `cargo fuzz` target of `fuzz/` for N seconds each (default 60) from its
+//!   seed corpus in `fuzz/seeds/`; fails on a crash, a timeout or an
+//!   out-of-memory (installs cargo-fuzz first when it is missing; needs the
+//!   nightly toolchain); `--build` only builds them; the sanitizer is none
+//!   unless `address` is asked for (the weekly workflow job).
 //! - `rmcp-next`: the runtime requires rmcp `~3.11` because its Streamable
 //!   HTTP endpoint is a port of rmcp 3.11's rules; this copies the checkout
 //!   into `target/rmcp-next/`, lets rmcp float to the newest 3.x there, and
@@ -25,7 +26,8 @@
 //!   `target/demo-install`), scaffold and lint an extension, run one MCP
 //!   session of `ecp serve` against the example corpus, then one call to the
 //!   same runtime as the remote adapter (`--listen`, Streamable HTTP) and
-//!   stop it with SIGTERM; ends on a one-line verdict.
+//!   stop it with SIGTERM; ends on a one-line verdict. `demo --install`:
+//!   only the install (CI builds it beside the fuzz targets).
 
 use std::{
     io::{BufRead, BufReader, Read, Write},
@@ -451,9 +453,10 @@ const DEMO_SESSION: &[&str] = &[
     r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"context_search","arguments":{"query":"x","corpus":"everything"}}}"#,
 ];
 
-fn demo() -> Result<(), String> {
-    // README's install line, into a folder of the demo's own; the release
-    // build reuses target/ (cargo shows its progress).
+/// README's install line, into a folder of the demo's own; the release
+/// build reuses target/ (cargo shows its progress). Returns the installed
+/// `ecp`.
+fn demo_install() -> Result<PathBuf, String> {
     let install_root = root().join("target/demo-install");
     let install_root_str = install_root.to_str().ok_or("non-UTF-8 path")?;
     let target_dir = root().join("target");
@@ -471,7 +474,11 @@ fn demo() -> Result<(), String> {
             "--force",
         ],
     )?;
-    let ecp = install_root.join("bin/ecp");
+    Ok(install_root.join("bin/ecp"))
+}
+
+fn demo() -> Result<(), String> {
+    let ecp = demo_install()?;
     let ecp_str = ecp.to_str().ok_or("non-UTF-8 path")?;
 
     // Scaffold an extension and lint it, as a provider team would.
@@ -603,9 +610,31 @@ const FUZZ_TARGETS: &[&str] = &[
     "check_replay",
 ];
 
+/// cargo fuzz's sanitizer, the same for the build and its runs (another
+/// builds everything again). `.ci/run` fuzzes with none: the targets'
+/// code is safe Rust, so AddressSanitizer's one extra catch is a memory
+/// error in a dependency's `unsafe` code, and it cost CI minutes (the
+/// build took 10 of them with it, measured); libFuzzer still reports
+/// panics, timeouts and out-of-memory. The weekly workflow job fuzzes
+/// longer with `address`.
+#[derive(Clone, Copy)]
+enum Sanitizer {
+    None,
+    Address,
+}
+
+impl Sanitizer {
+    fn args(self) -> [&'static str; 2] {
+        match self {
+            Sanitizer::None => ["--sanitizer", "none"],
+            Sanitizer::Address => ["--sanitizer", "address"],
+        }
+    }
+}
+
 /// Every fuzz target built (cargo fuzz, nightly), installing cargo-fuzz
 /// when it is missing.
-fn fuzz_build() -> Result<(), String> {
+fn fuzz_build(sanitizer: Sanitizer) -> Result<(), String> {
     let has_cargo_fuzz = Command::new("cargo")
         .args(["+nightly", "fuzz", "--version"])
         .stdout(Stdio::null())
@@ -621,6 +650,7 @@ fn fuzz_build() -> Result<(), String> {
     eprintln!("$ cargo +nightly fuzz build");
     let built = Command::new("cargo")
         .args(["+nightly", "fuzz", "build"])
+        .args(sanitizer.args())
         .current_dir(&fuzz_dir)
         .status()
         .map_err(|e| format!("cannot run cargo fuzz: {e}"))?;
@@ -630,8 +660,8 @@ fn fuzz_build() -> Result<(), String> {
     Ok(())
 }
 
-fn fuzz(seconds: u64) -> Result<(), String> {
-    fuzz_build()?;
+fn fuzz(seconds: u64, sanitizer: Sanitizer) -> Result<(), String> {
+    fuzz_build(sanitizer)?;
     let fuzz_dir = root().join("fuzz");
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut failed = Vec::new();
@@ -646,6 +676,7 @@ fn fuzz(seconds: u64) -> Result<(), String> {
             eprintln!("$ cargo +nightly fuzz run {target} ({seconds} s)");
             let child = Command::new("cargo")
                 .args(["+nightly", "fuzz", "run", target])
+                .args(sanitizer.args())
                 .arg(&corpus)
                 .arg(&seeds)
                 .args([
@@ -677,6 +708,38 @@ fn fuzz(seconds: u64) -> Result<(), String> {
             "fuzz targets found a crash, a timeout or an out-of-memory: {} (inputs in fuzz/artifacts/)",
             failed.join(", ")
         ))
+    }
+}
+
+/// `fuzz [--time N] [--build] [--sanitizer none|address]`.
+fn fuzz_command(args: &[&str]) -> Result<(), String> {
+    let (mut seconds, mut build_only, mut sanitizer) = (60, false, Sanitizer::None);
+    let mut args = args.iter().copied();
+    while let Some(arg) = args.next() {
+        match arg {
+            "--build" => build_only = true,
+            "--time" => {
+                let value = args.next().unwrap_or_default();
+                seconds = value
+                    .parse()
+                    .map_err(|_| format!("--time takes whole seconds, not `{value}`"))?;
+            }
+            "--sanitizer" => {
+                sanitizer = match args.next() {
+                    Some("none") => Sanitizer::None,
+                    Some("address") => Sanitizer::Address,
+                    other => {
+                        return Err(format!("--sanitizer takes none or address, not {other:?}"));
+                    }
+                }
+            }
+            other => return Err(format!("fuzz: unexpected `{other}`")),
+        }
+    }
+    if build_only {
+        fuzz_build(sanitizer)
+    } else {
+        fuzz(seconds, sanitizer)
     }
 }
 
@@ -748,6 +811,7 @@ fn main() -> ExitCode {
         ["codegen"] => codegen(false),
         ["codegen", "--check"] => codegen(true),
         ["demo"] => demo(),
+        ["demo", "--install"] => demo_install().map(drop),
         ["rmcp-next"] => rmcp_next(),
         ["ts-history"] => run("xtask/typescript-history.sh", &[]),
         ["e2e"] => e2e(),
@@ -755,14 +819,9 @@ fn main() -> ExitCode {
         ["bench"] => bench(false),
         ["bench", "--quick"] => bench(true),
         ["bench", "--edit-loop"] => bench_edit_loop(),
-        ["fuzz"] => fuzz(60),
-        ["fuzz", "--build"] => fuzz_build(),
-        ["fuzz", "--time", seconds] => match seconds.parse() {
-            Ok(seconds) => fuzz(seconds),
-            Err(_) => Err(format!("--time takes whole seconds, not `{seconds}`")),
-        },
+        ["fuzz", rest @ ..] => fuzz_command(rest),
         _ => Err(
-            "usage: cargo xtask <ci | codegen [--check] | demo | rmcp-next | ts-history | e2e [--prepare] | bench [--quick | --edit-loop] | fuzz [--time N | --build]>"
+            "usage: cargo xtask <ci | codegen [--check] | demo [--install] | rmcp-next | ts-history | e2e [--prepare] | bench [--quick | --edit-loop] | fuzz [--time N] [--build] [--sanitizer none|address]>"
                 .to_owned(),
         ),
     };

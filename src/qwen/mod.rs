@@ -10,6 +10,9 @@
 //! prints `✓ NAME: ... - Connected` or `✗ NAME: ... - Disconnected` and
 //! exits 0 either way.
 
+pub mod env_file;
+pub mod machine;
+
 use std::path::{Path, PathBuf};
 
 /// The file Qwen writes into an installed extension's folder.
@@ -24,6 +27,42 @@ pub fn program(explicit: Option<&Path>) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|folder| folder.join(name))
         .find(|candidate| candidate.is_file())
+}
+
+/// The program `name` on `PATH` (on Windows also `name.exe`, `name.cmd`).
+pub fn program_named(name: &str) -> Option<PathBuf> {
+    let names: Vec<String> = if cfg!(windows) {
+        vec![
+            format!("{name}.exe"),
+            format!("{name}.cmd"),
+            name.to_owned(),
+        ]
+    } else {
+        vec![name.to_owned()]
+    };
+    std::env::split_paths(&std::env::var_os("PATH")?).find_map(|folder| {
+        names
+            .iter()
+            .map(|n| folder.join(n))
+            .find(|candidate| candidate.is_file())
+    })
+}
+
+/// This machine in Node's words (`process.platform`, `process.arch`), as
+/// Qwen names release assets: `linux`/`darwin`/`win32`, `x64`/`arm64`.
+pub fn host() -> (&'static str, &'static str) {
+    let platform = match std::env::consts::OS {
+        "macos" => "darwin",
+        "windows" => "win32",
+        other => other,
+    };
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "x64",
+        "aarch64" => "arm64",
+        "x86" => "ia32",
+        other => other,
+    };
+    (platform, arch)
 }
 
 /// Where Qwen installs user-scope extensions (`$HOME/.qwen/extensions`).

@@ -1,0 +1,483 @@
+//! The checks of one extension's server, as Qwen ends up running it.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::{
+    EntryPoint, ExtensionReport, Finding, Manifest, PROVIDER_BUDGET_MS, Server, TOOL, Variable,
+    winner,
+};
+use crate::qwen::machine::{InstalledExtension, Machine, VariableSource, variables_in};
+
+fn finding(id: &'static str, message: String, fix: impl Into<String>) -> Finding {
+    Finding {
+        id,
+        message,
+        fix: fix.into(),
+    }
+}
+
+pub(super) fn run(
+    machine: &Machine,
+    extension: &InstalledExtension,
+    manifest: &Manifest,
+    report: &mut ExtensionReport,
+) {
+    let Some(name) = manifest
+        .servers
+        .iter()
+        .find(|(_, s)| {
+            s.get("includeTools")
+                .and_then(Value::as_array)
+                .is_some_and(|t| t.iter().any(|t| t == TOOL))
+        })
+        .or_else(|| manifest.servers.iter().next())
+        .map(|(name, _)| name.clone())
+    else {
+        report.findings.push(finding(
+            "no-server",
+            "the manifest declares no MCP server".to_owned(),
+            "an External Context extension declares one server offering context_search",
+        ));
+        return;
+    };
+    where_it_runs(machine, extension, &name, report);
+    let Some((defined_by, file, entry)) = winner(machine, &name) else {
+        return;
+    };
+    let own = defined_by == format!("extension:{}", extension.dir_name);
+    if !own {
+        report
+            .findings
+            .push(shadowed(&name, &defined_by, file.as_deref()));
+    }
+    let server = server_of(&name, &defined_by, file, &entry, own);
+    server_rules(machine, &server, report);
+    if defined_by != crate::qwen::machine::Layer::ProjectMcpJson.describe() {
+        variables(machine, extension, &entry, report);
+    }
+    if own {
+        entry_point(extension, &entry, report);
+    }
+    if server.transport != "stdio" {
+        tokens(machine, &name, report);
+    }
+    if let Some(tag) = &report.release_tag
+        && let Some(why) = crate::lint::release::tag_disagrees(tag, report.version.as_deref())
+    {
+        report.findings.push(finding(
+            "version-tag",
+            format!("installed from a release: {why}"),
+            "install the release whose tag names the manifest's version",
+        ));
+    }
+    report.server = Some(server);
+}
+
+/// Whether Qwen starts any of it here: activation, the sandbox, folder
+/// trust.
+fn where_it_runs(
+    machine: &Machine,
+    extension: &InstalledExtension,
+    name: &str,
+    report: &mut ExtensionReport,
+) {
+    if !extension.active {
+        report.findings.push(finding(
+            "disabled-here",
+            format!(
+                "the extension is {} in {}",
+                extension.activation,
+                machine.workspace.display()
+            ),
+            format!(
+                "qwen extensions enable {} (or --scope workspace)",
+                extension.dir_name
+            ),
+        ));
+    }
+    if machine.execution_sandbox() {
+        report.findings.push(finding(
+            "extensions-off",
+            "tools.executionSandbox is set: Qwen loads no extension's MCP server".to_owned(),
+            "define the server in the system settings instead (`ecp managed`)",
+        ));
+    }
+    if !machine.trusted {
+        report.findings.push(finding(
+            "workspace-untrusted",
+            format!(
+                "Qwen starts no MCP server in an untrusted workspace ({}); `qwen mcp list` still shows it connected",
+                machine.trust_rule
+            ),
+            "trust the folder in Qwen (trustedFolders.json), or work in a trusted one",
+        ));
+    }
+    let allowed = machine.strings("/mcp/allowed");
+    if !allowed.is_empty() && !allowed.iter().any(|p| glob(p, name)) {
+        report.findings.push(finding(
+            "server-not-allowed",
+            format!(
+                "mcp.allowed ({}) does not list `{name}`: Qwen drops the server",
+                allowed.join(", ")
+            ),
+            format!("add `{name}` to mcp.allowed in the settings that set the list"),
+        ));
+    }
+    if let Some(pattern) = machine
+        .strings("/mcp/excluded")
+        .iter()
+        .find(|p| glob(p, name))
+    {
+        report.findings.push(finding(
+            "server-excluded",
+            format!("mcp.excluded has `{pattern}`: Qwen skips the server"),
+            "remove the entry from mcp.excluded",
+        ));
+    }
+    let tool = format!("mcp__{name}__{TOOL}");
+    let mut deny = machine.strings("/permissions/deny");
+    deny.extend(machine.strings("/tools/exclude"));
+    if let Some(rule) = deny.iter().find(|rule| {
+        *rule == &format!("mcp__{name}")
+            || *rule == &tool
+            || rule
+                .strip_suffix('*')
+                .is_some_and(|prefix| tool.starts_with(prefix) && prefix.starts_with("mcp__"))
+    }) {
+        report.findings.push(finding(
+            "tool-denied",
+            format!("the deny rule `{rule}` (permissions.deny or tools.exclude) hides {tool}"),
+            "remove the rule",
+        ));
+    }
+}
+
+/// Qwen's server-name patterns: `*` and `?` over the whole name.
+fn glob(pattern: &str, name: &str) -> bool {
+    fn at(p: &[char], n: &[char]) -> bool {
+        match (p.first(), n.first()) {
+            (None, None) => true,
+            (Some('*'), _) => at(&p[1..], n) || (!n.is_empty() && at(p, &n[1..])),
+            (Some('?'), Some(_)) => at(&p[1..], &n[1..]),
+            (Some(a), Some(b)) if a == b => at(&p[1..], &n[1..]),
+            _ => false,
+        }
+    }
+    let p: Vec<char> = pattern.chars().take(256).collect();
+    let n: Vec<char> = name.chars().collect();
+    at(&p, &n)
+}
+
+fn shadowed(name: &str, defined_by: &str, file: Option<&Path>) -> Finding {
+    let place = file.map_or(String::new(), |f| format!(" ({})", f.display()));
+    match defined_by.strip_prefix("extension:") {
+        Some(other) => finding(
+            "shadowed",
+            format!(
+                "the extension `{other}` also declares the server `{name}` and comes first in Qwen's load order (folder names, byte order): Qwen runs its definition"
+            ),
+            format!("uninstall or disable `{other}`, or rename one of the servers"),
+        ),
+        None => finding(
+            "shadowed",
+            format!(
+                "a server named `{name}` in {defined_by}{place} replaces the extension's definition whole: Qwen runs that one{}",
+                if defined_by.contains(".mcp.json") {
+                    ", even while it waits for approval"
+                } else {
+                    ""
+                }
+            ),
+            format!(
+                "remove `{name}` from that file, unless it is the deployment's pinned definition"
+            ),
+        ),
+    }
+}
+
+fn strings(entry: &Value, key: &str) -> Option<Vec<String>> {
+    entry.get(key)?.as_array().map(|items| {
+        items
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect()
+    })
+}
+
+fn server_of(
+    name: &str,
+    defined_by: &str,
+    file: Option<PathBuf>,
+    entry: &Value,
+    own: bool,
+) -> Server {
+    let text = |key: &str| entry.get(key).and_then(Value::as_str).map(str::to_owned);
+    let (transport, runs) = if let Some(url) = text("httpUrl") {
+        ("http", url)
+    } else if let Some(url) = text("url") {
+        ("sse", url)
+    } else {
+        let mut runs = text("command").unwrap_or_default();
+        for arg in strings(entry, "args").unwrap_or_default() {
+            runs.push(' ');
+            runs.push_str(&arg);
+        }
+        ("stdio", runs)
+    };
+    Server {
+        name: name.to_owned(),
+        defined_by: if own {
+            "the extension".to_owned()
+        } else {
+            defined_by.to_owned()
+        },
+        file,
+        transport,
+        runs,
+        include_tools: strings(entry, "includeTools"),
+        exclude_tools: strings(entry, "excludeTools").unwrap_or_default(),
+        trust: entry.get("trust").and_then(Value::as_bool) == Some(true),
+        timeout_ms: entry.get("timeout").and_then(Value::as_u64),
+    }
+}
+
+/// The tool lists, `trust` and the timeout of the definition Qwen uses.
+fn server_rules(machine: &Machine, server: &Server, report: &mut ExtensionReport) {
+    let exposes_only_the_tool = server.include_tools.as_deref() == Some(&[TOOL.to_owned()][..]);
+    if server.exclude_tools.iter().any(|t| t == TOOL) {
+        report.findings.push(finding(
+            "tool-excluded",
+            format!("excludeTools names {TOOL} (excludeTools wins): the model never sees it"),
+            "remove it from excludeTools",
+        ));
+    } else if !exposes_only_the_tool {
+        let now = match &server.include_tools {
+            None => "no includeTools: every tool the server lists".to_owned(),
+            Some(tools) => format!("includeTools is [{}]", tools.join(", ")),
+        };
+        report.findings.push(finding(
+            "tools-exposed",
+            format!("{now}; the profile exposes {TOOL} only"),
+            format!("\"includeTools\": [\"{TOOL}\"] in the definition Qwen uses"),
+        ));
+    }
+    if server.trust {
+        let effect = if machine.trusted {
+            "Qwen calls the tool without asking"
+        } else {
+            "Qwen would call the tool without asking in a trusted workspace"
+        };
+        report.findings.push(finding(
+            "trust",
+            format!(
+                "`trust: true` in {}: {effect}; the profile never needs it",
+                server.defined_by
+            ),
+            "remove `trust`",
+        ));
+    }
+    match server.timeout_ms {
+        None => report.findings.push(finding(
+            "timeout",
+            "no `timeout`: Qwen waits up to 10 minutes for a call".to_owned(),
+            "\"timeout\": 8000 (the profile's, around its 5000 ms provider budget)",
+        )),
+        Some(ms) if ms <= PROVIDER_BUDGET_MS => report.findings.push(finding(
+            "timeout",
+            format!(
+                "`timeout` is {ms} ms, not above the adapter's {PROVIDER_BUDGET_MS} ms provider budget: Qwen gives up before the adapter's own timeout error"
+            ),
+            "\"timeout\": 8000",
+        )),
+        Some(_) => {}
+    }
+}
+
+/// Every `${VAR}` of the definition, and where Qwen gets it from.
+fn variables(
+    machine: &Machine,
+    extension: &InstalledExtension,
+    entry: &Value,
+    report: &mut ExtensionReport,
+) {
+    let mut texts = Vec::new();
+    collect_strings(entry, &mut texts);
+    let mut names: Vec<String> = Vec::new();
+    for text in &texts {
+        for name in variables_in(text) {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    let setting_file = extension.path.join(".env");
+    let settings = crate::files::read_text(&setting_file, Some(&extension.path), 64 * 1024)
+        .map(|t| crate::qwen::env_file::parse(&t))
+        .unwrap_or_default();
+    for name in names {
+        let source = machine.variable(&name);
+        match &source {
+            VariableSource::Unset => {
+                let setting = settings.iter().any(|(k, _)| *k == name);
+                report.findings.push(finding(
+                    "variable-unset",
+                    format!(
+                        "`{name}` is set nowhere Qwen looks, so the server gets the literal `${{{name}}}`{}",
+                        if setting {
+                            format!(
+                                "; it is a user-scope extension setting in {}, which Qwen 0.24.4 does not pass to the server",
+                                setting_file.display()
+                            )
+                        } else {
+                            String::new()
+                        }
+                    ),
+                    format!("export {name} in the environment Qwen starts from (a managed launcher does: `ecp managed`)"),
+                ));
+            }
+            VariableSource::ProjectEnv(file) => report.findings.push(finding(
+                "variable-from-repository",
+                format!(
+                    "`{name}` comes from {}, a file of the workspace: whoever controls the repository chooses the endpoint or the credential",
+                    file.display()
+                ),
+                format!("set {name} in the environment Qwen starts from (it wins over .env files), or in ~/.qwen/.env"),
+            )),
+            VariableSource::Process | VariableSource::HomeEnv(_) => {}
+        }
+        report.variables.push(Variable { name, source });
+    }
+}
+
+fn collect_strings(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(items) => items.iter().for_each(|v| collect_strings(v, out)),
+        Value::Object(map) => map.values().for_each(|v| collect_strings(v, out)),
+        _ => {}
+    }
+}
+
+/// The stdio entry point inside the extension: present, executable, for
+/// this machine; `node` on `PATH` for a bundle.
+fn entry_point(extension: &InstalledExtension, entry: &Value, report: &mut ExtensionReport) {
+    let Some(command) = entry.get("command").and_then(Value::as_str) else {
+        return;
+    };
+    let resolve = |text: &str| {
+        let folder = extension.path.to_string_lossy();
+        text.replace("${extensionPath}", &folder)
+            .replace("${CLAUDE_PLUGIN_ROOT}", &folder)
+            .replace("${/}", std::path::MAIN_SEPARATOR_STR)
+            .replace("${pathSeparator}", std::path::MAIN_SEPARATOR_STR)
+    };
+    let args = strings(entry, "args").unwrap_or_default();
+    let (path, script) = if command == "node" || command == "node.exe" {
+        match args.first() {
+            Some(bundle) => (PathBuf::from(resolve(bundle)), true),
+            None => return,
+        }
+    } else {
+        (PathBuf::from(resolve(command)), false)
+    };
+    if !path.starts_with(&extension.path) {
+        return;
+    }
+    let state = entry_state(&path, script);
+    if let Err(problem) = &state {
+        report.findings.push(finding(
+            "entry-point",
+            format!("{}: {problem}", path.display()),
+            "reinstall the release archive built for this machine",
+        ));
+    }
+    report.entry_point = Some(EntryPoint {
+        path,
+        state: state.unwrap_or_else(|problem| problem),
+    });
+}
+
+fn entry_state(path: &Path, script: bool) -> Result<String, String> {
+    let meta =
+        std::fs::metadata(path).map_err(|_| "missing: Qwen cannot start the server".to_owned())?;
+    if !meta.is_file() {
+        return Err("not a file".to_owned());
+    }
+    if script {
+        return match crate::qwen::program_named("node") {
+            Some(node) => Ok(format!("a bundle for node ({})", node.display())),
+            None => {
+                Err("a bundle for node, but node is not on PATH: Qwen cannot start it".to_owned())
+            }
+        };
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if meta.permissions().mode() & 0o111 == 0 {
+            return Err("not executable".to_owned());
+        }
+    }
+    let mut head = vec![0; 4096];
+    let read = std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+        .map_err(|e| format!("cannot be read: {e}"))?;
+    head.truncate(read);
+    let (platform, arch) = crate::qwen::host();
+    match crate::release::Binary::read(&head) {
+        Some(binary) if binary.runs_on(platform, arch) => {
+            Ok(format!("an executable for {}", binary.describe()))
+        }
+        Some(binary) => Err(format!(
+            "built for {}, and this machine is {platform} {arch}",
+            binary.describe()
+        )),
+        None => Err("not an executable this machine runs (no ELF, Mach-O or PE header)".to_owned()),
+    }
+}
+
+/// OAuth tokens of a remote server: encrypted storage, the plain file's
+/// mode and whether it holds this server's tokens.
+fn tokens(machine: &Machine, name: &str, report: &mut ExtensionReport) {
+    if machine.encrypted_tokens.is_none() {
+        report.findings.push(finding(
+            "tokens-plain-text",
+            format!(
+                "QWEN_CODE_FORCE_ENCRYPTED_FILE_STORAGE is not `true`: Qwen keeps this server's OAuth tokens in plain text in {}",
+                machine.qwen_home.join("mcp-oauth-tokens.json").display()
+            ),
+            "export QWEN_CODE_FORCE_ENCRYPTED_FILE_STORAGE=true where Qwen starts (a managed launcher does: `ecp managed`)",
+        ));
+    }
+    let plain = machine.qwen_home.join("mcp-oauth-tokens.json");
+    if let Some(mode) = super::file_mode(&plain)
+        && u32::from_str_radix(&mode, 8).is_ok_and(|m| m & 0o077 != 0)
+    {
+        report.findings.push(finding(
+            "token-file-mode",
+            format!(
+                "{} is mode {mode}: other users can read OAuth tokens",
+                plain.display()
+            ),
+            format!("chmod 600 {}", plain.display()),
+        ));
+    }
+    let stored = crate::qwen::machine::read_jsonc(&plain)
+        .ok()
+        .flatten()
+        .and_then(|v| v.as_array().cloned())
+        .is_some_and(|tokens| {
+            tokens
+                .iter()
+                .any(|t| t.get("serverName").and_then(Value::as_str) == Some(name))
+        });
+    if stored {
+        report.findings.push(finding(
+            "tokens-stored-plain",
+            format!("{} holds OAuth tokens of `{name}` in plain text", plain.display()),
+            "remove them (`qwen mcp` logout, or delete the file) and sign in again with encrypted storage",
+        ));
+    }
+}

@@ -1,0 +1,930 @@
+//! Qwen Code's configuration on this machine, read as Qwen Code 0.24.4
+//! reads it for one user and one workspace (`docs/qwen-settings-facts.md`
+//! holds the measured rules and where each comes from): the settings
+//! layers, folder trust, the `.env` files, the project `.mcp.json`, and the
+//! installed extensions with their activation here.
+//!
+//! Nothing here writes, runs Qwen or follows a path outside what Qwen
+//! itself reads; every file is read through the bounded reader. Values of
+//! variables are kept only to tell set from empty and are never shown.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::env_file;
+
+/// The largest settings, `.env` or state file read (Qwen's are small).
+const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
+/// Where a settings layer or a server definition comes from, lowest
+/// precedence first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Layer {
+    SystemDefaults,
+    User,
+    /// The project's `.mcp.json` (between user and workspace settings).
+    ProjectMcpJson,
+    Workspace,
+    System,
+}
+
+impl Layer {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Layer::SystemDefaults => "system defaults",
+            Layer::User => "user settings",
+            Layer::ProjectMcpJson => "the project's .mcp.json",
+            Layer::Workspace => "workspace settings",
+            Layer::System => "system settings",
+        }
+    }
+}
+
+/// One settings file as read.
+#[derive(Debug, Clone)]
+pub struct SettingsFile {
+    pub layer: Layer,
+    pub path: PathBuf,
+    pub state: FileState,
+    /// The settings (V1 keys this reads moved to their V2 places), `{}`
+    /// when absent or unreadable.
+    pub settings: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case", tag = "state", content = "problem")]
+pub enum FileState {
+    Absent,
+    Read,
+    /// Not read for this workspace (untrusted, or the home folder).
+    Ignored(String),
+    /// Qwen would refuse it: for system and user files Qwen stops; a
+    /// workspace file Qwen replaces with `{}`.
+    Invalid(String),
+}
+
+/// Where a variable's value comes from when Qwen starts a server.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case", tag = "from", content = "file")]
+pub enum VariableSource {
+    /// The environment Qwen is started with.
+    Process,
+    /// A project `.env` (a repository file) Qwen loads in a trusted workspace.
+    ProjectEnv(PathBuf),
+    /// A home `.env` (`~/.qwen/.env`, `~/.env`).
+    HomeEnv(PathBuf),
+    /// Nowhere: Qwen leaves `${NAME}` as it is.
+    Unset,
+}
+
+/// A `.env` file Qwen loads.
+#[derive(Debug, Clone)]
+pub struct EnvFile {
+    pub path: PathBuf,
+    /// A project file (a repository's), not a home one.
+    pub project: bool,
+    pub vars: Vec<(String, String)>,
+}
+
+impl EnvFile {
+    fn source(&self) -> VariableSource {
+        if self.project {
+            VariableSource::ProjectEnv(self.path.clone())
+        } else {
+            VariableSource::HomeEnv(self.path.clone())
+        }
+    }
+}
+
+/// An installed extension as Qwen finds it.
+#[derive(Debug, Clone)]
+pub struct InstalledExtension {
+    /// The install folder's name (the manifest's `name` at install time).
+    pub dir_name: String,
+    /// Where `${extensionPath}` points: the install folder, or a linked
+    /// install's source.
+    pub path: PathBuf,
+    pub manifest_path: PathBuf,
+    /// The manifest text, when it could be read.
+    pub manifest: Result<String, String>,
+    /// `.qwen-extension-install.json`, when present and JSON.
+    pub install: Option<Map<String, Value>>,
+    /// Active in this workspace (Qwen's extension store), and why.
+    pub active: bool,
+    pub activation: String,
+}
+
+/// Everything `ecp doctor` reads, for one user and one workspace.
+#[derive(Debug, Clone)]
+pub struct Machine {
+    pub home: PathBuf,
+    /// `$QWEN_HOME`, else `~/.qwen`.
+    pub qwen_home: PathBuf,
+    pub workspace: PathBuf,
+    pub settings: Vec<SettingsFile>,
+    /// `security.folderTrust.enabled` from the system and user layers.
+    pub folder_trust: bool,
+    /// Whether Qwen trusts the workspace, and the rule that decided.
+    pub trusted: bool,
+    pub trust_rule: String,
+    /// Project `.env` files Qwen loads here (at most one), then home ones.
+    pub env_files: Vec<EnvFile>,
+    /// The project `.mcp.json` servers (read even when untrusted).
+    pub mcp_json: Option<(PathBuf, Map<String, Value>)>,
+    pub extensions: Vec<InstalledExtension>,
+    /// The process environment's non-empty names (values never kept).
+    pub process_env: Vec<String>,
+    /// Settings merged as Qwen merges them (workspace only when trusted).
+    pub merged: Map<String, Value>,
+    /// Where `QWEN_CODE_FORCE_ENCRYPTED_FILE_STORAGE=true` comes from, if
+    /// anywhere (Qwen compares with `true` exactly).
+    pub encrypted_tokens: Option<VariableSource>,
+}
+
+/// What to read.
+#[derive(Debug, Clone)]
+pub struct Scope {
+    pub home: PathBuf,
+    pub workspace: PathBuf,
+    /// The environment Qwen would be started with.
+    pub env: Vec<(String, String)>,
+}
+
+impl Scope {
+    /// This process's home, the given workspace and this environment.
+    pub fn current(workspace: PathBuf) -> Option<Scope> {
+        let home = std::env::var_os(if cfg!(windows) { "USERPROFILE" } else { "HOME" })?;
+        Some(Scope {
+            home: PathBuf::from(home),
+            workspace,
+            env: std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .collect(),
+        })
+    }
+
+    fn var(&self, name: &str) -> Option<&str> {
+        self.env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .filter(|v| !v.is_empty())
+    }
+}
+
+impl Machine {
+    pub fn read(scope: &Scope) -> Machine {
+        let qwen_home = qwen_home(scope);
+        let settings = settings_files(scope, &qwen_home);
+        let layered = |layers: &[Layer]| {
+            let mut merged = Map::new();
+            for file in settings.iter().filter(|f| layers.contains(&f.layer)) {
+                merge(&mut merged, &file.settings);
+            }
+            merged
+        };
+        let operator = layered(&[Layer::SystemDefaults, Layer::User, Layer::System]);
+        let folder_trust =
+            pointer_bool(&operator, "/security/folderTrust/enabled").unwrap_or(false);
+        let (trusted, trust_rule) = if folder_trust {
+            trust(scope, &qwen_home)
+        } else {
+            (
+                true,
+                "folder trust is off (Qwen's default): every folder is trusted".to_owned(),
+            )
+        };
+        let at_home = same_path(&scope.workspace, &scope.home);
+        let settings = settings
+            .into_iter()
+            .map(|mut file| {
+                if file.layer == Layer::Workspace && file.state == FileState::Read {
+                    let why = if at_home {
+                        Some("the workspace is the home folder")
+                    } else if !trusted {
+                        Some("the workspace is not trusted")
+                    } else {
+                        None
+                    };
+                    if let Some(why) = why {
+                        file.state = FileState::Ignored(why.to_owned());
+                        file.settings = Map::new();
+                    }
+                }
+                file
+            })
+            .collect::<Vec<_>>();
+        let mut merged = Map::new();
+        for layer in [
+            Layer::SystemDefaults,
+            Layer::User,
+            Layer::Workspace,
+            Layer::System,
+        ] {
+            for file in settings.iter().filter(|f| f.layer == layer) {
+                merge(&mut merged, &file.settings);
+            }
+        }
+        let env_files = env_files(scope, &qwen_home, trusted && !at_home);
+        let mcp_json = read_mcp_json(&scope.workspace);
+        let extensions = extensions(scope, &qwen_home);
+        let encrypted_tokens = encrypted_tokens(scope, &env_files);
+        Machine {
+            home: scope.home.clone(),
+            qwen_home,
+            workspace: scope.workspace.clone(),
+            settings,
+            folder_trust,
+            trusted,
+            trust_rule,
+            env_files,
+            mcp_json,
+            extensions,
+            process_env: scope
+                .env
+                .iter()
+                .filter(|(_, v)| !v.is_empty())
+                .map(|(k, _)| k.clone())
+                .collect(),
+            merged,
+            encrypted_tokens,
+        }
+    }
+
+    /// `tools.executionSandbox` set: Qwen loads no extension server.
+    pub fn execution_sandbox(&self) -> bool {
+        self.merged
+            .get_pointer("/tools/executionSandbox")
+            .is_some_and(|v| !matches!(v, Value::Null | Value::Bool(false)))
+    }
+
+    /// Where `name` gets its value when Qwen resolves `${name}`: the
+    /// process environment, then the `.env` files in Qwen's order (a file
+    /// sets a name only when it is still unset or empty).
+    pub fn variable(&self, name: &str) -> VariableSource {
+        if self.process_env.iter().any(|k| k == name) {
+            return VariableSource::Process;
+        }
+        let excluded = self.excluded_env_vars();
+        for file in &self.env_files {
+            let in_dot_qwen = file
+                .path
+                .parent()
+                .and_then(Path::file_name)
+                .is_some_and(|n| n == ".qwen");
+            if file.project && !in_dot_qwen && excluded.iter().any(|e| e == name) {
+                continue;
+            }
+            if file.vars.iter().any(|(k, v)| k == name && !v.is_empty()) {
+                return file.source();
+            }
+        }
+        VariableSource::Unset
+    }
+
+    /// `advanced.excludedEnvVars` (default `DEBUG`, `DEBUG_MODE`).
+    fn excluded_env_vars(&self) -> Vec<String> {
+        match self
+            .merged
+            .get("advanced")
+            .and_then(|a| a.get("excludedEnvVars"))
+        {
+            Some(Value::Array(items)) => items
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect(),
+            _ => vec!["DEBUG".to_owned(), "DEBUG_MODE".to_owned()],
+        }
+    }
+
+    /// A list setting at `pointer` of the merged settings (strings only).
+    pub fn strings(&self, pointer: &str) -> Vec<String> {
+        match self.merged.get_pointer(pointer) {
+            Some(Value::Array(items)) => items
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The settings file of `layer`.
+    pub fn settings_file(&self, layer: Layer) -> Option<&SettingsFile> {
+        self.settings.iter().find(|f| f.layer == layer)
+    }
+}
+
+const FORCE_ENCRYPTED: &str = "QWEN_CODE_FORCE_ENCRYPTED_FILE_STORAGE";
+
+fn encrypted_tokens(scope: &Scope, env_files: &[EnvFile]) -> Option<VariableSource> {
+    if let Some(value) = scope.var(FORCE_ENCRYPTED) {
+        return (value == "true").then_some(VariableSource::Process);
+    }
+    env_files.iter().find_map(|file| {
+        let (_, value) = file
+            .vars
+            .iter()
+            .find(|(k, v)| k == FORCE_ENCRYPTED && !v.is_empty())?;
+        Some((value == "true").then(|| file.source()))
+    })?
+}
+
+trait Pointer {
+    fn get_pointer(&self, pointer: &str) -> Option<&Value>;
+}
+
+impl Pointer for Map<String, Value> {
+    fn get_pointer(&self, pointer: &str) -> Option<&Value> {
+        let mut parts = pointer.trim_start_matches('/').split('/');
+        let first = self.get(parts.next()?)?;
+        parts.try_fold(first, |node, key| node.get(key))
+    }
+}
+
+fn pointer_bool(map: &Map<String, Value>, pointer: &str) -> Option<bool> {
+    map.get_pointer(pointer).and_then(Value::as_bool)
+}
+
+/// `$QWEN_HOME` (a leading `~` expanded, a relative one taken from the
+/// workspace), else the one a home `.env` names, else `~/.qwen`.
+fn qwen_home(scope: &Scope) -> PathBuf {
+    let default = scope.home.join(".qwen");
+    let named = scope.var("QWEN_HOME").map(str::to_owned).or_else(|| {
+        [default.join(".env"), scope.home.join(".env")]
+            .iter()
+            .find_map(|file| {
+                let text = crate::files::read_text(file, None, MAX_CONFIG_BYTES).ok()?;
+                env_file::parse(&text)
+                    .into_iter()
+                    .find(|(k, v)| k == "QWEN_HOME" && !v.is_empty())
+                    .map(|(_, v)| v)
+            })
+    });
+    match named {
+        Some(path) => {
+            let path = match path.strip_prefix('~') {
+                Some(rest) => scope.home.join(rest.trim_start_matches(['/', '\\'])),
+                None => PathBuf::from(path),
+            };
+            if path.is_absolute() {
+                path
+            } else {
+                scope.workspace.join(path)
+            }
+        }
+        None => default,
+    }
+}
+
+/// The four settings files, in precedence order.
+fn settings_files(scope: &Scope, qwen_home: &Path) -> Vec<SettingsFile> {
+    let system = scope
+        .var("QWEN_CODE_SYSTEM_SETTINGS_PATH")
+        .map(PathBuf::from)
+        .unwrap_or_else(default_system_settings);
+    let defaults = scope
+        .var("QWEN_CODE_SYSTEM_DEFAULTS_PATH")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            system
+                .parent()
+                .unwrap_or(Path::new("/"))
+                .join("system-defaults.json")
+        });
+    [
+        (Layer::SystemDefaults, defaults),
+        (Layer::User, qwen_home.join("settings.json")),
+        (
+            Layer::Workspace,
+            scope.workspace.join(".qwen").join("settings.json"),
+        ),
+        (Layer::System, system),
+    ]
+    .into_iter()
+    .map(|(layer, path)| read_settings(layer, path))
+    .collect()
+}
+
+fn default_system_settings() -> PathBuf {
+    if cfg!(target_os = "macos") {
+        PathBuf::from("/Library/Application Support/QwenCode/settings.json")
+    } else if cfg!(windows) {
+        PathBuf::from(r"C:\ProgramData\qwen-code\settings.json")
+    } else {
+        PathBuf::from("/etc/qwen-code/settings.json")
+    }
+}
+
+fn read_settings(layer: Layer, path: PathBuf) -> SettingsFile {
+    let (state, settings) = match read_jsonc(&path) {
+        Ok(None) => (FileState::Absent, Map::new()),
+        Ok(Some(Value::Object(map))) => (FileState::Read, migrate_v1(map)),
+        Ok(Some(_)) => (
+            FileState::Invalid("is JSON but not an object".to_owned()),
+            Map::new(),
+        ),
+        Err(problem) => (FileState::Invalid(problem), Map::new()),
+    };
+    SettingsFile {
+        layer,
+        path,
+        state,
+        settings,
+    }
+}
+
+/// A JSON-with-comments file (`//`, `/* */`, a leading BOM), as Qwen reads
+/// its settings: `Ok(None)` when absent.
+pub fn read_jsonc(path: &Path) -> Result<Option<Value>, String> {
+    let text = match crate::files::read_text(path, None, MAX_CONFIG_BYTES) {
+        Ok(text) => text,
+        Err(crate::files::FileProblem::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            return Ok(None);
+        }
+        Err(problem) => return Err(crate::outside::innermost(&problem)),
+    };
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    serde_json::from_str(&strip_comments(text))
+        .map(Some)
+        .map_err(|e| format!("is not valid JSON: {e}"))
+}
+
+/// `text` with JSON comments blanked out (strings left as they are).
+fn strip_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                out.push(c);
+                while let Some(c) = chars.next() {
+                    out.push(c);
+                    match c {
+                        '\\' => out.extend(chars.next()),
+                        '"' => break,
+                        _ => {}
+                    }
+                }
+            }
+            '/' if chars.peek() == Some(&'/') => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        out.push('\n');
+                        break;
+                    }
+                }
+            }
+            '/' if chars.peek() == Some(&'*') => {
+                chars.next();
+                let mut last = '\0';
+                for c in chars.by_ref() {
+                    if last == '*' && c == '/' {
+                        break;
+                    }
+                    last = c;
+                }
+                out.push(' ');
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// A settings file without `$version` is a V1 file, which Qwen migrates:
+/// the keys this reads move to their V2 places.
+fn migrate_v1(mut map: Map<String, Value>) -> Map<String, Value> {
+    if map.contains_key("$version") {
+        return map;
+    }
+    for (old, section, new) in [
+        ("allowMCPServers", "mcp", "allowed"),
+        ("excludeMCPServers", "mcp", "excluded"),
+        ("excludeTools", "tools", "exclude"),
+        ("folderTrust", "security", "folderTrust"),
+    ] {
+        if let Some(value) = map.remove(old) {
+            let value = if old == "folderTrust" {
+                serde_json::json!({ "enabled": value })
+            } else {
+                value
+            };
+            let section = map
+                .entry(section)
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(section) = section {
+                section.entry(new).or_insert(value);
+            }
+        }
+    }
+    map
+}
+
+/// Qwen's merge: objects merge, `mcpServers` and `env` replace entries by
+/// name, the lists this reads join, other values replace.
+fn merge(into: &mut Map<String, Value>, from: &Map<String, Value>) {
+    merge_at(into, from, "");
+}
+
+fn merge_at(into: &mut Map<String, Value>, from: &Map<String, Value>, path: &str) {
+    const JOINED: &[&str] = &[
+        "/mcp/allowed",
+        "/mcp/excluded",
+        "/permissions/deny",
+        "/tools/exclude",
+        "/tools/disabled",
+        "/advanced/excludedEnvVars",
+    ];
+    const BY_NAME: &[&str] = &["/mcpServers", "/env"];
+    for (key, value) in from {
+        let here = format!("{path}/{key}");
+        match (into.get_mut(key), value) {
+            (Some(Value::Array(old)), Value::Array(new)) if JOINED.contains(&here.as_str()) => {
+                for item in new {
+                    if !old.contains(item) {
+                        old.push(item.clone());
+                    }
+                }
+            }
+            (Some(Value::Object(old)), Value::Object(new)) if BY_NAME.contains(&here.as_str()) => {
+                for (name, entry) in new {
+                    old.insert(name.clone(), entry.clone());
+                }
+            }
+            (Some(Value::Object(old)), Value::Object(new)) => merge_at(old, new, &here),
+            _ => {
+                into.insert(key.clone(), value.clone());
+            }
+        }
+    }
+}
+
+fn same_path(a: &Path, b: &Path) -> bool {
+    a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b)
+}
+
+/// Qwen's trusted-folders rules for the workspace: the deepest matching
+/// rule wins, `DO_NOT_TRUST` on a tie; no rule is untrusted.
+fn trust(scope: &Scope, qwen_home: &Path) -> (bool, String) {
+    let file = scope
+        .var("QWEN_CODE_TRUSTED_FOLDERS_PATH")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| qwen_home.join("trustedFolders.json"));
+    let rules = match read_jsonc(&file) {
+        Ok(Some(Value::Object(rules))) => rules,
+        Ok(None) => Map::new(),
+        Ok(Some(_)) | Err(_) => {
+            return (
+                false,
+                format!("{} cannot be read: Qwen stops on it", file.display()),
+            );
+        }
+    };
+    let places: Vec<PathBuf> = [
+        Some(scope.workspace.clone()),
+        scope.workspace.canonicalize().ok(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let mut best: Option<(usize, bool, String)> = None;
+    for (path, rule) in &rules {
+        let rule = rule.as_str().unwrap_or_default();
+        let (folder, trusts) = match rule {
+            "TRUST_FOLDER" => (PathBuf::from(path), true),
+            "TRUST_PARENT" => (
+                Path::new(path)
+                    .parent()
+                    .unwrap_or(Path::new("/"))
+                    .to_owned(),
+                true,
+            ),
+            "DO_NOT_TRUST" => (PathBuf::from(path), false),
+            _ => continue,
+        };
+        if !places.iter().any(|p| p.starts_with(&folder)) {
+            continue;
+        }
+        let depth = folder.components().count();
+        let wins = match &best {
+            None => true,
+            Some((d, t, _)) => depth > *d || (depth == *d && *t && !trusts),
+        };
+        if wins {
+            best = Some((
+                depth,
+                trusts,
+                format!("{path}: {rule} in {}", file.display()),
+            ));
+        }
+    }
+    match best {
+        Some((_, trusts, why)) => (trusts, why),
+        None => (
+            false,
+            format!(
+                "folder trust is on and no rule of {} covers the workspace",
+                file.display()
+            ),
+        ),
+    }
+}
+
+/// The `.env` files Qwen loads here, in its order: the first project file
+/// found walking up from the workspace (`.qwen/.env`, then `.env`, in each
+/// folder; not the home folder's), when the workspace is trusted; then the
+/// home files. Each with whether it is a project file, and its variables.
+fn env_files(scope: &Scope, qwen_home: &Path, project: bool) -> Vec<EnvFile> {
+    let mut files = Vec::new();
+    if project {
+        let start = scope
+            .workspace
+            .canonicalize()
+            .unwrap_or_else(|_| scope.workspace.clone());
+        let home = scope
+            .home
+            .canonicalize()
+            .unwrap_or_else(|_| scope.home.clone());
+        'walk: for dir in start.ancestors() {
+            if dir == home {
+                break;
+            }
+            for candidate in [dir.join(".qwen").join(".env"), dir.join(".env")] {
+                if candidate.is_file() {
+                    files.push((candidate, true));
+                    break 'walk;
+                }
+            }
+        }
+    }
+    files.push((qwen_home.join(".env"), false));
+    let default_home = scope.home.join(".qwen");
+    if qwen_home != default_home {
+        files.push((default_home.join(".env"), false));
+    }
+    files.push((scope.home.join(".env"), false));
+    files
+        .into_iter()
+        .filter_map(|(path, project)| {
+            let text = crate::files::read_text(&path, None, MAX_CONFIG_BYTES).ok()?;
+            Some(EnvFile {
+                path,
+                project,
+                vars: env_file::parse(&text),
+            })
+        })
+        .collect()
+}
+
+/// The project's `.mcp.json` servers (`{"mcpServers": {...}}`).
+fn read_mcp_json(workspace: &Path) -> Option<(PathBuf, Map<String, Value>)> {
+    let path = workspace.join(".mcp.json");
+    let value = read_jsonc(&path).ok()??;
+    let servers = value.get("mcpServers")?.as_object()?.clone();
+    Some((path, servers))
+}
+
+/// The folders of `<QWEN_HOME>/extensions`, in the byte order Qwen loads
+/// them in (the first active one wins a server name).
+fn extensions(scope: &Scope, qwen_home: &Path) -> Vec<InstalledExtension> {
+    let root = qwen_home.join("extensions");
+    let Ok(entries) = std::fs::read_dir(&root) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    names.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    let store = read_jsonc(&qwen_home.join("extension-store").join("state.json"))
+        .ok()
+        .flatten();
+    names
+        .into_iter()
+        .map(|dir_name| {
+            let folder = root.join(&dir_name);
+            let install = read_jsonc(&folder.join(super::INSTALL_METADATA))
+                .ok()
+                .flatten()
+                .and_then(|v| v.as_object().cloned());
+            let linked = install
+                .as_ref()
+                .filter(|m| m.get("type").and_then(Value::as_str) == Some("link"))
+                .and_then(|m| m.get("source")?.as_str().map(PathBuf::from));
+            let path = linked.unwrap_or(folder);
+            let manifest_path = path.join(crate::extension::MANIFEST);
+            let manifest = crate::files::read_text(&manifest_path, Some(&path), MAX_CONFIG_BYTES)
+                .map_err(|e| crate::outside::innermost(&e));
+            let manifest_name = manifest
+                .as_ref()
+                .ok()
+                .and_then(|t| serde_json::from_str::<Value>(t).ok())
+                .and_then(|v| v.get("name")?.as_str().map(str::to_owned))
+                .unwrap_or_else(|| dir_name.clone());
+            let (active, activation) = activation(
+                store.as_ref(),
+                install.as_ref(),
+                &manifest_name,
+                &scope.workspace,
+            );
+            InstalledExtension {
+                dir_name,
+                path,
+                manifest_path,
+                manifest,
+                install,
+                active,
+                activation,
+            }
+        })
+        .collect()
+}
+
+/// Qwen's extension id: the SHA-256 of the GitHub repository URL (GitHub
+/// installs), else the install source, else the name.
+fn extension_id(install: Option<&Map<String, Value>>, name: &str) -> String {
+    let field = |key: &str| install.and_then(|m| m.get(key)?.as_str());
+    let source = field("source");
+    let github = matches!(field("type"), Some("git" | "github-release"))
+        .then(|| source.and_then(github_repository))
+        .flatten();
+    let mut id = github
+        .or(source.map(str::to_owned))
+        .unwrap_or_else(|| name.to_owned());
+    if let Some(plugin) = field("pluginName") {
+        id = format!("{id}:{plugin}");
+    }
+    crate::digest::sha256(id.as_bytes())
+}
+
+/// `https://github.com/OWNER/REPO` for the forms a GitHub source takes.
+fn github_repository(source: &str) -> Option<String> {
+    let rest = source
+        .strip_prefix("https://github.com/")
+        .or_else(|| source.strip_prefix("git@github.com:"))
+        .or_else(|| {
+            let parts: Vec<&str> = source.split('/').collect();
+            (parts.len() == 2 && !source.contains(':') && !source.starts_with('.'))
+                .then_some(source)
+        })?;
+    let mut parts = rest.trim_end_matches('/').split('/');
+    let owner = parts.next()?;
+    let repo = parts.next()?.trim_end_matches(".git");
+    Some(format!("https://github.com/{owner}/{repo}"))
+}
+
+/// Whether the store activates the extension in `workspace`: a workspace
+/// override (exact folder), else its path rules (the last match wins),
+/// else its default; no policy is enabled.
+fn activation(
+    store: Option<&Value>,
+    install: Option<&Map<String, Value>>,
+    name: &str,
+    workspace: &Path,
+) -> (bool, String) {
+    let id = extension_id(install, name);
+    let Some(policy) = store
+        .and_then(|s| s.get("extensions")?.get(&id))
+        .filter(|p| p.get("name").and_then(Value::as_str) == Some(name))
+    else {
+        return (true, "enabled (no activation rule)".to_owned());
+    };
+    let real = workspace
+        .canonicalize()
+        .unwrap_or_else(|_| workspace.to_owned());
+    let override_here = policy
+        .get("workspaceOverrides")
+        .and_then(|o| o.get(real.to_str()?))
+        .and_then(Value::as_str);
+    match override_here {
+        Some("enabled") => return (true, "enabled for this workspace".to_owned()),
+        Some("disabled") => return (false, "disabled for this workspace".to_owned()),
+        _ => {}
+    }
+    let mut decided = None;
+    let places: Vec<String> = [workspace.to_owned(), real]
+        .iter()
+        .filter_map(|p| p.to_str())
+        .map(|p| format!("{}/", p.trim_end_matches('/')))
+        .collect();
+    for rule in policy
+        .get("legacyPathRules")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+    {
+        let (enable, pattern) = match rule.strip_prefix('!') {
+            Some(rest) => (false, rest),
+            None => (true, rule),
+        };
+        let matches = match pattern.strip_suffix('*') {
+            Some(prefix) => places.iter().any(|p| p.starts_with(prefix)),
+            None => {
+                let folder = format!("{}/", pattern.trim_end_matches('/'));
+                places.contains(&folder)
+            }
+        };
+        if matches {
+            decided = Some((enable, rule.to_owned()));
+        }
+    }
+    if let Some((enable, rule)) = decided {
+        let word = if enable { "enabled" } else { "disabled" };
+        return (enable, format!("{word} by the rule `{rule}`"));
+    }
+    let default = policy.get("defaultActivation").and_then(Value::as_str);
+    match default {
+        Some("disabled") => (false, "disabled (its default)".to_owned()),
+        _ => (true, "enabled (its default)".to_owned()),
+    }
+}
+
+/// The names `${NAME}` and `$NAME` in `text` that Qwen fills from the
+/// environment (not its own `${extensionPath}`, `${workspacePath}`, `${/}`,
+/// `${pathSeparator}`, `${CLAUDE_PLUGIN_ROOT}`).
+pub fn variables_in(text: &str) -> Vec<String> {
+    const OWN: &[&str] = &[
+        "extensionPath",
+        "workspacePath",
+        "/",
+        "pathSeparator",
+        "CLAUDE_PLUGIN_ROOT",
+    ];
+    let mut names = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find('$') {
+        rest = &rest[at + 1..];
+        let name = if let Some(inner) = rest.strip_prefix('{') {
+            inner.find('}').map(|end| &inner[..end])
+        } else {
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            (end > 0).then(|| &rest[..end])
+        };
+        if let Some(name) = name
+            && !OWN.contains(&name)
+            && !names.iter().any(|n| n == name)
+        {
+            names.push(name.to_owned());
+        }
+    }
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comments_are_blanked_outside_strings() {
+        let text = "{\n // a\n \"a\": \"x//y\", /* b */ \"c\": \"/*\"\n}";
+        let value: Value = serde_json::from_str(&strip_comments(text)).unwrap();
+        assert_eq!(value, serde_json::json!({"a": "x//y", "c": "/*"}));
+    }
+
+    #[test]
+    fn merge_replaces_servers_whole_and_joins_lists() {
+        let mut merged = Map::new();
+        let low = serde_json::json!({"mcpServers": {"a": {"command": "x", "trust": true}}, "mcp": {"excluded": ["p"]}});
+        let high =
+            serde_json::json!({"mcpServers": {"a": {"command": "y"}}, "mcp": {"excluded": ["q"]}});
+        merge(&mut merged, low.as_object().unwrap());
+        merge(&mut merged, high.as_object().unwrap());
+        assert_eq!(
+            Value::Object(merged),
+            serde_json::json!({"mcpServers": {"a": {"command": "y"}}, "mcp": {"excluded": ["p", "q"]}})
+        );
+    }
+
+    #[test]
+    fn variables_are_found_in_both_forms() {
+        assert_eq!(
+            variables_in("${extensionPath}${/}dist$HOME/${ACME_URL}x$ 1"),
+            vec!["HOME".to_owned(), "ACME_URL".to_owned()]
+        );
+    }
+
+    #[test]
+    fn github_sources_become_the_repository_url() {
+        for source in [
+            "acme/acme-context",
+            "https://github.com/acme/acme-context",
+            "https://github.com/acme/acme-context.git",
+            "git@github.com:acme/acme-context.git",
+        ] {
+            assert_eq!(
+                github_repository(source).as_deref(),
+                Some("https://github.com/acme/acme-context"),
+                "{source}"
+            );
+        }
+    }
+}
