@@ -425,6 +425,13 @@ fn entry_state(path: &Path, script: bool) -> Result<String, String> {
         .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
         .map_err(|e| format!("cannot be read: {e}"))?;
     head.truncate(read);
+    if let Some(line) = head.strip_prefix(b"#!") {
+        let line = line.split(|b| *b == b'\n').next().unwrap_or_default();
+        return Ok(format!(
+            "a script for {}",
+            String::from_utf8_lossy(line).trim()
+        ));
+    }
     let (platform, arch) = crate::qwen::host();
     match crate::release::Binary::read(&head) {
         Some(binary) if binary.runs_on(platform, arch) => {

@@ -19,6 +19,7 @@ use ecp::{
 };
 use serde_json::{Value, json};
 
+mod doctor;
 #[path = "../support/jwt.rs"]
 mod jwt;
 #[path = "../support/nginx.rs"]
@@ -389,6 +390,18 @@ fn qwen_honours_trust_from_a_manifest_and_ecp_lint_rejects_it() {
         .filter_map(|f| f["rule"].as_str())
         .collect();
     assert_eq!(rules, ["trust"], "{}", show(&lint));
+
+    // ecp doctor, on the machine it is installed on, says Qwen will call
+    // the tool without asking.
+    let workspace = tempfile::tempdir().unwrap();
+    let env = [
+        ("ACME_CONTEXT_BASE_URL", "https://search.acme.example"),
+        ("ACME_CONTEXT_TOKEN", "t"),
+    ];
+    let (code, report) = doctor::doctor(&qwen, workspace.path(), &env, "acme-trusted");
+    assert_eq!(code, 1, "{report:#}");
+    let ids = doctor::finding_ids(&report);
+    assert!(ids.contains(&"trust".to_owned()), "{report:#}");
 }
 
 /// Runs a Node or Python client and returns its stdout, failing loudly.

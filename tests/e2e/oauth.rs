@@ -344,6 +344,16 @@ async fn qwen_signs_in_through_its_own_oauth_flow_and_refreshes_the_token() {
     assert_eq!(query["scope"], "context.read", "{opened}");
     assert_eq!(auth.granted("authorization_code"), 1);
 
+    // ecp doctor sees the tokens Qwen just stored in plain text, and the
+    // file's mode.
+    let workspace = tempfile::tempdir().unwrap();
+    let (_, report) = super::doctor::doctor(&qwen, workspace.path(), &[], "acme-context");
+    let ids = super::doctor::finding_ids(&report);
+    for id in ["tokens-plain-text", "tokens-stored-plain"] {
+        assert!(ids.contains(&id.to_owned()), "{id}: {report:#}");
+    }
+    assert_eq!(report["token_storage"]["file_mode"], "0600", "{report:#}");
+
     // Wait until the stored token has really expired, clock skew allowance
     // included; the adapter refuses it.
     let stored = qwen.stored_token().unwrap();
@@ -385,6 +395,11 @@ async fn qwen_signs_in_through_its_own_oauth_flow_and_refreshes_the_token() {
     .unwrap();
     assert_qwen_answers(&qwen, &model, &trust, "acme-context");
     assert!(auth.granted("refresh_token") > refreshed);
+    let (_, report) = super::doctor::doctor(&qwen, workspace.path(), &[], "acme-context");
+    assert_eq!(
+        report["extensions"][0]["server"]["defined_by"], "user settings",
+        "{report:#}"
+    );
     assert_eq!(auth.granted("authorization_code"), 1, "no new sign-in");
     let fresh = qwen.stored_token().unwrap();
     assert_ne!(
@@ -446,6 +461,10 @@ async fn qwen_signs_in_through_its_own_oauth_flow_and_refreshes_the_token() {
         &[&trust[..], &encrypted[..]].concat(),
         "acme-context",
     );
+    let (_, report) = super::doctor::doctor(&shared, workspace.path(), &encrypted, "acme-context");
+    assert_eq!(report["token_storage"]["encrypted"], true, "{report:#}");
+    let ids = super::doctor::finding_ids(&report);
+    assert!(!ids.iter().any(|id| id.starts_with("token")), "{report:#}");
 
     for replica in &replicas {
         assert!(!replica.stderr().contains(expired), "no token in the logs");
