@@ -35,6 +35,7 @@ pub mod extension;
 pub mod files;
 pub mod input;
 pub mod lint;
+pub mod managed;
 pub mod name;
 pub mod outside;
 pub mod package;

@@ -5,6 +5,7 @@ mod check;
 mod doctor;
 mod explain;
 mod lint;
+mod managed;
 mod new;
 mod package;
 mod paths;
@@ -117,6 +118,11 @@ enum Command {
         after_help = "Examples:\n  ecp doctor                          # every External Context extension, this folder as the workspace\n  ecp doctor acme-context --workspace ~/src/project\n  ecp doctor --format json | jq '.extensions[].verdict'\n\nIt reads Qwen's settings layers, folder trust, .env files, .mcp.json and installed extensions as Qwen Code 0.24.4 does, and never prints a variable's value. Exit status: 0 no findings, 1 findings, 2 could not run."
     )]
     Doctor(DoctorArgs),
+    /// Write what an administrator deploys: system settings that pin the server, and a launcher
+    #[command(
+        after_help = "Examples:\n  ecp managed --extension dist/linux.x64.acme-context.tar.gz --out deploy \\\n    --env ACME_CONTEXT_BASE_URL=https://kb.acme.example --credential ACME_CONTEXT_TOKEN=/etc/qwen-code/acme.secret\n  ecp managed --extension ./acme-context-remote --out deploy   # a remote server: nothing to unpack\n\nThe settings entry carries includeTools [\"context_search\"], the manifest's timeout and no trust; fixed values are written in, credentials are read by the launcher. Exit status: 0 written, 1 refused (lint errors, a variable not given), 2 could not run."
+    )]
+    Managed(ManagedArgs),
     /// Bring an extension's vendored runtime up to the one this ecp carries
     #[command(
         after_help = "Examples:\n  ecp upgrade              # the extension in this folder\n  ecp upgrade ./acme-context --force   # replace a runtime that was edited locally\n\nAn edited src/provider.rs, edited tests and the manifest are never touched (an unedited V1 binding copy from before runtime 0.3.0 becomes the small mapping). Exit status: 0 upgraded or current, 1 refused (local edits), 2 could not run."
@@ -430,6 +436,46 @@ pub struct DoctorArgs {
     pub format: CheckFormat,
 }
 
+/// `ecp managed`.
+#[derive(Debug, Args)]
+pub struct ManagedArgs {
+    /// The release archive of a local extension, or a remote extension's
+    /// folder or manifest
+    #[arg(long, value_name = "PATH")]
+    pub extension: PathBuf,
+
+    /// The folder to write (must not exist)
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+
+    /// Where the archive is unpacked on each machine [default:
+    /// /opt/qwen-extensions/<NAME>]
+    #[arg(long, value_name = "DIR")]
+    pub install_dir: Option<PathBuf>,
+
+    /// Where the system settings file is installed
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "/etc/qwen-code/settings.json"
+    )]
+    pub settings_path: PathBuf,
+
+    /// The Qwen Code program the launcher starts
+    #[arg(long, value_name = "PROGRAM", default_value = "qwen")]
+    pub qwen: String,
+
+    /// A fixed value of a manifest variable, written into the settings
+    /// (an endpoint); repeatable
+    #[arg(long = "env", value_name = "NAME=VALUE")]
+    pub values: Vec<String>,
+
+    /// A secret manifest variable the launcher reads from an
+    /// administrator-owned file; repeatable
+    #[arg(long = "credential", value_name = "NAME=FILE")]
+    pub credentials: Vec<String>,
+}
+
 /// `ecp explain`.
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
@@ -653,6 +699,7 @@ fn run() -> ExitCode {
         Command::Upgrade(args) => upgrade::run(args),
         Command::Try(args) => try_it::run(args, cli.color),
         Command::Doctor(args) => doctor::run(args),
+        Command::Managed(args) => managed::run(args, cli.color),
         Command::Check(args) => check::run_check(args, cli.color),
         Command::Call(args) => check::run_call(args),
         Command::Completions(args) => {

@@ -27,6 +27,10 @@ pub(super) fn check(command: &Command) -> Result<(), Failure> {
             }
         }
         Command::Upgrade(args) => checks.push((&args.path, Takes::Folder, "upgrade")),
+        Command::Managed(args) => {
+            checks.push((&args.extension, Takes::Anything, "managed --extension"));
+            checks.push((&args.out, Takes::NewFolder, "managed --out"));
+        }
         Command::Doctor(args) => {
             if let Some(workspace) = &args.workspace {
                 checks.push((workspace, Takes::Folder, "doctor --workspace"));

@@ -180,7 +180,7 @@ fn stale(folder: &Path, archive: &Path) -> Option<String> {
 }
 
 /// Lints the archive as `ecp lint` would; errors stop the run.
-fn lint_archive(archive: &Path, color: ColorChoice) -> Result<ManifestFacts, Failure> {
+pub(super) fn lint_archive(archive: &Path, color: ColorChoice) -> Result<ManifestFacts, Failure> {
     let mut report = lint::Report::default();
     let found = lint::archive::lint_archive(archive, &mut report)
         .map_err(|e| Failure::new(Exit::CouldNotRun, &e).help(e.help()))?;

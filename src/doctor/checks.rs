@@ -18,7 +18,8 @@ fn finding(id: &'static str, message: String, fix: impl Into<String>) -> Finding
     }
 }
 
-pub(super) fn run(
+/// The server of an extension (its own, or the one that wins its name).
+pub(super) fn extension(
     machine: &Machine,
     extension: &InstalledExtension,
     manifest: &Manifest,
@@ -42,47 +43,6 @@ pub(super) fn run(
         ));
         return;
     };
-    where_it_runs(machine, extension, &name, report);
-    let Some((defined_by, file, entry)) = winner(machine, &name) else {
-        return;
-    };
-    let own = defined_by == format!("extension:{}", extension.dir_name);
-    if !own {
-        report
-            .findings
-            .push(shadowed(&name, &defined_by, file.as_deref()));
-    }
-    let server = server_of(&name, &defined_by, file, &entry, own);
-    server_rules(machine, &server, report);
-    if defined_by != crate::qwen::machine::Layer::ProjectMcpJson.describe() {
-        variables(machine, extension, &entry, report);
-    }
-    if own {
-        entry_point(extension, &entry, report);
-    }
-    if server.transport != "stdio" {
-        tokens(machine, &name, report);
-    }
-    if let Some(tag) = &report.release_tag
-        && let Some(why) = crate::lint::release::tag_disagrees(tag, report.version.as_deref())
-    {
-        report.findings.push(finding(
-            "version-tag",
-            format!("installed from a release: {why}"),
-            "install the release whose tag names the manifest's version",
-        ));
-    }
-    report.server = Some(server);
-}
-
-/// Whether Qwen starts any of it here: activation, the sandbox, folder
-/// trust.
-fn where_it_runs(
-    machine: &Machine,
-    extension: &InstalledExtension,
-    name: &str,
-    report: &mut ExtensionReport,
-) {
     if !extension.active {
         report.findings.push(finding(
             "disabled-here",
@@ -104,6 +64,57 @@ fn where_it_runs(
             "define the server in the system settings instead (`ecp managed`)",
         ));
     }
+    server(machine, Some(extension), &name, report);
+}
+
+/// The definition Qwen uses for the server `name`, judged.
+pub(super) fn server(
+    machine: &Machine,
+    extension: Option<&InstalledExtension>,
+    name: &str,
+    report: &mut ExtensionReport,
+) {
+    where_it_runs(machine, name, report);
+    let Some((defined_by, file, entry)) = winner(machine, name) else {
+        return;
+    };
+    let own = extension.is_some_and(|e| defined_by == format!("extension:{}", e.dir_name));
+    if let Some(extension) = extension
+        && !own
+    {
+        let _ = extension;
+        report
+            .findings
+            .push(shadowed(name, &defined_by, file.as_deref()));
+    }
+    let server = server_of(name, &defined_by, file, &entry, own);
+    server_rules(machine, &server, report);
+    if defined_by != crate::qwen::machine::Layer::ProjectMcpJson.describe() {
+        variables(machine, extension, &entry, report);
+    }
+    match extension {
+        Some(extension) if own => entry_point(Some(&extension.path), &entry, report),
+        None => entry_point(None, &entry, report),
+        Some(_) => {}
+    }
+    if server.transport != "stdio" {
+        tokens(machine, name, report);
+    }
+    if let Some(tag) = &report.release_tag
+        && let Some(why) = crate::lint::release::tag_disagrees(tag, report.version.as_deref())
+    {
+        report.findings.push(finding(
+            "version-tag",
+            format!("installed from a release: {why}"),
+            "install the release whose tag names the manifest's version",
+        ));
+    }
+    report.server = Some(server);
+}
+
+/// Whether Qwen starts the server here: folder trust, the server lists,
+/// the deny rules.
+fn where_it_runs(machine: &Machine, name: &str, report: &mut ExtensionReport) {
     if !machine.trusted {
         report.findings.push(finding(
             "workspace-untrusted",
@@ -298,7 +309,7 @@ fn server_rules(machine: &Machine, server: &Server, report: &mut ExtensionReport
 /// Every `${VAR}` of the definition, and where Qwen gets it from.
 fn variables(
     machine: &Machine,
-    extension: &InstalledExtension,
+    extension: Option<&InstalledExtension>,
     entry: &Value,
     report: &mut ExtensionReport,
 ) {
@@ -312,8 +323,12 @@ fn variables(
             }
         }
     }
-    let setting_file = extension.path.join(".env");
-    let settings = crate::files::read_text(&setting_file, Some(&extension.path), 64 * 1024)
+    // A user-scope extension setting lands in the extension's own `.env`,
+    // which Qwen never loads.
+    let setting_file = extension.map(|e| e.path.join(".env"));
+    let settings = extension
+        .zip(setting_file.as_ref())
+        .and_then(|(e, file)| crate::files::read_text(file, Some(&e.path), 64 * 1024).ok())
         .map(|t| crate::qwen::env_file::parse(&t))
         .unwrap_or_default();
     for name in names {
@@ -328,7 +343,7 @@ fn variables(
                         if setting {
                             format!(
                                 "; it is a user-scope extension setting in {}, which Qwen 0.24.4 does not pass to the server",
-                                setting_file.display()
+                                setting_file.as_deref().unwrap_or(Path::new("")).display()
                             )
                         } else {
                             String::new()
@@ -360,14 +375,15 @@ fn collect_strings(value: &Value, out: &mut Vec<String>) {
     }
 }
 
-/// The stdio entry point inside the extension: present, executable, for
-/// this machine; `node` on `PATH` for a bundle.
-fn entry_point(extension: &InstalledExtension, entry: &Value, report: &mut ExtensionReport) {
+/// The stdio entry point (inside the extension, or any absolute path of a
+/// settings definition): present, executable, for this machine; `node` on
+/// `PATH` for a bundle.
+fn entry_point(folder: Option<&Path>, entry: &Value, report: &mut ExtensionReport) {
     let Some(command) = entry.get("command").and_then(Value::as_str) else {
         return;
     };
     let resolve = |text: &str| {
-        let folder = extension.path.to_string_lossy();
+        let folder = folder.map_or(std::borrow::Cow::Borrowed(""), |f| f.to_string_lossy());
         text.replace("${extensionPath}", &folder)
             .replace("${CLAUDE_PLUGIN_ROOT}", &folder)
             .replace("${/}", std::path::MAIN_SEPARATOR_STR)
@@ -382,7 +398,11 @@ fn entry_point(extension: &InstalledExtension, entry: &Value, report: &mut Exten
     } else {
         (PathBuf::from(resolve(command)), false)
     };
-    if !path.starts_with(&extension.path) {
+    let inside = match folder {
+        Some(folder) => path.starts_with(folder),
+        None => path.is_absolute(),
+    };
+    if !inside {
         return;
     }
     let state = entry_state(&path, script);

@@ -165,9 +165,35 @@ fn is_external_context(manifest: &Manifest) -> bool {
 }
 
 /// Judges the extensions of `machine`: every External Context one, or the
-/// one installed as `name`.
+/// one installed as `name`; and the servers the settings define that offer
+/// `context_search` (a managed deployment's).
 pub fn examine(machine: &Machine, name: Option<&str>) -> Report {
-    let mut findings = Vec::new();
+    let extensions = examine_servers(machine, name);
+    let tokens = token_storage(machine);
+    let findings = machine_findings(machine, name, &extensions, &tokens);
+    Report {
+        workspace: machine.workspace.clone(),
+        qwen_home: machine.qwen_home.clone(),
+        folder_trust: machine.folder_trust,
+        trusted: machine.trusted,
+        trust_rule: machine.trust_rule.clone(),
+        settings: machine
+            .settings
+            .iter()
+            .map(|f| Settings {
+                layer: f.layer,
+                path: f.path.clone(),
+                state: f.state.clone(),
+            })
+            .collect(),
+        env_files: machine.env_files.iter().map(|f| f.path.clone()).collect(),
+        token_storage: tokens,
+        extensions,
+        findings,
+    }
+}
+
+fn examine_servers(machine: &Machine, name: Option<&str>) -> Vec<ExtensionReport> {
     let mut extensions = Vec::new();
     for extension in &machine.extensions {
         let manifest = manifest_of(extension);
@@ -181,6 +207,33 @@ pub fn examine(machine: &Machine, name: Option<&str>) -> Report {
             extensions.push(examine_one(machine, extension, manifest.as_ref()));
         }
     }
+    let covered: Vec<String> = extensions
+        .iter()
+        .filter_map(|e: &ExtensionReport| e.server.as_ref().map(|s| s.name.clone()))
+        .collect();
+    if let Some(servers) = machine.merged.get("mcpServers").and_then(Value::as_object) {
+        for (server, entry) in servers {
+            let offers = entry
+                .get("includeTools")
+                .and_then(Value::as_array)
+                .is_some_and(|t| t.iter().any(|t| t == TOOL));
+            let named = name.is_none_or(|n| n == server);
+            if offers && named && !covered.contains(server) {
+                extensions.push(examine_settings_server(machine, server));
+            }
+        }
+    }
+    extensions
+}
+
+/// Findings about the machine rather than one server.
+fn machine_findings(
+    machine: &Machine,
+    name: Option<&str>,
+    extensions: &[ExtensionReport],
+    tokens: &TokenStorage,
+) -> Vec<Finding> {
+    let mut findings = Vec::new();
     if let Some(name) = name
         && extensions.is_empty()
     {
@@ -193,6 +246,16 @@ pub fn examine(machine: &Machine, name: Option<&str>) -> Report {
             ),
             fix: "install it (`qwen extensions install SOURCE`), or check HOME and QWEN_HOME"
                 .to_owned(),
+        });
+    }
+    if tokens.encrypted && !tokens.file.exists() {
+        findings.push(Finding {
+            id: "encrypted-token-file-missing",
+            message: format!(
+                "encrypted token storage is forced and {} does not exist: Qwen 0.24.4 then fails to start every MCP server, stdio ones too (\"Token file does not exist\")",
+                tokens.file.display()
+            ),
+            fix: "start Qwen through an `ecp managed` launcher, which creates the file holding no token".to_owned(),
         });
     }
     for file in &machine.settings {
@@ -214,26 +277,7 @@ pub fn examine(machine: &Machine, name: Option<&str>) -> Report {
             });
         }
     }
-    Report {
-        workspace: machine.workspace.clone(),
-        qwen_home: machine.qwen_home.clone(),
-        folder_trust: machine.folder_trust,
-        trusted: machine.trusted,
-        trust_rule: machine.trust_rule.clone(),
-        settings: machine
-            .settings
-            .iter()
-            .map(|f| Settings {
-                layer: f.layer,
-                path: f.path.clone(),
-                state: f.state.clone(),
-            })
-            .collect(),
-        env_files: machine.env_files.iter().map(|f| f.path.clone()).collect(),
-        token_storage: token_storage(machine),
-        extensions,
-        findings,
-    }
+    findings
 }
 
 fn token_storage(machine: &Machine) -> TokenStorage {
@@ -348,13 +392,43 @@ fn examine_one(
             ),
             fix: "reinstall the extension".to_owned(),
         }),
-        Some(manifest) => checks::run(machine, extension, manifest, &mut report),
+        Some(manifest) => checks::extension(machine, extension, manifest, &mut report),
     }
+    verdict(&mut report);
+    report
+}
+
+fn verdict(report: &mut ExtensionReport) {
     report.verdict = match report.findings.len() {
         0 => format!("{}: Qwen runs it as the profile intends", report.name),
         1 => format!("{}: 1 finding", report.name),
         n => format!("{}: {n} findings", report.name),
     };
+}
+
+/// A server the settings define (a managed deployment's) that offers
+/// `context_search`, judged like an extension's.
+fn examine_settings_server(machine: &Machine, name: &str) -> ExtensionReport {
+    let mut report = ExtensionReport {
+        name: name.to_owned(),
+        version: None,
+        folder: PathBuf::new(),
+        install_type: None,
+        install_source: None,
+        release_tag: None,
+        active: true,
+        activation: "a server of the settings, not an extension".to_owned(),
+        server: None,
+        variables: Vec::new(),
+        entry_point: None,
+        findings: Vec::new(),
+        verdict: String::new(),
+    };
+    checks::server(machine, None, name, &mut report);
+    if let Some(file) = report.server.as_ref().and_then(|s| s.file.clone()) {
+        report.folder = file;
+    }
+    verdict(&mut report);
     report
 }
 

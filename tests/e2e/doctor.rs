@@ -197,6 +197,24 @@ fn doctor_says_what_qwen_really_runs() {
     let removed = qwen.run(&["extensions", "uninstall", "aaa-probe"], &[]);
     assert!(removed.status.success(), "{}", show(&removed));
 
+    // Encrypted token storage forced before any token was stored: Qwen
+    // 0.24.4 starts no MCP server at all, stdio ones included.
+    let encrypted = [
+        both[0],
+        both[1],
+        ("QWEN_CODE_FORCE_ENCRYPTED_FILE_STORAGE", "true"),
+    ];
+    let (_, report) = doctor(&qwen, &workspace, &encrypted, "acme-probe");
+    let machine: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(machine, ["encrypted-token-file-missing"], "{report:#}");
+    assert!(listed(&qwen, &workspace, &encrypted, "acme-probe").ends_with("Disconnected"));
+    assert!(!seen.exists(), "Qwen did not start the probe");
+
     // The entry point gone from the installed folder: doctor says it is
     // missing, and Qwen cannot connect.
     let installed = qwen
@@ -213,4 +231,214 @@ fn doctor_says_what_qwen_really_runs() {
             .starts_with("missing")
     );
     assert!(listed(&qwen, &workspace, &both, "acme-probe").ends_with("Disconnected"));
+}
+
+/// `ecp managed` for the packaged extension, installed as its README says
+/// (GNU tar unpacks the archive, the settings and the secret in place):
+/// the launcher starts the real Qwen with the server connected, the
+/// endpoint and credential from the deployment even though the workspace's
+/// `.env` and `.mcp.json` name others, and `ecp doctor` run through the
+/// same launcher reports no findings. The POSIX launcher is shellcheck
+/// clean.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_managed_deployment_pins_the_server_and_doctor_finds_nothing() {
+    let (_, archive) = super::packaged();
+    let upstream = ecp::check::upstream::Upstream::start(|_| {
+        ecp::check::upstream::Reply::json(super::UPSTREAM_ITEMS)
+    })
+    .await;
+    let elsewhere = ecp::check::upstream::Upstream::start(|_| {
+        ecp::check::upstream::Reply::json(r#"{"items":[]}"#)
+    })
+    .await;
+    let model = ecp::check::upstream::Upstream::start(super::fake_model).await;
+    let temp = tempfile::tempdir().unwrap();
+    let install_dir = temp.path().join("opt/acme-context");
+    let settings_path = temp.path().join("etc/qwen-code/settings.json");
+    let secret = temp.path().join("etc/qwen-code/acme.secret");
+    let qwen_program = temp.path().join("bin/qwen");
+    std::fs::create_dir_all(qwen_program.parent().unwrap()).unwrap();
+    std::fs::write(
+        &qwen_program,
+        format!(
+            "#!/bin/sh\nexec node '{}' \"$@\"\n",
+            super::qwen_entry().display()
+        ),
+    )
+    .unwrap();
+    chmod(&qwen_program, 0o755);
+    let deploy = |out: &Path, program: &Path| {
+        let output = super::ecp(&[
+            "managed",
+            "--extension",
+            archive.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--install-dir",
+            install_dir.to_str().unwrap(),
+            "--settings-path",
+            settings_path.to_str().unwrap(),
+            "--qwen",
+            program.to_str().unwrap(),
+            "--env",
+            &format!("ACME_CONTEXT_BASE_URL={}", upstream.base_url),
+            "--credential",
+            &format!("ACME_CONTEXT_TOKEN={}", secret.display()),
+        ]);
+        assert!(output.status.success(), "{}", show(&output));
+        out.join("qwen-acme-context")
+    };
+    let out = temp.path().join("deploy");
+    let launcher = deploy(&out, &qwen_program);
+    let shellcheck = std::process::Command::new("shellcheck")
+        .arg(&launcher)
+        .output()
+        .expect("shellcheck (Debian's shellcheck package) is on PATH");
+    assert!(shellcheck.status.success(), "{}", show(&shellcheck));
+
+    // The administrator's steps, as the deployment's README gives them.
+    let readme = std::fs::read_to_string(out.join("README.md")).unwrap();
+    assert!(readme.contains("tar -xzf"), "{readme}");
+    std::fs::create_dir_all(&install_dir).unwrap();
+    let unpacked = std::process::Command::new("tar")
+        .arg("-xzf")
+        .arg(out.join("linux.x64.acme-context.tar.gz"))
+        .arg("-C")
+        .arg(&install_dir)
+        .status()
+        .unwrap();
+    assert!(unpacked.success());
+    std::fs::create_dir_all(settings_path.parent().unwrap()).unwrap();
+    std::fs::copy(out.join("system-settings.json"), &settings_path).unwrap();
+    std::fs::write(&secret, "from-the-administrator\n").unwrap();
+    chmod(&secret, 0o600);
+
+    // A workspace whose files name another endpoint and credential.
+    let workspace = temp.path().join("project");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(
+        workspace.join(".env"),
+        format!(
+            "ACME_CONTEXT_BASE_URL={}\nACME_CONTEXT_TOKEN=from-the-repository\n",
+            elsewhere.base_url
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        workspace.join(".mcp.json"),
+        json!({"mcpServers": {"acme-context": {"command": "python3", "args": ["-c", "pass"]}}})
+            .to_string(),
+    )
+    .unwrap();
+
+    let qwen = Qwen::new();
+    let run = |program: &Path, args: &[&str], env: &[(&str, &str)]| {
+        let mut command = std::process::Command::new(program);
+        command
+            .args(args)
+            .current_dir(&workspace)
+            .env("HOME", qwen.home.path())
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("DASHSCOPE_API_KEY")
+            .stdin(std::process::Stdio::null());
+        for name in CLEARED
+            .iter()
+            .chain(&["ACME_CONTEXT_BASE_URL", "ACME_CONTEXT_TOKEN"])
+        {
+            command.env_remove(name);
+        }
+        command.envs(env.iter().copied()).output().unwrap()
+    };
+    let listed = tokio::task::block_in_place(|| run(&launcher, &["mcp", "list"], &[]));
+    let text = String::from_utf8_lossy(&listed.stdout).into_owned();
+    let (connected, line) = ecp::qwen::server_state(&text, "acme-context")
+        .unwrap_or_else(|| panic!("{}", show(&listed)));
+    assert!(
+        connected && line.contains(install_dir.to_str().unwrap()),
+        "{line}"
+    );
+
+    let model_url = format!("{}/v1", model.base_url);
+    let model_env = [
+        ("OPENAI_API_KEY", "dummy"),
+        ("OPENAI_BASE_URL", model_url.as_str()),
+        ("OPENAI_MODEL", "fake-model"),
+    ];
+    let headless = tokio::task::block_in_place(|| {
+        run(
+            &launcher,
+            &[
+                "search the handbook",
+                "-o",
+                "json",
+                "--allowed-tools=mcp__acme-context__context_search",
+            ],
+            &model_env,
+        )
+    });
+    assert!(headless.status.success(), "{}", show(&headless));
+    let (_, result) = super::tool_result(&headless);
+    let expected = super::expected_envelope();
+    assert!(
+        result["content"]
+            .as_str()
+            .unwrap()
+            .lines()
+            .any(|l| l == expected),
+        "{}",
+        show(&headless)
+    );
+    let requests = upstream.requests();
+    assert_eq!(requests.len(), 1, "the deployment's endpoint answered");
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some("Bearer from-the-administrator")
+    );
+    assert!(
+        elsewhere.requests().is_empty(),
+        "the workspace's endpoint was never called"
+    );
+
+    // The launcher refuses what would drop the pinned server, and a
+    // secret file others may write.
+    let refused = run(&launcher, &["--mcp-config", "{}"], &[]);
+    assert_eq!(refused.status.code(), Some(2), "{}", show(&refused));
+    chmod(&secret, 0o666);
+    let refused = run(&launcher, &["mcp", "list"], &[]);
+    assert_eq!(refused.status.code(), Some(1), "{}", show(&refused));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("writable by others"));
+    chmod(&secret, 0o600);
+
+    // ecp doctor through the same launcher: the settings' server, clean.
+    let doctor_launcher = deploy(
+        &temp.path().join("deploy-doctor"),
+        Path::new(env!("CARGO_BIN_EXE_ecp")),
+    );
+    let output = run(&doctor_launcher, &["doctor", "--format", "json"], &[]);
+    let report: Value =
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {}", show(&output)));
+    assert_eq!(output.status.code(), Some(0), "{report:#}");
+    let server = &report["extensions"][0]["server"];
+    assert_eq!(server["defined_by"], "system settings", "{report:#}");
+    assert_eq!(report["token_storage"]["encrypted"], true, "{report:#}");
+    // Without the launcher, doctor sees the repository's credential.
+    let output = run(
+        Path::new(env!("CARGO_BIN_EXE_ecp")),
+        &["doctor", "--format", "json"],
+        &[(
+            "QWEN_CODE_SYSTEM_SETTINGS_PATH",
+            settings_path.to_str().unwrap(),
+        )],
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        finding_ids(&report),
+        ["variable-from-repository"],
+        "{report:#}"
+    );
+}
+
+fn chmod(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }

@@ -1,0 +1,120 @@
+//! `ecp managed`: lints the extension, then writes the deployment (see
+//! `crate::managed` for what and why).
+
+use std::path::{Path, PathBuf};
+
+use super::{ColorChoice, Exit, Failure, ManagedArgs, Outcome};
+use crate::{
+    lint::{self, Severity, manifest::ManifestFacts},
+    managed::{self, Plan},
+    release,
+};
+
+fn could_not_run(message: impl std::fmt::Display) -> Failure {
+    Failure::new(Exit::CouldNotRun, message)
+}
+
+/// `NAME=VALUE` pairs of `flag`.
+fn pairs(items: &[String], flag: &str) -> Result<Vec<(String, String)>, Failure> {
+    items
+        .iter()
+        .map(|item| {
+            let (name, value) = item
+                .split_once('=')
+                .filter(|(n, v)| {
+                    !n.is_empty()
+                        && !v.is_empty()
+                        && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                })
+                .ok_or_else(|| {
+                    could_not_run(format!(
+                        "{flag} takes NAME=VALUE, not `{}`",
+                        crate::outside::value(item)
+                    ))
+                })?;
+            Ok((name.to_owned(), value.to_owned()))
+        })
+        .collect()
+}
+
+/// The manifest facts of a remote extension's folder or manifest, linted.
+fn lint_remote(path: &Path, color: ColorChoice) -> Result<ManifestFacts, Failure> {
+    let (mut report, facts) =
+        lint::lint_path_with_facts(path).map_err(|e| could_not_run(&e).help(e.help()))?;
+    report.sort();
+    if report.count(Severity::Error) > 0 {
+        eprint!("{}", lint::report::human(&report, color.for_stderr()));
+        return Err(Failure::new(
+            Exit::No,
+            format!("{} does not pass ecp lint", path.display()),
+        ));
+    }
+    facts.ok_or_else(|| could_not_run(format!("{} holds no manifest", path.display())))
+}
+
+pub fn run(args: ManagedArgs, color: ColorChoice) -> Outcome {
+    if std::fs::symlink_metadata(&args.out).is_ok() {
+        return Err(
+            could_not_run(format!("{} exists", args.out.display())).help(Some(
+                "name a folder that does not exist; ecp managed writes it whole",
+            )),
+        );
+    }
+    let name_of = args
+        .extension
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("");
+    let archive = release::is_archive(name_of);
+    let facts = if archive {
+        super::try_it::lint_archive(&args.extension, color)?
+    } else {
+        lint_remote(&args.extension, color)?
+    };
+    let (Some(name), Some(server)) = (facts.name.clone(), facts.server.clone()) else {
+        return Err(Failure::new(
+            Exit::No,
+            "the manifest declares no MCP server to pin",
+        ));
+    };
+    if server.http_url.is_none() && !archive {
+        return Err(Failure::new(
+            Exit::No,
+            format!("{name} runs a local server: deploy its release archive"),
+        )
+        .help(Some(
+            "ecp package writes it: ecp managed --extension dist/linux.x64.NAME.tar.gz",
+        )));
+    }
+    let plan = Plan {
+        install_dir: args
+            .install_dir
+            .unwrap_or_else(|| PathBuf::from("/opt/qwen-extensions").join(&name)),
+        name,
+        server,
+        settings_path: args.settings_path,
+        qwen: args.qwen,
+        values: pairs(&args.values, "--env")?,
+        credentials: pairs(&args.credentials, "--credential")?
+            .into_iter()
+            .map(|(n, f)| (n, PathBuf::from(f)))
+            .collect(),
+    };
+    plan.check()
+        .map_err(|e| Failure::new(Exit::No, &e).help(Some(e.help())))?;
+    let written = managed::write(
+        &args.out,
+        &plan,
+        archive.then_some(args.extension.as_path()),
+    )
+    .map_err(|e| could_not_run(format!("cannot write {}: {e}", args.out.display())))?;
+    for path in &written {
+        println!("{}", path.display());
+    }
+    eprintln!(
+        "ecp managed: wrote the deployment of {}; {} says what goes where",
+        plan.name,
+        args.out.join("README.md").display()
+    );
+    Ok(Exit::Success)
+}

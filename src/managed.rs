@@ -1,0 +1,443 @@
+//! `ecp managed`: what an administrator deploys so that Qwen Code runs one
+//! External Context server as pinned, whatever a workspace holds.
+//!
+//! The design follows what Qwen 0.24.4 does (`docs/qwen-settings-facts.md`):
+//! - the server is an `mcpServers` entry of the **system settings**, the
+//!   layer that wins over user and workspace settings and the project
+//!   `.mcp.json`; it carries `includeTools: ["context_search"]`, the
+//!   manifest's timeout, no `trust`, and fixed values written in literally
+//!   (an endpoint), so no `.env` file can change them;
+//! - a credential is `${NAME}` in that entry, exported by the **launcher**
+//!   from a file the administrator owns before it starts Qwen: a process
+//!   variable wins over every `.env` file, and the launcher refuses an
+//!   empty one (an empty variable is one a `.env` file may fill);
+//! - the launcher exports `QWEN_CODE_FORCE_ENCRYPTED_FILE_STORAGE=true` and
+//!   the system settings path, and refuses `--mcp-config`, `--bare` and
+//!   `--safe-mode` (each replaces or drops the pinned server);
+//! - a remote server's entry has no `oauth` block: Qwen discovers the
+//!   authorization server from the endpoint and, without the block, also
+//!   refreshes a dynamically registered client's token (measured in the
+//!   OAuth end-to-end test).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+use crate::lint::manifest::ServerFacts;
+use crate::qwen::machine::variables_in;
+
+/// Creates Qwen's encrypted token file (`<QWEN_HOME>/mcp-oauth-tokens-v2.json`)
+/// holding no token, when it is missing: Qwen 0.24.4 with encrypted
+/// storage forced reads that file for every server it connects, stdio
+/// ones included, and fails on a missing one ("Token file does not
+/// exist"), so no MCP server starts until a sign-in writes it (measured).
+/// The format is Qwen's (`docs/qwen-settings-facts.md`, section 7):
+/// AES-256-GCM `iv:tag:ciphertext` in hex, the key scrypt of
+/// `qwen-code-oauth` with `<hostname>-<user>-qwen-code`. No single quote
+/// inside: it is embedded in single-quoted shell and PowerShell strings.
+pub const SEED_TOKEN_FILE_JS: &str = concat!(
+    "const c=require(\"crypto\"),o=require(\"os\"),f=require(\"fs\"),p=require(\"path\");",
+    "const file=process.argv[1];",
+    "if(!f.existsSync(file)){",
+    "const key=c.scryptSync(\"qwen-code-oauth\",o.hostname()+\"-\"+o.userInfo().username+\"-qwen-code\",32);",
+    "const iv=c.randomBytes(16),x=c.createCipheriv(\"aes-256-gcm\",key,iv);",
+    "const body=x.update(\"{}\",\"utf8\",\"hex\")+x.final(\"hex\");",
+    "f.mkdirSync(p.dirname(file),{recursive:true,mode:0o700});",
+    "try{f.writeFileSync(file,iv.toString(\"hex\")+\":\"+x.getAuthTag().toString(\"hex\")+\":\"+body,{mode:0o600,flag:\"wx\"})}",
+    "catch(e){if(e.code!==\"EEXIST\")throw e}}"
+);
+
+/// The profile's one tool.
+const TOOL: &str = "context_search";
+
+/// What to deploy.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The extension's (and server's) name.
+    pub name: String,
+    pub server: ServerFacts,
+    /// Where the administrator unpacks the release archive on each machine.
+    pub install_dir: PathBuf,
+    /// Where the system settings file goes.
+    pub settings_path: PathBuf,
+    /// The program the launcher starts.
+    pub qwen: String,
+    /// Fixed values, written into the settings entry.
+    pub values: Vec<(String, String)>,
+    /// Credentials: the variable and the file the launcher reads it from.
+    pub credentials: Vec<(String, PathBuf)>,
+}
+
+/// Why a plan cannot be written.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("the manifest's server needs ${{{0}}}, and neither --env nor --credential gives it")]
+    Missing(String),
+    #[error("`{0}` is given, but the manifest's server does not use it")]
+    Unused(String),
+    #[error("`{0}` is given twice")]
+    Twice(String),
+}
+
+impl PlanError {
+    pub fn help(&self) -> String {
+        match self {
+            PlanError::Missing(name) => format!(
+                "a fixed value goes in the settings: --env {name}=VALUE; a secret is read by the launcher: --credential {name}=/etc/qwen-code/{}.secret",
+                name.to_ascii_lowercase()
+            ),
+            PlanError::Unused(_) | PlanError::Twice(_) => {
+                "give each variable of the manifest's server once".to_owned()
+            }
+        }
+    }
+}
+
+impl Plan {
+    /// The variables the manifest's server uses, each given once.
+    pub fn check(&self) -> Result<(), PlanError> {
+        let used = self.used_variables();
+        let mut given: Vec<&str> = Vec::new();
+        for name in self
+            .values
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .chain(self.credentials.iter().map(|(n, _)| n.as_str()))
+        {
+            if given.contains(&name) {
+                return Err(PlanError::Twice(name.to_owned()));
+            }
+            if !used.iter().any(|u| u == name) {
+                return Err(PlanError::Unused(name.to_owned()));
+            }
+            given.push(name);
+        }
+        match used.into_iter().find(|u| !given.contains(&u.as_str())) {
+            Some(missing) => Err(PlanError::Missing(missing)),
+            None => Ok(()),
+        }
+    }
+
+    fn used_variables(&self) -> Vec<String> {
+        let server = &self.server;
+        let mut texts: Vec<&str> = server.args.iter().map(String::as_str).collect();
+        texts.extend(server.command.as_deref());
+        texts.extend(server.cwd.as_deref());
+        texts.extend(server.http_url.as_deref());
+        texts.extend(server.env.iter().map(|(_, v)| v.as_str()));
+        let mut names = Vec::new();
+        for text in texts {
+            for name in variables_in(text) {
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+        }
+        names
+    }
+
+    /// A manifest string for the settings: `${extensionPath}` is the
+    /// install folder, `${/}` the separator, fixed values filled in.
+    fn resolve(&self, text: &str) -> String {
+        let folder = self.install_dir.to_string_lossy();
+        let mut text = text
+            .replace("${extensionPath}", &folder)
+            .replace("${/}", "/")
+            .replace("${pathSeparator}", "/");
+        for (name, value) in &self.values {
+            text = text.replace(&format!("${{{name}}}"), value);
+            text = replace_bare(&text, name, value);
+        }
+        text
+    }
+
+    /// The system settings file.
+    pub fn settings(&self) -> Value {
+        let server = &self.server;
+        let mut entry = Map::new();
+        if let Some(url) = &server.http_url {
+            entry.insert("httpUrl".into(), self.resolve(url).into());
+        } else {
+            if let Some(command) = &server.command {
+                entry.insert("command".into(), self.resolve(command).into());
+            }
+            if !server.args.is_empty() {
+                let args: Vec<String> = server.args.iter().map(|a| self.resolve(a)).collect();
+                entry.insert("args".into(), args.into());
+            }
+            if let Some(cwd) = &server.cwd {
+                entry.insert("cwd".into(), self.resolve(cwd).into());
+            }
+        }
+        if !server.env.is_empty() {
+            let env: Map<String, Value> = server
+                .env
+                .iter()
+                .map(|(k, v)| (k.clone(), self.resolve(v).into()))
+                .collect();
+            entry.insert("env".into(), env.into());
+        }
+        entry.insert("timeout".into(), server.timeout_ms.unwrap_or(8000).into());
+        entry.insert("includeTools".into(), json!([TOOL]));
+        json!({
+            "$version": 4,
+            "mcpServers": { &self.name: entry },
+        })
+    }
+
+    /// The POSIX launcher.
+    pub fn launcher_sh(&self) -> String {
+        let mut out = format!(
+            "#!/bin/sh\n# Written by `ecp managed` for {name}: starts Qwen Code with the pinned\n# system settings, encrypted OAuth token storage{creds}.\nset -eu\n\n",
+            name = self.name,
+            creds = if self.credentials.is_empty() {
+                String::new()
+            } else {
+                " and the credential from an\n# administrator-owned file".to_owned()
+            },
+        );
+        out += &format!(
+            "QWEN_CODE_SYSTEM_SETTINGS_PATH={}\nexport QWEN_CODE_SYSTEM_SETTINGS_PATH\nQWEN_CODE_FORCE_ENCRYPTED_FILE_STORAGE=true\nexport QWEN_CODE_FORCE_ENCRYPTED_FILE_STORAGE\n# Qwen 0.24.4 starts no MCP server while its encrypted token file is\n# missing: create it, holding no token.\nnode -e {seed} \"${{QWEN_HOME:-$HOME/.qwen}}/mcp-oauth-tokens-v2.json\"\n\n",
+            sh_quote(&self.settings_path.to_string_lossy()),
+            seed = sh_quote(SEED_TOKEN_FILE_JS),
+        );
+        out += &format!(
+            "for arg in \"$@\"; do\n  case $arg in\n    --mcp-config|--mcp-config=*|--bare|--safe-mode)\n      echo \"{launcher}: $arg would replace or drop the pinned {name} server; run without it\" >&2\n      exit 2\n      ;;\n  esac\ndone\n\n",
+            launcher = launcher_name(&self.name),
+            name = self.name
+        );
+        if !self.credentials.is_empty() {
+            out += &format!(
+                "# The first line of FILE; refuses a file that is missing, empty, not\n# owned by root or the user, or writable by others.\nread_secret() {{\n  if [ ! -f \"$1\" ] || [ -L \"$1\" ]; then\n    echo \"{launcher}: $1 is missing: ask your administrator\" >&2\n    exit 1\n  fi\n  owner=$(stat -c %u \"$1\" 2>/dev/null || stat -f %u \"$1\")\n  mode=$(stat -c %a \"$1\" 2>/dev/null || stat -f %Lp \"$1\")\n  if [ \"$owner\" != 0 ] && [ \"$owner\" != \"$(id -u)\" ]; then\n    echo \"{launcher}: $1 is not owned by root or you: refused\" >&2\n    exit 1\n  fi\n  case $mode in\n    *[2367]? | *[2367])\n      echo \"{launcher}: $1 is writable by others (mode $mode): refused\" >&2\n      exit 1\n      ;;\n  esac\n  IFS= read -r secret < \"$1\" || true\n  if [ -z \"$secret\" ]; then\n    echo \"{launcher}: $1 is empty: ask your administrator\" >&2\n    exit 1\n  fi\n  printf '%s' \"$secret\"\n}}\n\n",
+                launcher = launcher_name(&self.name)
+            );
+            for (name, file) in &self.credentials {
+                out += &format!(
+                    "{name}=$(read_secret {file})\nexport {name}\n",
+                    file = sh_quote(&file.to_string_lossy())
+                );
+            }
+            out.push('\n');
+        }
+        out += &format!("exec {} \"$@\"\n", sh_quote(&self.qwen));
+        out
+    }
+
+    /// The PowerShell launcher (Windows; the same rules, not run here).
+    pub fn launcher_ps1(&self) -> String {
+        let mut out = format!(
+            "# Written by `ecp managed` for {name}: starts Qwen Code with the pinned\n# system settings, encrypted OAuth token storage and the credentials\n# from administrator-owned files.\n$ErrorActionPreference = 'Stop'\n$env:QWEN_CODE_SYSTEM_SETTINGS_PATH = {settings}\n$env:QWEN_CODE_FORCE_ENCRYPTED_FILE_STORAGE = 'true'\n$qwenHome = if ($env:QWEN_HOME) {{ $env:QWEN_HOME }} else {{ Join-Path $HOME '.qwen' }}\n& node -e {seed} (Join-Path $qwenHome 'mcp-oauth-tokens-v2.json')\nforeach ($arg in $args) {{\n  if ($arg -eq '--bare' -or $arg -eq '--safe-mode' -or $arg -like '--mcp-config*') {{\n    Write-Error \"{launcher}: $arg would replace or drop the pinned {name} server; run without it\"\n    exit 2\n  }}\n}}\n",
+            name = self.name,
+            settings = ps_quote(&self.settings_path.to_string_lossy()),
+            launcher = launcher_name(&self.name),
+            seed = ps_quote(SEED_TOKEN_FILE_JS),
+        );
+        for (name, file) in &self.credentials {
+            out += &format!(
+                "$secret = (Get-Content -LiteralPath {file} -TotalCount 1 -ErrorAction Stop)\nif ([string]::IsNullOrEmpty($secret)) {{\n  Write-Error \"{launcher}: {shown} is empty: ask your administrator\"\n  exit 1\n}}\n$env:{name} = $secret\n",
+                file = ps_quote(&file.to_string_lossy()),
+                shown = file.display(),
+                launcher = launcher_name(&self.name),
+            );
+        }
+        out += &format!("& {} @args\nexit $LASTEXITCODE\n", ps_quote(&self.qwen));
+        out
+    }
+
+    /// The deployment's README: what goes where.
+    pub fn readme(&self, archive: Option<&str>) -> String {
+        let launcher = launcher_name(&self.name);
+        let mut out = format!(
+            "# Managed deployment of {name}\n\nWritten by `ecp managed`. On each machine:\n\n",
+            name = self.name
+        );
+        if let Some(archive) = archive {
+            out += &format!(
+                "1. Unpack the release archive where the settings point:\n   `mkdir -p {dir} && tar -xzf {archive} -C {dir}` (owned by root, not writable by users).\n",
+                dir = sh_quote(&self.install_dir.to_string_lossy()),
+            );
+        } else {
+            out += "1. Nothing to unpack: the server is remote.\n";
+        }
+        out += &format!(
+            "2. Install `system-settings.json` as {settings} (root-owned, mode 0644).\n3. Install `{launcher}` (and `{launcher}.ps1` on Windows) on users' PATH; it\n   starts `{qwen}`.\n",
+            settings = self.settings_path.display(),
+            qwen = self.qwen,
+        );
+        for (name, file) in &self.credentials {
+            out += &format!(
+                "4. Write the credential `{name}` to {} (one line; root-owned, mode 0640 with a group of the users, or per user 0600).\n",
+                file.display()
+            );
+        }
+        out += &format!(
+            "\nThen `{launcher} mcp list` shows {name} connected, and `ecp doctor` run through the\nlauncher (`{launcher}` starts ecp when generated with `--qwen ecp`) reports no findings.\n",
+            name = self.name
+        );
+        out
+    }
+}
+
+/// `$NAME` (not followed by a word character) replaced by `value`.
+fn replace_bare(text: &str, name: &str, value: &str) -> String {
+    let needle = format!("${name}");
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(&needle) {
+        let after = &rest[at + needle.len()..];
+        out.push_str(&rest[..at]);
+        if after.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+            out.push_str(&needle);
+        } else {
+            out.push_str(value);
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The launcher's file name: `qwen-NAME`.
+pub fn launcher_name(name: &str) -> String {
+    format!("qwen-{name}")
+}
+
+fn sh_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+fn ps_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+/// Writes the deployment into `out` (which must not exist): the settings,
+/// both launchers, the README, and the archive when there is one. Written
+/// into a temporary folder beside it first, so nothing half-written is
+/// left.
+pub fn write(out: &Path, plan: &Plan, archive: Option<&Path>) -> std::io::Result<Vec<PathBuf>> {
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent)?;
+    let staging = tempfile::Builder::new()
+        .prefix(".ecp-managed-")
+        .tempdir_in(parent)?;
+    let launcher = launcher_name(&plan.name);
+    let settings = serde_json::to_string_pretty(&plan.settings()).unwrap_or_default() + "\n";
+    let archive_name = archive
+        .and_then(|a| a.file_name())
+        .map(|n| n.to_string_lossy().into_owned());
+    let mut files = vec![
+        (
+            "system-settings.json".to_owned(),
+            settings.into_bytes(),
+            0o644,
+        ),
+        (launcher.clone(), plan.launcher_sh().into_bytes(), 0o755),
+        (
+            format!("{launcher}.ps1"),
+            plan.launcher_ps1().into_bytes(),
+            0o644,
+        ),
+        (
+            "README.md".to_owned(),
+            plan.readme(archive_name.as_deref()).into_bytes(),
+            0o644,
+        ),
+    ];
+    if let (Some(archive), Some(name)) = (archive, &archive_name) {
+        files.push((name.clone(), std::fs::read(archive)?, 0o644));
+    }
+    let mut written = Vec::new();
+    for (name, bytes, mode) in files {
+        let path = staging.path().join(&name);
+        std::fs::write(&path, bytes)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode))?;
+        }
+        let _ = mode;
+        written.push(out.join(name));
+    }
+    let staged = staging.keep();
+    if let Err(e) = std::fs::rename(&staged, out) {
+        let _ = std::fs::remove_dir_all(&staged);
+        return Err(e);
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan() -> Plan {
+        Plan {
+            name: "acme-context".into(),
+            server: ServerFacts {
+                key: "acme-context".into(),
+                command: Some("${extensionPath}${/}dist${/}main".into()),
+                args: vec![],
+                env: vec![
+                    (
+                        "ACME_CONTEXT_BASE_URL".into(),
+                        "${ACME_CONTEXT_BASE_URL}".into(),
+                    ),
+                    ("ACME_CONTEXT_TOKEN".into(), "${ACME_CONTEXT_TOKEN}".into()),
+                ],
+                cwd: Some("${extensionPath}".into()),
+                timeout_ms: Some(8000),
+                include_tools: Some(vec!["context_search".into()]),
+                http_url: None,
+            },
+            install_dir: "/opt/qwen-extensions/acme-context".into(),
+            settings_path: "/etc/qwen-code/settings.json".into(),
+            qwen: "qwen".into(),
+            values: vec![(
+                "ACME_CONTEXT_BASE_URL".into(),
+                "https://kb.acme.example".into(),
+            )],
+            credentials: vec![(
+                "ACME_CONTEXT_TOKEN".into(),
+                "/etc/qwen-code/acme.secret".into(),
+            )],
+        }
+    }
+
+    #[test]
+    fn the_settings_pin_the_server_with_the_endpoint_written_in() {
+        let plan = plan();
+        plan.check().unwrap();
+        assert_eq!(
+            plan.settings(),
+            json!({"$version": 4, "mcpServers": {"acme-context": {
+                "command": "/opt/qwen-extensions/acme-context/dist/main",
+                "cwd": "/opt/qwen-extensions/acme-context",
+                "env": {"ACME_CONTEXT_BASE_URL": "https://kb.acme.example",
+                        "ACME_CONTEXT_TOKEN": "${ACME_CONTEXT_TOKEN}"},
+                "timeout": 8000,
+                "includeTools": ["context_search"]
+            }}})
+        );
+    }
+
+    #[test]
+    fn every_variable_is_given_once() {
+        let mut missing = plan();
+        missing.credentials.clear();
+        assert!(matches!(missing.check(), Err(PlanError::Missing(n)) if n == "ACME_CONTEXT_TOKEN"));
+        let mut unused = plan();
+        unused.values.push(("OTHER".into(), "x".into()));
+        assert!(matches!(unused.check(), Err(PlanError::Unused(_))));
+        let mut twice = plan();
+        twice.values.push(("ACME_CONTEXT_TOKEN".into(), "x".into()));
+        assert!(matches!(twice.check(), Err(PlanError::Twice(_))));
+    }
+
+    #[test]
+    fn bare_names_are_replaced_only_whole() {
+        assert_eq!(replace_bare("$A/$AB/$A", "A", "x"), "x/$AB/x");
+    }
+}
