@@ -115,7 +115,7 @@ enum Command {
     Try(TryArgs),
     /// Show what Qwen Code will really run for each External Context extension here
     #[command(
-        after_help = "Examples:\n  ecp doctor                          # every External Context extension, this folder as the workspace\n  ecp doctor acme-context --workspace ~/src/project\n  ecp doctor --format json | jq '.extensions[].verdict'\n\nIt reads Qwen's settings layers, folder trust, .env files, .mcp.json and installed extensions as Qwen Code 0.24.4 does, and never prints a variable's value. Exit status: 0 no findings, 1 findings, 2 could not run."
+        after_help = "Examples:\n  ecp doctor                          # every External Context extension, this folder as the workspace\n  ecp doctor acme-context --workspace ~/src/project\n  ecp doctor --format json | jq '.extensions[].verdict'\n  ecp doctor --probe-settings              # which extension settings reach the server, measured\n\nIt reads Qwen's settings layers, folder trust, .env files, .mcp.json and installed extensions as Qwen Code 0.24.4 does, and never prints a variable's value. Exit status: 0 no findings, 1 findings, 2 could not run."
     )]
     Doctor(DoctorArgs),
     /// Write what an administrator deploys: system settings that pin the server, and a launcher
@@ -434,6 +434,19 @@ pub struct DoctorArgs {
     /// Output format
     #[arg(long, value_enum, default_value_t = CheckFormat::Human)]
     pub format: CheckFormat,
+
+    /// Measure which extension-settings paths reach an MCP server, with the
+    /// real qwen in a scratch home (never yours)
+    #[arg(long, conflicts_with_all = ["name", "workspace"])]
+    pub probe_settings: bool,
+
+    /// The Qwen Code program for --probe-settings (default: `qwen` on PATH)
+    #[arg(long, value_name = "PROGRAM", requires = "probe_settings")]
+    pub qwen: Option<PathBuf>,
+
+    /// The probe's own server (started by Qwen during --probe-settings)
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub probe_child: Option<PathBuf>,
 }
 
 /// `ecp managed`.

@@ -8,6 +8,7 @@
 //! credential or endpoint a repository controls. Values of variables are
 //! never read out, only where they come from.
 
+pub mod probe;
 mod render;
 
 pub use render::{human, json};

@@ -442,3 +442,63 @@ fn chmod(path: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
+
+/// `ecp doctor --probe-settings` measures Qwen 0.24.4 as the settings test
+/// did by hand: only a workspace-scope, non-sensitive setting reaches the
+/// server (through the workspace `.env`); the control in Qwen's own
+/// environment does. It fails when Qwen's behaviour changes. The caller's
+/// home is never touched.
+#[test]
+fn probe_settings_measures_which_settings_reach_the_server() {
+    let temp = tempfile::tempdir().unwrap();
+    let qwen_program = temp.path().join("qwen");
+    std::fs::write(
+        &qwen_program,
+        format!(
+            "#!/bin/sh\nexec node '{}' \"$@\"\n",
+            super::qwen_entry().display()
+        ),
+    )
+    .unwrap();
+    chmod(&qwen_program, 0o755);
+    let home = temp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_ecp"))
+        .args(["doctor", "--probe-settings", "--format", "json", "--qwen"])
+        .arg(&qwen_program)
+        .env("HOME", &home)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", show(&output));
+    let probe: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(probe["qwen_version"], "0.24.4", "{probe:#}");
+    let measured: Vec<(String, bool, bool)> = probe["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["scope"].as_str().unwrap().to_owned(),
+                p["sensitive"].as_bool().unwrap(),
+                p["reached"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("process", false, true),
+        ("user", false, false),
+        ("user", true, false),
+        ("workspace", false, true),
+        ("workspace", true, false),
+    ]
+    .map(|(s, sensitive, reached)| (s.to_owned(), sensitive, reached));
+    assert_eq!(
+        measured, expected,
+        "Qwen's settings reach the server differently now: update the settings-credential rule and the docs"
+    );
+    assert_eq!(
+        std::fs::read_dir(&home).unwrap().count(),
+        0,
+        "the caller's home was touched"
+    );
+}
