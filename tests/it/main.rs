@@ -6,6 +6,7 @@ mod ci_tools;
 mod cli;
 mod contracts;
 mod deploy;
+mod doctor;
 mod first_hour;
 mod generated_readme;
 mod hostile;

@@ -1,0 +1,268 @@
+//! `ecp doctor` on machines built file by file: the Qwen rules that the
+//! end-to-end tests cannot show through `qwen mcp list` (which ignores
+//! folder trust, `mcp.excluded` and deny rules: measured), each as Qwen
+//! 0.24.4 applies it (`docs/qwen-settings-facts.md`), plus the exit
+//! statuses and the escaping of what the machine says.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output},
+};
+
+use serde_json::{Value, json};
+
+struct Machine {
+    _temp: tempfile::TempDir,
+    home: PathBuf,
+    workspace: PathBuf,
+}
+
+impl Machine {
+    /// A home with `acme-context` installed (a stand-in entry point) and a
+    /// workspace outside it.
+    fn new() -> Machine {
+        let temp = tempfile::tempdir().unwrap();
+        let home = temp.path().join("home");
+        let workspace = temp.path().join("work/project");
+        std::fs::create_dir_all(&workspace).unwrap();
+        let machine = Machine {
+            home,
+            workspace,
+            _temp: temp,
+        };
+        machine.install("acme-context", "acme-context");
+        machine
+    }
+
+    fn install(&self, folder: &str, server: &str) {
+        let dir = self.home.join(".qwen/extensions").join(folder);
+        std::fs::create_dir_all(dir.join("dist")).unwrap();
+        std::fs::copy(env!("CARGO_BIN_EXE_ecp"), dir.join("dist/main")).unwrap();
+        let manifest = json!({"name": folder, "version": "0.1.0", "mcpServers": {server: {
+            "command": "${extensionPath}${/}dist${/}main",
+            "env": {"ACME_CONTEXT_TOKEN": "${ACME_CONTEXT_TOKEN}"},
+            "timeout": 8000, "includeTools": ["context_search"]}}});
+        write(&dir.join("qwen-extension.json"), &manifest.to_string());
+        write(
+            &dir.join(".qwen-extension-install.json"),
+            &json!({"source": format!("/src/{folder}"), "type": "local"}).to_string(),
+        );
+    }
+
+    fn user_settings(&self, settings: Value) {
+        write(
+            &self.home.join(".qwen/settings.json"),
+            &settings.to_string(),
+        );
+    }
+
+    fn doctor(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_ecp"))
+            .arg("doctor")
+            .args(args)
+            .arg("--workspace")
+            .arg(&self.workspace)
+            .env("HOME", &self.home)
+            .env("ACME_CONTEXT_TOKEN", "t")
+            .env(
+                "QWEN_CODE_SYSTEM_SETTINGS_PATH",
+                self.home.join("no-system.json"),
+            )
+            .env_remove("QWEN_HOME")
+            .env_remove("QWEN_CODE_FORCE_ENCRYPTED_FILE_STORAGE")
+            .env_remove("QWEN_CODE_TRUSTED_FOLDERS_PATH")
+            .output()
+            .unwrap()
+    }
+
+    fn report(&self) -> Value {
+        let output = self.doctor(&["--format", "json"]);
+        serde_json::from_slice(&output.stdout).unwrap()
+    }
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn ids(report: &Value) -> Vec<String> {
+    report["extensions"][0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_clean_install_has_no_finding_and_exit_zero() {
+    let machine = Machine::new();
+    let output = machine.doctor(&[]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        text.contains("acme-context: Qwen runs it as the profile intends"),
+        "{text}"
+    );
+    assert!(text.contains("an executable for linux"), "{text}");
+}
+
+#[test]
+fn folder_trust_takes_the_deepest_rule_and_do_not_trust_wins_a_tie() {
+    let machine = Machine::new();
+    machine.user_settings(json!({"security": {"folderTrust": {"enabled": true}}}));
+    let rules = machine.home.join(".qwen/trustedFolders.json");
+    let work = machine
+        .workspace
+        .parent()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let project = machine.workspace.to_str().unwrap().to_owned();
+    // No rule: untrusted, and Qwen starts no MCP server.
+    assert_eq!(ids(&machine.report()), ["workspace-untrusted"]);
+    // A parent trusted; the project itself not: the deeper rule wins.
+    write(
+        &rules,
+        &json!({&work: "TRUST_FOLDER", &project: "DO_NOT_TRUST"}).to_string(),
+    );
+    assert_eq!(ids(&machine.report()), ["workspace-untrusted"]);
+    // A child's TRUST_PARENT trusts the project, deeper than a distrusted parent.
+    let child = format!("{project}/sub");
+    write(
+        &rules,
+        &json!({&work: "DO_NOT_TRUST", &child: "TRUST_PARENT"}).to_string(),
+    );
+    let report = machine.report();
+    assert!(ids(&report).is_empty(), "{report:#}");
+    assert_eq!(report["trusted"], true);
+    // Equal depth (a child's TRUST_PARENT names the project too):
+    // DO_NOT_TRUST wins.
+    write(
+        &rules,
+        &json!({&project: "DO_NOT_TRUST", format!("{project}/x"): "TRUST_PARENT"}).to_string(),
+    );
+    assert_eq!(machine.report()["trusted"], false);
+}
+
+#[test]
+fn an_untrusted_workspace_keeps_its_settings_and_env_file_out() {
+    let machine = Machine::new();
+    machine.user_settings(json!({"security": {"folderTrust": {"enabled": true}}}));
+    write(
+        &machine.workspace.join(".qwen/settings.json"),
+        &json!({"mcpServers": {"acme-context": {"command": "evil"}}}).to_string(),
+    );
+    let report = machine.report();
+    assert_eq!(report["settings"][2]["state"], "ignored", "{report:#}");
+    assert_eq!(
+        report["extensions"][0]["server"]["defined_by"],
+        "the extension"
+    );
+    // Trusted, the workspace's server replaces the extension's.
+    let rules = machine.home.join(".qwen/trustedFolders.json");
+    write(
+        &rules,
+        &json!({machine.workspace.to_str().unwrap(): "TRUST_FOLDER"}).to_string(),
+    );
+    let report = machine.report();
+    assert_eq!(
+        report["extensions"][0]["server"]["defined_by"],
+        "workspace settings"
+    );
+    assert!(ids(&report).contains(&"shadowed".to_owned()));
+}
+
+#[test]
+fn a_parent_folders_env_file_is_found_and_the_home_stops_the_walk() {
+    let machine = Machine::new();
+    let parent = machine.workspace.parent().unwrap();
+    write(
+        &parent.join(".qwen/.env"),
+        "ACME_CONTEXT_TOKEN=from-a-parent\n",
+    );
+    let output = Command::new(env!("CARGO_BIN_EXE_ecp"))
+        .args(["doctor", "--format", "json", "--workspace"])
+        .arg(&machine.workspace)
+        .env("HOME", &machine.home)
+        .env_remove("ACME_CONTEXT_TOKEN")
+        .env_remove("QWEN_HOME")
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(ids(&report), ["variable-from-repository"], "{report:#}");
+    let variable = &report["extensions"][0]["variables"][0];
+    assert_eq!(
+        variable["file"],
+        parent.join(".qwen/.env").to_str().unwrap()
+    );
+    // A home .env is not a repository file.
+    std::fs::remove_file(parent.join(".qwen/.env")).unwrap();
+    write(&machine.home.join(".env"), "ACME_CONTEXT_TOKEN=from-home\n");
+    let output = Command::new(env!("CARGO_BIN_EXE_ecp"))
+        .args(["doctor", "--format", "json", "--workspace"])
+        .arg(&machine.workspace)
+        .env("HOME", &machine.home)
+        .env_remove("ACME_CONTEXT_TOKEN")
+        .env_remove("QWEN_HOME")
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(ids(&report).is_empty(), "{report:#}");
+    assert_eq!(report["extensions"][0]["variables"][0]["from"], "home-env");
+}
+
+#[test]
+fn server_lists_deny_rules_and_activation_are_findings() {
+    let machine = Machine::new();
+    machine.user_settings(
+        json!({"mcp": {"excluded": ["acme-*"]}, "permissions": {"deny": ["mcp__acme-context__*"]}}),
+    );
+    assert_eq!(ids(&machine.report()), ["server-excluded", "tool-denied"]);
+    machine.user_settings(json!({"mcp": {"allowed": ["other"]}}));
+    assert_eq!(ids(&machine.report()), ["server-not-allowed"]);
+    // A V1 settings file's key, as Qwen migrates it.
+    machine.user_settings(json!({"excludeMCPServers": ["acme-context"]}));
+    assert_eq!(ids(&machine.report()), ["server-excluded"]);
+    machine.user_settings(json!({}));
+    // Disabled for this workspace in Qwen's extension store (the id is the
+    // SHA-256 of the install source).
+    let id = ecp::digest::sha256(b"/src/acme-context");
+    let real = machine.workspace.canonicalize().unwrap();
+    write(
+        &machine.home.join(".qwen/extension-store/state.json"),
+        &json!({"version": 2, "extensions": {id: {"name": "acme-context",
+            "defaultActivation": "enabled",
+            "workspaceOverrides": {real.to_str().unwrap(): "disabled"}}}})
+        .to_string(),
+    );
+    let report = machine.report();
+    assert_eq!(ids(&report), ["disabled-here"], "{report:#}");
+    assert_eq!(report["extensions"][0]["active"], false);
+}
+
+#[test]
+fn exit_statuses_and_what_the_machine_says_is_escaped() {
+    let machine = Machine::new();
+    let output = machine.doctor(&["nothing-here"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("not-installed"));
+    let missing = Command::new(env!("CARGO_BIN_EXE_ecp"))
+        .args(["doctor", "--workspace", "/nonexistent/ecp-doctor"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    // A hostile folder name and a settings file Qwen stops on.
+    machine.install("evil\u{1b}[31m-ext", "acme-evil");
+    write(&machine.home.join(".qwen/settings.json"), "{ not json");
+    let output = machine.doctor(&[]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(!text.contains('\u{1b}'), "{text}");
+    assert!(
+        text.contains("settings-invalid") && text.contains("Qwen stops at start"),
+        "{text}"
+    );
+}
