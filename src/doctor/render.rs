@@ -14,12 +14,17 @@ fn line(out: &mut String, indent: &str, text: &str) {
     let _ = writeln!(out, "{indent}{}", crate::outside::line(text, WIDTH));
 }
 
+/// Where a variable comes from, said so that the name never directly
+/// precedes the place (a credential-like name followed by a word reads as
+/// a secret to `outside`'s masking).
 fn source(source: &VariableSource) -> String {
     match source {
-        VariableSource::Process => "the environment Qwen starts with".to_owned(),
-        VariableSource::ProjectEnv(file) => format!("{} (a workspace file)", file.display()),
-        VariableSource::HomeEnv(file) => file.display().to_string(),
-        VariableSource::Unset => "not set".to_owned(),
+        VariableSource::Process => "is set by the environment Qwen starts with".to_owned(),
+        VariableSource::ProjectEnv(file) => {
+            format!("is set by {} (a workspace file)", file.display())
+        }
+        VariableSource::HomeEnv(file) => format!("is set by {}", file.display()),
+        VariableSource::Unset => "is not set".to_owned(),
     }
 }
 
@@ -159,7 +164,7 @@ fn extension_lines(out: &mut String, extension: &ExtensionReport) {
         line(
             out,
             "  ",
-            &format!("${{{}}}: {}", variable.name, source(&variable.source)),
+            &format!("${{{}}} {}", variable.name, source(&variable.source)),
         );
     }
     if let Some(entry) = &extension.entry_point {
