@@ -33,18 +33,20 @@ use crate::qwen::machine::variables_in;
 /// exist"), so no MCP server starts until a sign-in writes it (measured).
 /// The format is Qwen's (`docs/qwen-settings-facts.md`, section 7):
 /// AES-256-GCM `iv:tag:ciphertext` in hex, the key scrypt of
-/// `qwen-code-oauth` with `<hostname>-<user>-qwen-code`. No single quote
-/// inside: it is embedded in single-quoted shell and PowerShell strings.
+/// `qwen-code-oauth` with `<hostname>-<user>-qwen-code`. No quote of
+/// either kind inside (JavaScript's back quotes instead): it is embedded in
+/// single-quoted shell and PowerShell strings, and Windows PowerShell 5.1
+/// drops double quotes from a native program's arguments.
 pub const SEED_TOKEN_FILE_JS: &str = concat!(
-    "const c=require(\"crypto\"),o=require(\"os\"),f=require(\"fs\"),p=require(\"path\");",
+    "const c=require(`crypto`),o=require(`os`),f=require(`fs`),p=require(`path`);",
     "const file=process.argv[1];",
     "if(!f.existsSync(file)){",
-    "const key=c.scryptSync(\"qwen-code-oauth\",o.hostname()+\"-\"+o.userInfo().username+\"-qwen-code\",32);",
-    "const iv=c.randomBytes(16),x=c.createCipheriv(\"aes-256-gcm\",key,iv);",
-    "const body=x.update(\"{}\",\"utf8\",\"hex\")+x.final(\"hex\");",
+    "const key=c.scryptSync(`qwen-code-oauth`,o.hostname()+`-`+o.userInfo().username+`-qwen-code`,32);",
+    "const iv=c.randomBytes(16),x=c.createCipheriv(`aes-256-gcm`,key,iv);",
+    "const body=x.update(`{}`,`utf8`,`hex`)+x.final(`hex`);",
     "f.mkdirSync(p.dirname(file),{recursive:true,mode:0o700});",
-    "try{f.writeFileSync(file,iv.toString(\"hex\")+\":\"+x.getAuthTag().toString(\"hex\")+\":\"+body,{mode:0o600,flag:\"wx\"})}",
-    "catch(e){if(e.code!==\"EEXIST\")throw e}}"
+    "try{f.writeFileSync(file,iv.toString(`hex`)+`:`+x.getAuthTag().toString(`hex`)+`:`+body,{mode:0o600,flag:`wx`})}",
+    "catch(e){if(e.code!==`EEXIST`)throw e}}"
 );
 
 /// The profile's one tool.
@@ -197,18 +199,18 @@ impl Plan {
             },
         );
         out += &format!(
-            "QWEN_CODE_SYSTEM_SETTINGS_PATH={}\nexport QWEN_CODE_SYSTEM_SETTINGS_PATH\nQWEN_CODE_FORCE_ENCRYPTED_FILE_STORAGE=true\nexport QWEN_CODE_FORCE_ENCRYPTED_FILE_STORAGE\n# Qwen 0.24.4 starts no MCP server while its encrypted token file is\n# missing: create it, holding no token.\nnode -e {seed} \"${{QWEN_HOME:-$HOME/.qwen}}/mcp-oauth-tokens-v2.json\"\n\n",
+            "QWEN_CODE_SYSTEM_SETTINGS_PATH={}\nexport QWEN_CODE_SYSTEM_SETTINGS_PATH\nQWEN_CODE_FORCE_ENCRYPTED_FILE_STORAGE=true\nexport QWEN_CODE_FORCE_ENCRYPTED_FILE_STORAGE\n# Bare and safe mode drop the pinned server.\nunset QWEN_CODE_SIMPLE QWEN_CODE_SAFE_MODE\n# Qwen 0.24.4 starts no MCP server while its encrypted token file is\n# missing: create it, holding no token (the back quotes are JavaScript's).\n# shellcheck disable=SC2016\nnode -e {seed} \"${{QWEN_HOME:-$HOME/.qwen}}/mcp-oauth-tokens-v2.json\"\n\n",
             sh_quote(&self.settings_path.to_string_lossy()),
             seed = sh_quote(SEED_TOKEN_FILE_JS),
         );
         out += &format!(
-            "for arg in \"$@\"; do\n  case $arg in\n    --mcp-config|--mcp-config=*|--bare|--safe-mode)\n      echo \"{launcher}: $arg would replace or drop the pinned {name} server; run without it\" >&2\n      exit 2\n      ;;\n  esac\ndone\n\n",
+            "for arg in \"$@\"; do\n  case $arg in\n    --mcp-config|--mcp-config=*|--mcpConfig|--mcpConfig=*|--bare|--bare=*|--safe-mode|--safe-mode=*|--safeMode|--safeMode=*)\n      echo \"{launcher}: $arg would replace or drop the pinned {name} server; run without it\" >&2\n      exit 2\n      ;;\n  esac\ndone\n\n",
             launcher = launcher_name(&self.name),
             name = self.name
         );
         if !self.credentials.is_empty() {
             out += &format!(
-                "# The first line of FILE; refuses a file that is missing, empty, not\n# owned by root or the user, or writable by others.\nread_secret() {{\n  if [ ! -f \"$1\" ] || [ -L \"$1\" ]; then\n    echo \"{launcher}: $1 is missing: ask your administrator\" >&2\n    exit 1\n  fi\n  owner=$(stat -c %u \"$1\" 2>/dev/null || stat -f %u \"$1\")\n  mode=$(stat -c %a \"$1\" 2>/dev/null || stat -f %Lp \"$1\")\n  if [ \"$owner\" != 0 ] && [ \"$owner\" != \"$(id -u)\" ]; then\n    echo \"{launcher}: $1 is not owned by root or you: refused\" >&2\n    exit 1\n  fi\n  case $mode in\n    *[2367]? | *[2367])\n      echo \"{launcher}: $1 is writable by others (mode $mode): refused\" >&2\n      exit 1\n      ;;\n  esac\n  IFS= read -r secret < \"$1\" || true\n  if [ -z \"$secret\" ]; then\n    echo \"{launcher}: $1 is empty: ask your administrator\" >&2\n    exit 1\n  fi\n  printf '%s' \"$secret\"\n}}\n\n",
+                "# The first line of FILE; refuses a file that is missing, empty, not\n# owned by root or the user, or writable by others.\nread_secret() {{\n  if [ ! -f \"$1\" ] || [ -L \"$1\" ]; then\n    echo \"{launcher}: $1 is missing: ask your administrator\" >&2\n    exit 1\n  fi\n  owner=$(stat -c %u \"$1\" 2>/dev/null || stat -f %u \"$1\")\n  mode=$(stat -c %a \"$1\" 2>/dev/null || stat -f %Lp \"$1\")\n  if [ \"$owner\" != 0 ] && [ \"$owner\" != \"$(id -u)\" ]; then\n    echo \"{launcher}: $1 is not owned by root or you: refused\" >&2\n    exit 1\n  fi\n  case $mode in\n    *[2367]? | *[2367])\n      echo \"{launcher}: $1 is writable by others (mode $mode): refused\" >&2\n      exit 1\n      ;;\n  esac\n  secret=\n  IFS= read -r secret < \"$1\" || true\n  if [ -z \"$secret\" ]; then\n    echo \"{launcher}: $1 is empty or cannot be read: ask your administrator\" >&2\n    exit 1\n  fi\n  printf '%s' \"$secret\"\n}}\n\n",
                 launcher = launcher_name(&self.name)
             );
             for (name, file) in &self.credentials {
@@ -223,21 +225,24 @@ impl Plan {
         out
     }
 
-    /// The PowerShell launcher (Windows; the same rules, not run here).
+    /// The PowerShell launcher (Windows; not run here: no PowerShell on
+    /// this machine). The same settings, modes and refusals; a credential
+    /// file must exist and hold a line, and its ACL is the administrator's
+    /// to set (the owner and mode checks of the POSIX launcher are not
+    /// repeated).
     pub fn launcher_ps1(&self) -> String {
+        let launcher = ps_quote(&launcher_name(&self.name));
         let mut out = format!(
-            "# Written by `ecp managed` for {name}: starts Qwen Code with the pinned\n# system settings, encrypted OAuth token storage and the credentials\n# from administrator-owned files.\n$ErrorActionPreference = 'Stop'\n$env:QWEN_CODE_SYSTEM_SETTINGS_PATH = {settings}\n$env:QWEN_CODE_FORCE_ENCRYPTED_FILE_STORAGE = 'true'\n$qwenHome = if ($env:QWEN_HOME) {{ $env:QWEN_HOME }} else {{ Join-Path $HOME '.qwen' }}\n& node -e {seed} (Join-Path $qwenHome 'mcp-oauth-tokens-v2.json')\nforeach ($arg in $args) {{\n  if ($arg -eq '--bare' -or $arg -eq '--safe-mode' -or $arg -like '--mcp-config*') {{\n    Write-Error \"{launcher}: $arg would replace or drop the pinned {name} server; run without it\"\n    exit 2\n  }}\n}}\n",
+            "# Written by `ecp managed` for {name}: starts Qwen Code with the pinned\n# system settings, encrypted OAuth token storage and the credentials\n# from administrator-owned files.\n$launcher = {launcher}\nfunction Stop-Launcher([string]$message, [int]$code) {{\n  [Console]::Error.WriteLine($launcher + ': ' + $message)\n  exit $code\n}}\n$env:QWEN_CODE_SYSTEM_SETTINGS_PATH = {settings}\n$env:QWEN_CODE_FORCE_ENCRYPTED_FILE_STORAGE = 'true'\nRemove-Item Env:QWEN_CODE_SIMPLE, Env:QWEN_CODE_SAFE_MODE -ErrorAction SilentlyContinue\n$qwenHome = if ($env:QWEN_HOME) {{ $env:QWEN_HOME }} else {{ Join-Path $HOME '.qwen' }}\n& node -e {seed} (Join-Path $qwenHome 'mcp-oauth-tokens-v2.json')\nif ($LASTEXITCODE -ne 0) {{ Stop-Launcher 'cannot create the encrypted token file Qwen needs' 1 }}\nforeach ($arg in $args) {{\n  if ($arg -match '^--(bare|safe-mode|safeMode|mcp-config|mcpConfig)($|=)') {{\n    Stop-Launcher ($arg + ' would replace or drop the pinned ' + {name_quoted} + ' server; run without it') 2\n  }}\n}}\n",
             name = self.name,
+            name_quoted = ps_quote(&self.name),
             settings = ps_quote(&self.settings_path.to_string_lossy()),
-            launcher = launcher_name(&self.name),
             seed = ps_quote(SEED_TOKEN_FILE_JS),
         );
         for (name, file) in &self.credentials {
+            let file = ps_quote(&file.to_string_lossy());
             out += &format!(
-                "$secret = (Get-Content -LiteralPath {file} -TotalCount 1 -ErrorAction Stop)\nif ([string]::IsNullOrEmpty($secret)) {{\n  Write-Error \"{launcher}: {shown} is empty: ask your administrator\"\n  exit 1\n}}\n$env:{name} = $secret\n",
-                file = ps_quote(&file.to_string_lossy()),
-                shown = file.display(),
-                launcher = launcher_name(&self.name),
+                "if (-not (Test-Path -LiteralPath {file} -PathType Leaf)) {{ Stop-Launcher ({file} + ' is missing: ask your administrator') 1 }}\n$secret = Get-Content -LiteralPath {file} -TotalCount 1\nif ([string]::IsNullOrEmpty($secret)) {{ Stop-Launcher ({file} + ' is empty: ask your administrator') 1 }}\n$env:{name} = $secret\n"
             );
         }
         out += &format!("& {} @args\nexit $LASTEXITCODE\n", ps_quote(&self.qwen));

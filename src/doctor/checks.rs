@@ -8,7 +8,7 @@ use super::{
     EntryPoint, ExtensionReport, Finding, Manifest, PROVIDER_BUDGET_MS, Server, TOOL, Variable,
     winner,
 };
-use crate::qwen::machine::{InstalledExtension, Machine, VariableSource, variables_in};
+use crate::qwen::machine::{InstalledExtension, Layer, Machine, VariableSource, variables_in};
 
 fn finding(id: &'static str, message: String, fix: impl Into<String>) -> Finding {
     Finding {
@@ -79,17 +79,27 @@ pub(super) fn server(
         return;
     };
     let own = extension.is_some_and(|e| defined_by == format!("extension:{}", e.dir_name));
-    if let Some(extension) = extension
-        && !own
-    {
-        let _ = extension;
+    if extension.is_some() && !own {
         report
             .findings
             .push(shadowed(name, &defined_by, file.as_deref()));
     }
+    let repository = [Layer::Workspace, Layer::ProjectMcpJson]
+        .iter()
+        .any(|l| defined_by == l.describe());
+    if extension.is_none() && repository {
+        report.findings.push(finding(
+            "repository-definition",
+            format!(
+                "the definition of `{name}` Qwen uses is in {defined_by} ({}), a file of the workspace: the repository chooses what runs, once someone approves it (`qwen mcp approve`)",
+                file.as_deref().unwrap_or(Path::new("")).display()
+            ),
+            "pin the server in the system settings (`ecp managed`), which win over the workspace",
+        ));
+    }
     let server = server_of(name, &defined_by, file, &entry, own);
     server_rules(machine, &server, report);
-    if defined_by != crate::qwen::machine::Layer::ProjectMcpJson.describe() {
+    if defined_by != Layer::ProjectMcpJson.describe() {
         variables(machine, extension, &entry, report);
     }
     match extension {
@@ -115,6 +125,31 @@ pub(super) fn server(
 /// Whether Qwen starts the server here: folder trust, the server lists,
 /// the deny rules.
 fn where_it_runs(machine: &Machine, name: &str, report: &mut ExtensionReport) {
+    for mode in &machine.quiet_modes {
+        let effect = if mode == "QWEN_CODE_SAFE_MODE" {
+            "safe mode: Qwen loads no extension and takes MCP servers only from --mcp-config"
+        } else {
+            "bare mode: Qwen reads no settings and no .env file"
+        };
+        report.findings.push(finding(
+            "quiet-mode",
+            format!("{mode} is on in the environment Qwen starts with: {effect}"),
+            format!("unset {mode}"),
+        ));
+    }
+    if machine.disabled_servers().iter().any(|s| s == name) {
+        report.findings.push(finding(
+            "server-disabled",
+            format!(
+                "`{name}` is switched off in {}",
+                machine
+                    .qwen_home
+                    .join("extensions/extension-preferences.json")
+                    .display()
+            ),
+            "switch it on again in Qwen's /mcp dialog",
+        ));
+    }
     if !machine.trusted {
         report.findings.push(finding(
             "workspace-untrusted",
@@ -165,20 +200,30 @@ fn where_it_runs(machine: &Machine, name: &str, report: &mut ExtensionReport) {
     }
 }
 
-/// Qwen's server-name patterns: `*` and `?` over the whole name.
+/// Qwen's server-name patterns: `*` and `?` over the whole name. Linear
+/// backtracking over at most 1024 characters of each (patterns and names
+/// may come from a repository's settings).
 fn glob(pattern: &str, name: &str) -> bool {
-    fn at(p: &[char], n: &[char]) -> bool {
-        match (p.first(), n.first()) {
-            (None, None) => true,
-            (Some('*'), _) => at(&p[1..], n) || (!n.is_empty() && at(p, &n[1..])),
-            (Some('?'), Some(_)) => at(&p[1..], &n[1..]),
-            (Some(a), Some(b)) if a == b => at(&p[1..], &n[1..]),
-            _ => false,
+    let p: Vec<char> = pattern.chars().take(1024).collect();
+    let n: Vec<char> = name.chars().take(1024).collect();
+    let (mut pi, mut ni) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ni < n.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
+            pi += 1;
+            ni += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ni));
+            pi += 1;
+        } else if let Some((star_p, star_n)) = star {
+            pi = star_p + 1;
+            ni = star_n + 1;
+            star = Some((star_p, star_n + 1));
+        } else {
+            return false;
         }
     }
-    let p: Vec<char> = pattern.chars().take(256).collect();
-    let n: Vec<char> = name.chars().collect();
-    at(&p, &n)
+    p[pi..].iter().all(|c| *c == '*')
 }
 
 fn shadowed(name: &str, defined_by: &str, file: Option<&Path>) -> Finding {
@@ -237,6 +282,7 @@ fn server_of(
         }
         ("stdio", runs)
     };
+    let runs = crate::outside::mask_secrets(&runs);
     Server {
         name: name.to_owned(),
         defined_by: if own {
@@ -352,6 +398,16 @@ fn variables(
                     format!("export {name} in the environment Qwen starts from (a managed launcher does: `ecp managed`)"),
                 ));
             }
+            VariableSource::SettingsEnv(file) if machine.is_workspace_settings(file) => {
+                report.findings.push(finding(
+                    "variable-from-repository",
+                    format!(
+                        "`{name}` comes from the env of {}, the workspace's settings: whoever controls the repository chooses the endpoint or the credential",
+                        file.display()
+                    ),
+                    format!("set {name} in the environment Qwen starts from (it wins over settings env)"),
+                ));
+            }
             VariableSource::ProjectEnv(file) => report.findings.push(finding(
                 "variable-from-repository",
                 format!(
@@ -360,7 +416,9 @@ fn variables(
                 ),
                 format!("set {name} in the environment Qwen starts from (it wins over .env files), or in ~/.qwen/.env"),
             )),
-            VariableSource::Process | VariableSource::HomeEnv(_) => {}
+            VariableSource::Process
+            | VariableSource::HomeEnv(_)
+            | VariableSource::SettingsEnv(_) => {}
         }
         report.variables.push(Variable { name, source });
     }
@@ -441,9 +499,10 @@ fn entry_state(path: &Path, script: bool) -> Result<String, String> {
         }
     }
     let mut head = vec![0; 4096];
-    let read = std::fs::File::open(path)
-        .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
-        .map_err(|e| format!("cannot be read: {e}"))?;
+    let (mut file, _) = crate::files::open_regular(path, None, u64::MAX)
+        .map_err(|e| format!("cannot be read: {}", crate::outside::innermost(&e)))?;
+    let read =
+        std::io::Read::read(&mut file, &mut head).map_err(|e| format!("cannot be read: {e}"))?;
     head.truncate(read);
     if let Some(line) = head.strip_prefix(b"#!") {
         let line = line.split(|b| *b == b'\n').next().unwrap_or_default();
@@ -506,5 +565,23 @@ fn tokens(machine: &Machine, name: &str, report: &mut ExtensionReport) {
             format!("{} holds OAuth tokens of `{name}` in plain text", plain.display()),
             "remove them (`qwen mcp` logout, or delete the file) and sign in again with encrypted storage",
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::glob;
+
+    #[test]
+    fn server_patterns_match_whole_names_in_linear_time() {
+        assert!(glob("acme-*", "acme-context"));
+        assert!(glob("a?me*", "acme"));
+        assert!(!glob("acme", "acme-context"));
+        assert!(!glob("*-x", "acme-context"));
+        // A pathological pattern against a long name returns at once.
+        let name = "a".repeat(100_000);
+        let pattern = format!("{}b", "*a".repeat(500));
+        assert!(!glob(&pattern, &name));
+        assert!(glob("*", &name));
     }
 }

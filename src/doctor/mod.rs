@@ -169,9 +169,27 @@ fn is_external_context(manifest: &Manifest) -> bool {
 /// one installed as `name`; and the servers the settings define that offer
 /// `context_search` (a managed deployment's).
 pub fn examine(machine: &Machine, name: Option<&str>) -> Report {
-    let extensions = examine_servers(machine, name);
+    let mut extensions = examine_servers(machine, name);
     let tokens = token_storage(machine);
     let findings = machine_findings(machine, name, &extensions, &tokens);
+    // A machine finding that stops Qwen, or every server, is every
+    // extension's verdict too.
+    let stopping: Vec<&str> = findings
+        .iter()
+        .filter(|f| {
+            f.id == "encrypted-token-file-missing" || f.message.ends_with("Qwen stops at start")
+        })
+        .map(|f| f.id)
+        .collect();
+    if !stopping.is_empty() {
+        for extension in &mut extensions {
+            extension.verdict = format!(
+                "{}: Qwen starts no MCP server on this machine ({})",
+                extension.name,
+                stopping.join(", ")
+            );
+        }
+    }
     Report {
         workspace: machine.workspace.clone(),
         qwen_home: machine.qwen_home.clone(),
@@ -257,6 +275,13 @@ fn machine_findings(
                 tokens.file.display()
             ),
             fix: "start Qwen through an `ecp managed` launcher, which creates the file holding no token".to_owned(),
+        });
+    }
+    if machine.trust_rule.ends_with("Qwen stops on it") {
+        findings.push(Finding {
+            id: "settings-invalid",
+            message: format!("folder trust: {}; Qwen stops at start", machine.trust_rule),
+            fix: "correct the trusted-folders file".to_owned(),
         });
     }
     for file in &machine.settings {
@@ -374,7 +399,7 @@ fn examine_one(
         version: manifest.and_then(|m| m.version.clone()),
         folder: extension.path.clone(),
         install_type: field("type"),
-        install_source: field("source"),
+        install_source: field("source").map(|s| crate::outside::mask_secrets(&s)),
         release_tag: field("releaseTag"),
         active: extension.active,
         activation: extension.activation.clone(),

@@ -65,9 +65,11 @@ struct Scratch {
 impl Scratch {
     fn new() -> std::io::Result<Scratch> {
         let temp = tempfile::Builder::new().prefix("ecp-probe-").tempdir()?;
+        // The workspace inside the home: Qwen's walk for a project `.env`
+        // stops at the home, so no file above the scratch folder counts.
         let scratch = Scratch {
             home: temp.path().join("home"),
-            workspace: temp.path().join("workspace"),
+            workspace: temp.path().join("home").join("workspace"),
             extension: temp.path().join(NAME),
             seen: temp.path().join("seen.json"),
             _temp: temp,
@@ -100,6 +102,17 @@ impl Scratch {
                 command.env_remove(&*name);
             }
         }
+        // No system settings or defaults of this machine (folder trust,
+        // servers): files in the scratch folder that do not exist.
+        command
+            .env(
+                "QWEN_CODE_SYSTEM_SETTINGS_PATH",
+                self.home.join("system-settings.json"),
+            )
+            .env(
+                "QWEN_CODE_SYSTEM_DEFAULTS_PATH",
+                self.home.join("system-defaults.json"),
+            );
         if args.first() == Some(&"mcp") {
             command.env(CONTROL, marker(CONTROL));
         }

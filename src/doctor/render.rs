@@ -24,6 +24,7 @@ fn source(source: &VariableSource) -> String {
             format!("is set by {} (a workspace file)", file.display())
         }
         VariableSource::HomeEnv(file) => format!("is set by {}", file.display()),
+        VariableSource::SettingsEnv(file) => format!("is set by the env of {}", file.display()),
         VariableSource::Unset => "is not set".to_owned(),
     }
 }

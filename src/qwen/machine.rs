@@ -75,6 +75,9 @@ pub enum VariableSource {
     ProjectEnv(PathBuf),
     /// A home `.env` (`~/.qwen/.env`, `~/.env`).
     HomeEnv(PathBuf),
+    /// The `env` object of a settings file (the last fallback); a
+    /// workspace settings file is a repository file.
+    SettingsEnv(PathBuf),
     /// Nowhere: Qwen leaves `${NAME}` as it is.
     Unset,
 }
@@ -141,6 +144,9 @@ pub struct Machine {
     /// Where `QWEN_CODE_FORCE_ENCRYPTED_FILE_STORAGE=true` comes from, if
     /// anywhere (Qwen compares with `true` exactly).
     pub encrypted_tokens: Option<VariableSource>,
+    /// `QWEN_CODE_SAFE_MODE` or `QWEN_CODE_SIMPLE` set on: Qwen then loads
+    /// no extension (safe mode) or no settings at all (bare).
+    pub quiet_modes: Vec<String>,
 }
 
 /// What to read.
@@ -198,25 +204,7 @@ impl Machine {
             )
         };
         let at_home = same_path(&scope.workspace, &scope.home);
-        let settings = settings
-            .into_iter()
-            .map(|mut file| {
-                if file.layer == Layer::Workspace && file.state == FileState::Read {
-                    let why = if at_home {
-                        Some("the workspace is the home folder")
-                    } else if !trusted {
-                        Some("the workspace is not trusted")
-                    } else {
-                        None
-                    };
-                    if let Some(why) = why {
-                        file.state = FileState::Ignored(why.to_owned());
-                        file.settings = Map::new();
-                    }
-                }
-                file
-            })
-            .collect::<Vec<_>>();
+        let settings = workspace_layer_as_counted(settings, at_home, trusted);
         let mut merged = Map::new();
         for layer in [
             Layer::SystemDefaults,
@@ -231,8 +219,7 @@ impl Machine {
         let env_files = env_files(scope, &qwen_home, trusted && !at_home);
         let mcp_json = read_mcp_json(&scope.workspace);
         let extensions = extensions(scope, &qwen_home);
-        let encrypted_tokens = encrypted_tokens(scope, &env_files);
-        Machine {
+        let mut machine = Machine {
             home: scope.home.clone(),
             qwen_home,
             workspace: scope.workspace.clone(),
@@ -250,8 +237,35 @@ impl Machine {
                 .map(|(k, _)| k.clone())
                 .collect(),
             merged,
-            encrypted_tokens,
-        }
+            encrypted_tokens: None,
+            quiet_modes: quiet_modes(scope),
+        };
+        machine.encrypted_tokens = match scope.var(FORCE_ENCRYPTED) {
+            Some(value) => (value == "true").then_some(VariableSource::Process),
+            None => machine.found_in_files(FORCE_ENCRYPTED, |v| v == "true"),
+        };
+        machine
+    }
+
+    /// The servers switched off per extension in Qwen's
+    /// `extensions/extension-preferences.json` (`disabledMcpServers`).
+    pub fn disabled_servers(&self) -> Vec<String> {
+        let path = self
+            .qwen_home
+            .join("extensions")
+            .join("extension-preferences.json");
+        let Ok(Some(value)) = read_jsonc(&path) else {
+            return Vec::new();
+        };
+        value
+            .get("disabledMcpServers")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flat_map(|m| m.values())
+            .filter_map(Value::as_array)
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect()
     }
 
     /// `tools.executionSandbox` set: Qwen loads no extension server.
@@ -268,6 +282,15 @@ impl Machine {
         if self.process_env.iter().any(|k| k == name) {
             return VariableSource::Process;
         }
+        self.found_in_files(name, |v| !v.is_empty())
+            .unwrap_or(VariableSource::Unset)
+    }
+
+    /// The first `.env` file, in Qwen's order, then the settings `env`
+    /// (system first), whose non-empty value for `name` passes `accept`.
+    /// `advanced.excludedEnvVars` keeps a name out of every `.env` file
+    /// whose folder is not named `.qwen`.
+    fn found_in_files(&self, name: &str, accept: impl Fn(&str) -> bool) -> Option<VariableSource> {
         let excluded = self.excluded_env_vars();
         for file in &self.env_files {
             let in_dot_qwen = file
@@ -275,14 +298,39 @@ impl Machine {
                 .parent()
                 .and_then(Path::file_name)
                 .is_some_and(|n| n == ".qwen");
-            if file.project && !in_dot_qwen && excluded.iter().any(|e| e == name) {
+            if !in_dot_qwen && excluded.iter().any(|e| e == name) {
                 continue;
             }
-            if file.vars.iter().any(|(k, v)| k == name && !v.is_empty()) {
-                return file.source();
+            if let Some((_, value)) = file.vars.iter().find(|(k, v)| k == name && !v.is_empty()) {
+                return accept(value).then(|| file.source());
             }
         }
-        VariableSource::Unset
+        for layer in [
+            Layer::System,
+            Layer::Workspace,
+            Layer::User,
+            Layer::SystemDefaults,
+        ] {
+            let Some(file) = self.settings_file(layer) else {
+                continue;
+            };
+            if let Some(value) = file
+                .settings
+                .get("env")
+                .and_then(|e| e.get(name))
+                .and_then(Value::as_str)
+                .filter(|v| !v.is_empty())
+            {
+                return accept(value).then(|| VariableSource::SettingsEnv(file.path.clone()));
+            }
+        }
+        None
+    }
+
+    /// Whether a `VariableSource::SettingsEnv` file is the workspace's.
+    pub fn is_workspace_settings(&self, path: &Path) -> bool {
+        self.settings_file(Layer::Workspace)
+            .is_some_and(|f| f.path == path)
     }
 
     /// `advanced.excludedEnvVars` (default `DEBUG`, `DEBUG_MODE`).
@@ -319,17 +367,49 @@ impl Machine {
 
 const FORCE_ENCRYPTED: &str = "QWEN_CODE_FORCE_ENCRYPTED_FILE_STORAGE";
 
-fn encrypted_tokens(scope: &Scope, env_files: &[EnvFile]) -> Option<VariableSource> {
-    if let Some(value) = scope.var(FORCE_ENCRYPTED) {
-        return (value == "true").then_some(VariableSource::Process);
-    }
-    env_files.iter().find_map(|file| {
-        let (_, value) = file
-            .vars
-            .iter()
-            .find(|(k, v)| k == FORCE_ENCRYPTED && !v.is_empty())?;
-        Some((value == "true").then(|| file.source()))
-    })?
+/// `QWEN_CODE_SAFE_MODE` and `QWEN_CODE_SIMPLE` when on (`1`, `true`,
+/// `yes`, `on`).
+fn quiet_modes(scope: &Scope) -> Vec<String> {
+    ["QWEN_CODE_SAFE_MODE", "QWEN_CODE_SIMPLE"]
+        .into_iter()
+        .filter(|n| {
+            scope.var(n).is_some_and(|v| {
+                matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on")
+            })
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The workspace settings as Qwen counts them: not read in the home
+/// folder, dropped when untrusted, never `tools.executionSandbox`.
+fn workspace_layer_as_counted(
+    settings: Vec<SettingsFile>,
+    at_home: bool,
+    trusted: bool,
+) -> Vec<SettingsFile> {
+    settings
+        .into_iter()
+        .map(|mut file| {
+            if file.layer == Layer::Workspace && file.state == FileState::Read {
+                let why = if at_home {
+                    Some("the workspace is the home folder")
+                } else if !trusted {
+                    Some("the workspace is not trusted")
+                } else {
+                    None
+                };
+                if let Some(why) = why {
+                    file.state = FileState::Ignored(why.to_owned());
+                    file.settings = Map::new();
+                }
+                if let Some(Value::Object(tools)) = file.settings.get_mut("tools") {
+                    tools.remove("executionSandbox");
+                }
+            }
+            file
+        })
+        .collect()
 }
 
 trait Pointer {
@@ -348,21 +428,28 @@ fn pointer_bool(map: &Map<String, Value>, pointer: &str) -> Option<bool> {
     map.get_pointer(pointer).and_then(Value::as_bool)
 }
 
-/// `$QWEN_HOME` (a leading `~` expanded, a relative one taken from the
-/// workspace), else the one a home `.env` names, else `~/.qwen`.
-fn qwen_home(scope: &Scope) -> PathBuf {
-    let default = scope.home.join(".qwen");
-    let named = scope.var("QWEN_HOME").map(str::to_owned).or_else(|| {
-        [default.join(".env"), scope.home.join(".env")]
+/// One of Qwen's bootstrap variables (`QWEN_HOME`, the trusted-folders
+/// path): the environment's, else the first a home `.env` names
+/// (`<qwen home>/.env`, then `~/.env`).
+fn bootstrap(scope: &Scope, qwen_home: &Path, name: &str) -> Option<String> {
+    scope.var(name).map(str::to_owned).or_else(|| {
+        [qwen_home.join(".env"), scope.home.join(".env")]
             .iter()
             .find_map(|file| {
                 let text = crate::files::read_text(file, None, MAX_CONFIG_BYTES).ok()?;
                 env_file::parse(&text)
                     .into_iter()
-                    .find(|(k, v)| k == "QWEN_HOME" && !v.is_empty())
+                    .find(|(k, v)| k == name && !v.is_empty())
                     .map(|(_, v)| v)
             })
-    });
+    })
+}
+
+/// `$QWEN_HOME` (a leading `~` expanded, a relative one taken from the
+/// workspace), else the one a home `.env` names, else `~/.qwen`.
+fn qwen_home(scope: &Scope) -> PathBuf {
+    let default = scope.home.join(".qwen");
+    let named = bootstrap(scope, &default, "QWEN_HOME");
     match named {
         Some(path) => {
             let path = match path.strip_prefix('~') {
@@ -537,7 +624,6 @@ fn merge_at(into: &mut Map<String, Value>, from: &Map<String, Value>, path: &str
         "/mcp/excluded",
         "/permissions/deny",
         "/tools/exclude",
-        "/tools/disabled",
         "/advanced/excludedEnvVars",
     ];
     const BY_NAME: &[&str] = &["/mcpServers", "/env"];
@@ -571,8 +657,7 @@ fn same_path(a: &Path, b: &Path) -> bool {
 /// Qwen's trusted-folders rules for the workspace: the deepest matching
 /// rule wins, `DO_NOT_TRUST` on a tie; no rule is untrusted.
 fn trust(scope: &Scope, qwen_home: &Path) -> (bool, String) {
-    let file = scope
-        .var("QWEN_CODE_TRUSTED_FOLDERS_PATH")
+    let file = bootstrap(scope, qwen_home, "QWEN_CODE_TRUSTED_FOLDERS_PATH")
         .map(PathBuf::from)
         .unwrap_or_else(|| qwen_home.join("trustedFolders.json"));
     let rules = match read_jsonc(&file) {
@@ -595,6 +680,15 @@ fn trust(scope: &Scope, qwen_home: &Path) -> (bool, String) {
     let mut best: Option<(usize, bool, String)> = None;
     for (path, rule) in &rules {
         let rule = rule.as_str().unwrap_or_default();
+        if !matches!(rule, "TRUST_FOLDER" | "TRUST_PARENT" | "DO_NOT_TRUST") {
+            return (
+                false,
+                format!(
+                    "{} gives `{path}` the rule `{rule}`, which is none of Qwen's: Qwen stops on it",
+                    file.display()
+                ),
+            );
+        }
         let (folder, trusts) = match rule {
             "TRUST_FOLDER" => (PathBuf::from(path), true),
             "TRUST_PARENT" => (

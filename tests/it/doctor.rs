@@ -266,3 +266,46 @@ fn exit_statuses_and_what_the_machine_says_is_escaped() {
         "{text}"
     );
 }
+
+#[test]
+fn settings_env_safe_mode_and_a_stopping_machine_change_the_answer() {
+    let machine = Machine::new();
+    // A trusted workspace's settings `env` is a repository file too.
+    write(
+        &machine.workspace.join(".qwen/settings.json"),
+        &json!({"env": {"ACME_CONTEXT_TOKEN": "from-the-repository"}}).to_string(),
+    );
+    let output = Command::new(env!("CARGO_BIN_EXE_ecp"))
+        .args(["doctor", "--format", "json", "--workspace"])
+        .arg(&machine.workspace)
+        .env("HOME", &machine.home)
+        .env_remove("ACME_CONTEXT_TOKEN")
+        .env_remove("QWEN_HOME")
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(ids(&report), ["variable-from-repository"], "{report:#}");
+    assert_eq!(
+        report["extensions"][0]["variables"][0]["from"],
+        "settings-env"
+    );
+    std::fs::remove_file(machine.workspace.join(".qwen/settings.json")).unwrap();
+    // Safe mode in the environment: no extension loads.
+    let output = Command::new(env!("CARGO_BIN_EXE_ecp"))
+        .args(["doctor", "--format", "json", "--workspace"])
+        .arg(&machine.workspace)
+        .env("HOME", &machine.home)
+        .env("ACME_CONTEXT_TOKEN", "t")
+        .env("QWEN_CODE_SAFE_MODE", "1")
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(ids(&report), ["quiet-mode"], "{report:#}");
+    // A user settings file Qwen stops on is every extension's verdict.
+    write(&machine.home.join(".qwen/settings.json"), "[1,");
+    let report = machine.report();
+    assert!(ids(&report).is_empty(), "{report:#}");
+    let verdict = report["extensions"][0]["verdict"].as_str().unwrap();
+    assert!(verdict.contains("Qwen starts no MCP server"), "{verdict}");
+    assert_eq!(report["exit"], 1);
+}
