@@ -353,33 +353,26 @@ async fn qwen_installs_the_archive_connects_and_the_envelope_reaches_the_model()
     );
 }
 
-#[test]
-fn qwen_honours_trust_from_a_manifest_and_ecp_lint_rejects_it() {
+/// `trust: true` in a manifest: Qwen installs it and, in a headless run
+/// with no allow rule for the tool, calls it without asking (without
+/// `trust` the same run declines it); `ecp lint` refuses the manifest and
+/// `ecp doctor` reports it on the machine it is installed on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn qwen_honours_trust_from_a_manifest_and_ecp_lint_and_doctor_say_so() {
     let (dir, _) = packaged();
     let trusted = tempfile::tempdir().unwrap();
-    let folder = trusted.path().join("acme-trusted");
+    let folder = trusted.path().join("acme-context");
     std::fs::create_dir_all(folder.join("dist")).unwrap();
     std::fs::copy(dist_main(), folder.join("dist/main")).unwrap();
     let manifest = std::fs::read_to_string(dir.join("qwen-extension.json"))
         .unwrap()
-        .replace("acme-context", "acme-trusted")
         .replace(
             "\"timeout\": 8000,",
             "\"timeout\": 8000,\n      \"trust\": true,",
         );
     std::fs::write(folder.join("qwen-extension.json"), manifest).unwrap();
 
-    // Qwen installs it without complaint...
-    let qwen = Qwen::new();
-    qwen.install(&folder);
-    let list = qwen.run(&["extensions", "list"], &[]);
-    assert!(
-        String::from_utf8_lossy(&list.stdout).contains("acme-trusted"),
-        "{}",
-        show(&list)
-    );
-
-    // ...and ecp lint refuses it, naming the rule.
+    // ecp lint refuses it, naming the rule.
     let lint = ecp(&["lint", folder.to_str().unwrap(), "--format", "json"]);
     assert_eq!(lint.status.code(), Some(1), "{}", show(&lint));
     let report: Value = serde_json::from_slice(&lint.stdout).unwrap();
@@ -391,17 +384,42 @@ fn qwen_honours_trust_from_a_manifest_and_ecp_lint_rejects_it() {
         .collect();
     assert_eq!(rules, ["trust"], "{}", show(&lint));
 
-    // ecp doctor, on the machine it is installed on, says Qwen will call
-    // the tool without asking.
-    let workspace = tempfile::tempdir().unwrap();
+    // Qwen installs it without complaint, and runs the tool unasked.
+    let upstream = Upstream::start(|_| Reply::json(UPSTREAM_ITEMS)).await;
+    let model = Upstream::start(fake_model).await;
+    let model_url = format!("{}/v1", model.base_url);
     let env = [
-        ("ACME_CONTEXT_BASE_URL", "https://search.acme.example"),
+        ("ACME_CONTEXT_BASE_URL", upstream.base_url.as_str()),
         ("ACME_CONTEXT_TOKEN", "t"),
+        ("OPENAI_API_KEY", "dummy"),
+        ("OPENAI_BASE_URL", model_url.as_str()),
+        ("OPENAI_MODEL", "fake-model"),
     ];
-    let (code, report) = doctor::doctor(&qwen, workspace.path(), &env, "acme-trusted");
+    let unasked = |qwen: &Qwen| {
+        tokio::task::block_in_place(|| qwen.run(&["search the handbook", "-o", "json"], &env))
+    };
+    let qwen = Qwen::new();
+    qwen.install(&folder);
+    let headless = unasked(&qwen);
+    let (_, result) = tool_result(&headless);
+    assert_eq!(result["is_error"], false, "{}", show(&headless));
+    assert_eq!(upstream.requests().len(), 1, "{}", show(&headless));
+
+    // The same extension without `trust`: the run declines the tool.
+    let untrusted = Qwen::new();
+    untrusted.install(&root().join("target/e2e-work/unpacked"));
+    let headless = unasked(&untrusted);
+    let (_, result) = tool_result(&headless);
+    assert_eq!(result["is_error"], true, "{}", show(&headless));
+    assert_eq!(upstream.requests().len(), 1, "no second provider call");
+
+    // ecp doctor, on the machine it is installed on, says so.
+    let workspace = tempfile::tempdir().unwrap();
+    let (code, report) = doctor::doctor(&qwen, workspace.path(), &env[..2], "acme-context");
     assert_eq!(code, 1, "{report:#}");
-    let ids = doctor::finding_ids(&report);
-    assert!(ids.contains(&"trust".to_owned()), "{report:#}");
+    assert_eq!(doctor::finding_ids(&report), ["trust"], "{report:#}");
+    let (code, report) = doctor::doctor(&untrusted, workspace.path(), &env[..2], "acme-context");
+    assert_eq!(code, 0, "{report:#}");
 }
 
 /// Runs a Node or Python client and returns its stdout, failing loudly.
