@@ -187,6 +187,10 @@ fn a_parent_folders_env_file_is_found_and_the_home_stops_the_walk() {
         .args(["doctor", "--format", "json", "--workspace"])
         .arg(&machine.workspace)
         .env("HOME", &machine.home)
+        .env(
+            "QWEN_CODE_SYSTEM_SETTINGS_PATH",
+            machine.home.join("no-system.json"),
+        )
         .env_remove("ACME_CONTEXT_TOKEN")
         .env_remove("QWEN_HOME")
         .output()
@@ -205,6 +209,10 @@ fn a_parent_folders_env_file_is_found_and_the_home_stops_the_walk() {
         .args(["doctor", "--format", "json", "--workspace"])
         .arg(&machine.workspace)
         .env("HOME", &machine.home)
+        .env(
+            "QWEN_CODE_SYSTEM_SETTINGS_PATH",
+            machine.home.join("no-system.json"),
+        )
         .env_remove("ACME_CONTEXT_TOKEN")
         .env_remove("QWEN_HOME")
         .output()
@@ -279,6 +287,10 @@ fn settings_env_safe_mode_and_a_stopping_machine_change_the_answer() {
         .args(["doctor", "--format", "json", "--workspace"])
         .arg(&machine.workspace)
         .env("HOME", &machine.home)
+        .env(
+            "QWEN_CODE_SYSTEM_SETTINGS_PATH",
+            machine.home.join("no-system.json"),
+        )
         .env_remove("ACME_CONTEXT_TOKEN")
         .env_remove("QWEN_HOME")
         .output()
@@ -295,6 +307,10 @@ fn settings_env_safe_mode_and_a_stopping_machine_change_the_answer() {
         .args(["doctor", "--format", "json", "--workspace"])
         .arg(&machine.workspace)
         .env("HOME", &machine.home)
+        .env(
+            "QWEN_CODE_SYSTEM_SETTINGS_PATH",
+            machine.home.join("no-system.json"),
+        )
         .env("ACME_CONTEXT_TOKEN", "t")
         .env("QWEN_CODE_SAFE_MODE", "1")
         .output()
