@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use crate::lint::manifest::ServerFacts;
-use crate::qwen::machine::variables_in;
+use crate::qwen::machine::{fill_paths, variables_in};
 
 /// Creates Qwen's encrypted token file (`<QWEN_HOME>/mcp-oauth-tokens-v2.json`)
 /// holding no token, when it is missing: Qwen 0.24.4 with encrypted
@@ -141,11 +141,7 @@ impl Plan {
     /// A manifest string for the settings: `${extensionPath}` is the
     /// install folder, `${/}` the separator, fixed values filled in.
     fn resolve(&self, text: &str) -> String {
-        let folder = self.install_dir.to_string_lossy();
-        let mut text = text
-            .replace("${extensionPath}", &folder)
-            .replace("${/}", "/")
-            .replace("${pathSeparator}", "/");
+        let mut text = fill_paths(text, &self.install_dir.to_string_lossy(), "/");
         for (name, value) in &self.values {
             text = text.replace(&format!("${{{name}}}"), value);
             text = replace_bare(&text, name, value);

@@ -6,9 +6,11 @@ use serde_json::Value;
 
 use super::{
     EntryPoint, ExtensionReport, Finding, Manifest, PROVIDER_BUDGET_MS, Server, TOOL, Variable,
-    winner,
+    offers_the_tool, winner,
 };
-use crate::qwen::machine::{InstalledExtension, Layer, Machine, VariableSource, variables_in};
+use crate::qwen::machine::{
+    InstalledExtension, Layer, Machine, VariableSource, fill_paths, string_list, variables_in,
+};
 
 fn finding(id: &'static str, message: String, fix: impl Into<String>) -> Finding {
     Finding {
@@ -28,11 +30,7 @@ pub(super) fn extension(
     let Some(name) = manifest
         .servers
         .iter()
-        .find(|(_, s)| {
-            s.get("includeTools")
-                .and_then(Value::as_array)
-                .is_some_and(|t| t.iter().any(|t| t == TOOL))
-        })
+        .find(|(_, s)| offers_the_tool(s))
         .or_else(|| manifest.servers.iter().next())
         .map(|(name, _)| name.clone())
     else {
@@ -254,12 +252,7 @@ fn shadowed(name: &str, defined_by: &str, file: Option<&Path>) -> Finding {
 }
 
 fn strings(entry: &Value, key: &str) -> Option<Vec<String>> {
-    entry.get(key)?.as_array().map(|items| {
-        items
-            .iter()
-            .filter_map(|v| v.as_str().map(str::to_owned))
-            .collect()
-    })
+    entry.get(key).and_then(string_list)
 }
 
 fn server_of(
@@ -442,10 +435,7 @@ fn entry_point(folder: Option<&Path>, entry: &Value, report: &mut ExtensionRepor
     };
     let resolve = |text: &str| {
         let folder = folder.map_or(std::borrow::Cow::Borrowed(""), |f| f.to_string_lossy());
-        text.replace("${extensionPath}", &folder)
-            .replace("${CLAUDE_PLUGIN_ROOT}", &folder)
-            .replace("${/}", std::path::MAIN_SEPARATOR_STR)
-            .replace("${pathSeparator}", std::path::MAIN_SEPARATOR_STR)
+        fill_paths(text, &folder, std::path::MAIN_SEPARATOR_STR)
     };
     let args = strings(entry, "args").unwrap_or_default();
     let (path, script) = if command == "node" || command == "node.exe" {

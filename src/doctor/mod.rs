@@ -155,14 +155,17 @@ fn manifest_of(extension: &InstalledExtension) -> Option<Manifest> {
     })
 }
 
+/// Whether a server entry's `includeTools` names `context_search`.
+fn offers_the_tool(server: &Value) -> bool {
+    server
+        .get("includeTools")
+        .and_then(Value::as_array)
+        .is_some_and(|tools| tools.iter().any(|t| t == TOOL))
+}
+
 /// An External Context extension: a server that includes `context_search`.
 fn is_external_context(manifest: &Manifest) -> bool {
-    manifest.servers.values().any(|server| {
-        server
-            .get("includeTools")
-            .and_then(Value::as_array)
-            .is_some_and(|tools| tools.iter().any(|t| t == TOOL))
-    })
+    manifest.servers.values().any(offers_the_tool)
 }
 
 /// Judges the extensions of `machine`: every External Context one, or the
@@ -232,12 +235,8 @@ fn examine_servers(machine: &Machine, name: Option<&str>) -> Vec<ExtensionReport
         .collect();
     if let Some(servers) = machine.merged.get("mcpServers").and_then(Value::as_object) {
         for (server, entry) in servers {
-            let offers = entry
-                .get("includeTools")
-                .and_then(Value::as_array)
-                .is_some_and(|t| t.iter().any(|t| t == TOOL));
             let named = name.is_none_or(|n| n == server);
-            if offers && named && !covered.contains(server) {
+            if offers_the_tool(entry) && named && !covered.contains(server) {
                 extensions.push(examine_settings_server(machine, server));
             }
         }

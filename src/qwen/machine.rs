@@ -335,28 +335,18 @@ impl Machine {
 
     /// `advanced.excludedEnvVars` (default `DEBUG`, `DEBUG_MODE`).
     fn excluded_env_vars(&self) -> Vec<String> {
-        match self
-            .merged
-            .get("advanced")
-            .and_then(|a| a.get("excludedEnvVars"))
-        {
-            Some(Value::Array(items)) => items
-                .iter()
-                .filter_map(|v| v.as_str().map(str::to_owned))
-                .collect(),
-            _ => vec!["DEBUG".to_owned(), "DEBUG_MODE".to_owned()],
-        }
+        self.merged
+            .get_pointer("/advanced/excludedEnvVars")
+            .and_then(string_list)
+            .unwrap_or_else(|| vec!["DEBUG".to_owned(), "DEBUG_MODE".to_owned()])
     }
 
     /// A list setting at `pointer` of the merged settings (strings only).
     pub fn strings(&self, pointer: &str) -> Vec<String> {
-        match self.merged.get_pointer(pointer) {
-            Some(Value::Array(items)) => items
-                .iter()
-                .filter_map(|v| v.as_str().map(str::to_owned))
-                .collect(),
-            _ => Vec::new(),
-        }
+        self.merged
+            .get_pointer(pointer)
+            .and_then(string_list)
+            .unwrap_or_default()
     }
 
     /// The settings file of `layer`.
@@ -938,6 +928,28 @@ fn activation(
         Some("disabled") => (false, "disabled (its default)".to_owned()),
         _ => (true, "enabled (its default)".to_owned()),
     }
+}
+
+/// The strings of a JSON list (other items left out); `None` when it is
+/// not a list.
+pub fn string_list(value: &Value) -> Option<Vec<String>> {
+    value.as_array().map(|items| {
+        items
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect()
+    })
+}
+
+/// `text` with Qwen's own path variables filled in, as Qwen does before
+/// it looks at the environment: `${extensionPath}` and
+/// `${CLAUDE_PLUGIN_ROOT}` are `folder`, `${/}` and `${pathSeparator}` are
+/// `separator`.
+pub fn fill_paths(text: &str, folder: &str, separator: &str) -> String {
+    text.replace("${extensionPath}", folder)
+        .replace("${CLAUDE_PLUGIN_ROOT}", folder)
+        .replace("${/}", separator)
+        .replace("${pathSeparator}", separator)
 }
 
 /// The names `${NAME}` and `$NAME` in `text` that Qwen fills from the
