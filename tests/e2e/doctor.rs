@@ -256,17 +256,7 @@ async fn a_managed_deployment_pins_the_server_and_doctor_finds_nothing() {
     let install_dir = temp.path().join("opt/acme-context");
     let settings_path = temp.path().join("etc/qwen-code/settings.json");
     let secret = temp.path().join("etc/qwen-code/acme.secret");
-    let qwen_program = temp.path().join("bin/qwen");
-    std::fs::create_dir_all(qwen_program.parent().unwrap()).unwrap();
-    std::fs::write(
-        &qwen_program,
-        format!(
-            "#!/bin/sh\nexec node '{}' \"$@\"\n",
-            super::qwen_entry().display()
-        ),
-    )
-    .unwrap();
-    chmod(&qwen_program, 0o755);
+    let qwen_program = qwen_program(&temp.path().join("bin"));
     let deploy = |out: &Path, program: &Path| {
         let output = super::ecp(&[
             "managed",
@@ -438,6 +428,20 @@ async fn a_managed_deployment_pins_the_server_and_doctor_finds_nothing() {
     );
 }
 
+/// `FOLDER/qwen`: the installed Qwen Code as a program of its own, for
+/// what starts `qwen` by name or path (a launcher, `--qwen`).
+fn qwen_program(folder: &Path) -> PathBuf {
+    let program = folder.join("qwen");
+    std::fs::create_dir_all(folder).unwrap();
+    let script = format!(
+        "#!/bin/sh\nexec node '{}' \"$@\"\n",
+        super::qwen_entry().display()
+    );
+    std::fs::write(&program, script).unwrap();
+    chmod(&program, 0o755);
+    program
+}
+
 fn chmod(path: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
@@ -451,16 +455,7 @@ fn chmod(path: &Path, mode: u32) {
 #[test]
 fn probe_settings_measures_which_settings_reach_the_server() {
     let temp = tempfile::tempdir().unwrap();
-    let qwen_program = temp.path().join("qwen");
-    std::fs::write(
-        &qwen_program,
-        format!(
-            "#!/bin/sh\nexec node '{}' \"$@\"\n",
-            super::qwen_entry().display()
-        ),
-    )
-    .unwrap();
-    chmod(&qwen_program, 0o755);
+    let qwen_program = qwen_program(temp.path());
     let home = temp.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_ecp"))

@@ -56,8 +56,11 @@ impl Machine {
         );
     }
 
-    fn doctor(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_ecp"))
+    /// `ecp doctor ARGS` as this machine's user, with `ACME_CONTEXT_TOKEN`
+    /// set and none of the caller's Qwen variables or system settings.
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ecp"));
+        command
             .arg("doctor")
             .args(args)
             .arg("--workspace")
@@ -70,14 +73,23 @@ impl Machine {
             )
             .env_remove("QWEN_HOME")
             .env_remove("QWEN_CODE_FORCE_ENCRYPTED_FILE_STORAGE")
-            .env_remove("QWEN_CODE_TRUSTED_FOLDERS_PATH")
-            .output()
-            .unwrap()
+            .env_remove("QWEN_CODE_TRUSTED_FOLDERS_PATH");
+        command
+    }
+
+    fn doctor(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+
+    /// The JSON report, the command changed by `change` first.
+    fn report_with(&self, change: impl FnOnce(&mut Command)) -> Value {
+        let mut command = self.command(&["--format", "json"]);
+        change(&mut command);
+        serde_json::from_slice(&command.output().unwrap().stdout).unwrap()
     }
 
     fn report(&self) -> Value {
-        let output = self.doctor(&["--format", "json"]);
-        serde_json::from_slice(&output.stdout).unwrap()
+        self.report_with(|_| {})
     }
 }
 
@@ -183,19 +195,9 @@ fn a_parent_folders_env_file_is_found_and_the_home_stops_the_walk() {
         &parent.join(".qwen/.env"),
         "ACME_CONTEXT_TOKEN=from-a-parent\n",
     );
-    let output = Command::new(env!("CARGO_BIN_EXE_ecp"))
-        .args(["doctor", "--format", "json", "--workspace"])
-        .arg(&machine.workspace)
-        .env("HOME", &machine.home)
-        .env(
-            "QWEN_CODE_SYSTEM_SETTINGS_PATH",
-            machine.home.join("no-system.json"),
-        )
-        .env_remove("ACME_CONTEXT_TOKEN")
-        .env_remove("QWEN_HOME")
-        .output()
-        .unwrap();
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let report = machine.report_with(|c| {
+        c.env_remove("ACME_CONTEXT_TOKEN");
+    });
     assert_eq!(ids(&report), ["variable-from-repository"], "{report:#}");
     let variable = &report["extensions"][0]["variables"][0];
     assert_eq!(
@@ -205,19 +207,9 @@ fn a_parent_folders_env_file_is_found_and_the_home_stops_the_walk() {
     // A home .env is not a repository file.
     std::fs::remove_file(parent.join(".qwen/.env")).unwrap();
     write(&machine.home.join(".env"), "ACME_CONTEXT_TOKEN=from-home\n");
-    let output = Command::new(env!("CARGO_BIN_EXE_ecp"))
-        .args(["doctor", "--format", "json", "--workspace"])
-        .arg(&machine.workspace)
-        .env("HOME", &machine.home)
-        .env(
-            "QWEN_CODE_SYSTEM_SETTINGS_PATH",
-            machine.home.join("no-system.json"),
-        )
-        .env_remove("ACME_CONTEXT_TOKEN")
-        .env_remove("QWEN_HOME")
-        .output()
-        .unwrap();
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let report = machine.report_with(|c| {
+        c.env_remove("ACME_CONTEXT_TOKEN");
+    });
     assert!(ids(&report).is_empty(), "{report:#}");
     assert_eq!(report["extensions"][0]["variables"][0]["from"], "home-env");
 }
@@ -283,19 +275,9 @@ fn settings_env_safe_mode_and_a_stopping_machine_change_the_answer() {
         &machine.workspace.join(".qwen/settings.json"),
         &json!({"env": {"ACME_CONTEXT_TOKEN": "from-the-repository"}}).to_string(),
     );
-    let output = Command::new(env!("CARGO_BIN_EXE_ecp"))
-        .args(["doctor", "--format", "json", "--workspace"])
-        .arg(&machine.workspace)
-        .env("HOME", &machine.home)
-        .env(
-            "QWEN_CODE_SYSTEM_SETTINGS_PATH",
-            machine.home.join("no-system.json"),
-        )
-        .env_remove("ACME_CONTEXT_TOKEN")
-        .env_remove("QWEN_HOME")
-        .output()
-        .unwrap();
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let report = machine.report_with(|c| {
+        c.env_remove("ACME_CONTEXT_TOKEN");
+    });
     assert_eq!(ids(&report), ["variable-from-repository"], "{report:#}");
     assert_eq!(
         report["extensions"][0]["variables"][0]["from"],
@@ -303,19 +285,9 @@ fn settings_env_safe_mode_and_a_stopping_machine_change_the_answer() {
     );
     std::fs::remove_file(machine.workspace.join(".qwen/settings.json")).unwrap();
     // Safe mode in the environment: no extension loads.
-    let output = Command::new(env!("CARGO_BIN_EXE_ecp"))
-        .args(["doctor", "--format", "json", "--workspace"])
-        .arg(&machine.workspace)
-        .env("HOME", &machine.home)
-        .env(
-            "QWEN_CODE_SYSTEM_SETTINGS_PATH",
-            machine.home.join("no-system.json"),
-        )
-        .env("ACME_CONTEXT_TOKEN", "t")
-        .env("QWEN_CODE_SAFE_MODE", "1")
-        .output()
-        .unwrap();
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let report = machine.report_with(|c| {
+        c.env("QWEN_CODE_SAFE_MODE", "1");
+    });
     assert_eq!(ids(&report), ["quiet-mode"], "{report:#}");
     // A user settings file Qwen stops on is every extension's verdict.
     write(&machine.home.join(".qwen/settings.json"), "[1,");
