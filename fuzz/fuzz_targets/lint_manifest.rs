@@ -1,19 +1,8 @@
-//! The lint JSON parser and every manifest rule, then the three report
-//! formats, on any text.
+//! The fuzz target of `fuzz/harness/lint_manifest.rs`, where its input is
+//! described; `cargo test` replays its seeds through the same function.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
+#[path = "../harness/lint_manifest.rs"]
+mod harness;
 
-fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else {
-        return;
-    };
-    let _ = ecp::lint::json::parse(text);
-    let mut report = ecp::lint::Report::default();
-    if ecp::lint::lint_manifest_text("qwen-extension.json", text, &mut report).is_ok() {
-        let _ = ecp::lint::report::human(&report, false);
-        let _ = ecp::lint::report::json(&report);
-        let _ = ecp::lint::report::sarif(&report);
-    }
-    let _ = ecp::lint::report::mask_free_text(text);
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| harness::run(data));

@@ -1,29 +1,8 @@
-//! What a release's publisher (or an attacker in their place) writes for
-//! `ecp verify`: statements, DSSE envelopes, key files. None may panic; an
-//! envelope that parses renders back to one that parses the same; no
-//! signature verifies with a key it was not made by.
+//! The fuzz target of `fuzz/harness/provenance.rs`, where its input is
+//! described; `cargo test` replays its seeds through the same function.
 #![no_main]
 
-use std::path::Path;
+#[path = "../harness/provenance.rs"]
+mod harness;
 
-use ecp::provenance::{dsse::Envelope, keys::VerifyingKey, verify};
-use libfuzzer_sys::fuzz_target;
-
-fuzz_target!(|data: &[u8]| {
-    let text = String::from_utf8_lossy(data);
-    if let Ok((statement, envelope)) = verify::parse_provenance(&text) {
-        let _ = verify::subjects(&statement);
-        if let Some(envelope) = envelope {
-            let again = Envelope::parse(&envelope.to_line()).expect("a rendered envelope parses");
-            assert_eq!(again, envelope);
-            let _ = envelope.key_ids();
-        }
-    }
-    if let Ok(key) = VerifyingKey::from_text(&text, Path::new("fuzz.pem")) {
-        let _ = key.key_id();
-        assert!(!key.verify(b"message", data));
-    }
-    if let Ok(envelope) = Envelope::parse(&text) {
-        let _ = envelope.statement();
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| harness::run(data));

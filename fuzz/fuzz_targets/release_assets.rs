@@ -1,24 +1,8 @@
-//! A release folder's parts that come from the publisher: `SHA256SUMS`
-//! text, executable headers, and asset names for Qwen's lookup. None may
-//! panic; what parses renders back to what it parsed.
+//! The fuzz target of `fuzz/harness/release_assets.rs`, where its input is
+//! described; `cargo test` replays its seeds through the same function.
 #![no_main]
 
-use ecp::release::{self, Binary, Sums};
-use libfuzzer_sys::fuzz_target;
+#[path = "../harness/release_assets.rs"]
+mod harness;
 
-fuzz_target!(|data: &[u8]| {
-    let _ = Binary::read(data);
-    let text = String::from_utf8_lossy(data);
-    if let Ok(sums) = Sums::parse(&text) {
-        assert_eq!(Sums::parse(&sums.render()).as_ref(), Ok(&sums));
-    }
-    let names: Vec<&str> = text.lines().take(64).collect();
-    for (platform, arch) in release::TARGETS {
-        if let release::Resolution::Assets(found) = release::resolve(&names, platform, arch) {
-            assert!(!found.is_empty() && found.iter().all(|name| names.contains(name)));
-        }
-    }
-    for name in &names {
-        let _ = release::target_of(name);
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| harness::run(data));

@@ -8,6 +8,7 @@ mod contracts;
 mod deploy;
 mod doctor;
 mod first_hour;
+mod fuzz_seeds;
 mod generated_readme;
 mod hostile;
 mod hostile_tools;

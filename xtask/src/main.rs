@@ -672,6 +672,8 @@ fn fuzz(seconds: u64, sanitizer: Sanitizer) -> Result<(), String> {
             let corpus = root().join("target/fuzz-corpus").join(target);
             std::fs::create_dir_all(&corpus).map_err(|e| format!("{}: {e}", corpus.display()))?;
             let seeds = fuzz_dir.join("seeds").join(target);
+            // Inputs that failed the seed replay in `cargo test`.
+            let replayed = root().join("target/fuzz-replay").join(target);
             let time = format!("-max_total_time={seconds}");
             eprintln!("$ cargo +nightly fuzz run {target} ({seconds} s)");
             let child = Command::new("cargo")
@@ -679,6 +681,7 @@ fn fuzz(seconds: u64, sanitizer: Sanitizer) -> Result<(), String> {
                 .args(sanitizer.args())
                 .arg(&corpus)
                 .arg(&seeds)
+                .args(replayed.is_dir().then_some(&replayed))
                 .args([
                     "--",
                     &time,

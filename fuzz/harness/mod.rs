@@ -1,0 +1,31 @@
+//! Every fuzz target's body, one module each: the fuzz targets in
+//! `fuzz/fuzz_targets/` call them under libFuzzer, and `tests/it/fuzz_seeds.rs`
+//! replays `fuzz/seeds/` through them on stable in `cargo test`.
+
+pub mod check_replay;
+pub mod http_body;
+pub mod http_mcp;
+pub mod jsonrpc_stdio;
+pub mod jwt;
+pub mod lint_archive;
+pub mod lint_manifest;
+pub mod outside_text;
+pub mod provenance;
+pub mod release_assets;
+
+/// A target's body: one input.
+pub type Body = fn(&[u8]);
+
+/// Each target by its name (the folder of its seeds).
+pub const TARGETS: [(&str, Body); 10] = [
+    ("check_replay", check_replay::run),
+    ("http_body", http_body::run),
+    ("http_mcp", http_mcp::run),
+    ("jsonrpc_stdio", jsonrpc_stdio::run),
+    ("jwt", jwt::run),
+    ("lint_archive", lint_archive::run),
+    ("lint_manifest", lint_manifest::run),
+    ("outside_text", outside_text::run),
+    ("provenance", provenance::run),
+    ("release_assets", release_assets::run),
+];
