@@ -18,6 +18,10 @@ pub enum Group {
     Binding,
     /// Concurrency, and the promises kept by every result seen.
     Output,
+    /// The rules of MCP revision 2026-07-28, through a second channel with
+    /// raw requests (`server/discover`, `resultType`, cache hints, the
+    /// per-request `_meta`, the standard HTTP headers).
+    Protocol,
 }
 
 macro_rules! checks {
@@ -73,6 +77,12 @@ checks! {
     TextSerialization = "text-serialization", Output, "the text is the exact profile serialization";
     TextEscaping = "text-escaping", Output, "the text escapes < and >";
     TextBound = "text-bound", Output, "the text is at most 4000 UTF-16 units";
+    Discover = "discover", Protocol, "server/discover lists 2026-07-28, declares tools and names the server";
+    ResultType = "result-type", Protocol, "2026-07-28 results say resultType: complete";
+    CacheHints = "cache-hints", Protocol, "server/discover and tools/list carry valid ttlMs and cacheScope";
+    StatelessCall = "stateless-call", Protocol, "a 2026-07-28 call without initialize keeps every output promise";
+    RequestMeta = "request-meta", Protocol, "a request without _meta or under an unknown revision is refused";
+    HttpHeaders = "http-headers", Protocol, "Mcp-Method, Mcp-Name and MCP-Protocol-Version that disagree with the body are refused";
     Redaction = "redaction", Output, "no query, token, endpoint or upstream body in any result or stderr";
 }
 

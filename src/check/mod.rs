@@ -19,6 +19,7 @@ pub mod catalogue;
 pub mod embedded;
 pub mod lines;
 pub mod mutate;
+pub mod probe;
 pub mod schema;
 pub mod suite;
 pub mod target;
@@ -104,12 +105,17 @@ struct Opened {
     /// The credential the target was started with, as the manifest
     /// resolved it (a manifest may map the variable from another name).
     credential: Option<String>,
+    /// How to reach it a second time, for the protocol checks.
+    probe: probe::ProbeTarget,
 }
 
 /// The outcome of a run.
 #[derive(Debug, Clone, Serialize)]
 pub struct CheckReport {
     pub target: String,
+    /// The protocol revisions the target was judged by: the one its
+    /// `initialize` agreed on, and 2026-07-28 when it speaks that too.
+    pub revisions: Vec<String>,
     pub checks: Vec<CheckResult>,
     pub passed: usize,
     /// Conforming checks with something to look at (exit status 0).
@@ -234,6 +240,7 @@ async fn open(
                 include_tools: launch.include_tools.clone(),
                 credential,
                 binding: launch.binding.clone(),
+                probe: probe::ProbeTarget::Process(launch),
             })
         }
         Reach::Http {
@@ -247,6 +254,10 @@ async fn open(
             include_tools,
             binding: None,
             credential: None,
+            probe: probe::ProbeTarget::Http {
+                url,
+                bearer: settings.bearer.clone(),
+            },
         }),
     }
 }
@@ -411,13 +422,23 @@ pub async fn run(
         &opened.session,
         opened.binding.is_some().then_some((&upstream, scripted)),
         opened.include_tools.clone(),
+        Some(opened.probe.clone()),
         progress,
     );
-    let checks = suite.run().await;
+    let (checks, stateless) = suite.run().await;
+    let revisions = opened
+        .session
+        .client
+        .peer_info()
+        .map(|info| info.protocol_version.to_string())
+        .into_iter()
+        .chain(stateless.map(str::to_owned))
+        .collect();
     opened.session.close().await;
     let count = |status| checks.iter().filter(|c| c.status == status).count();
     Ok(CheckReport {
         target: describe(&settings.target),
+        revisions,
         passed: count(Status::Pass),
         warned: count(Status::Warn),
         failed: count(Status::Fail),

@@ -157,6 +157,7 @@ pub fn run_check(args: CheckArgs, color: ColorChoice) -> Outcome {
     if human {
         let color = color.for_stdout();
         println!("ecp check: {}", report.target);
+        println!("protocol: {}", revisions_line(&report.revisions));
         for result in &report.checks {
             println!("{}", line(result, color));
         }
@@ -275,5 +276,17 @@ pub fn run_call(args: CallArgs) -> Outcome {
         Ok(Exit::No)
     } else {
         Ok(Exit::Success)
+    }
+}
+
+/// The revisions a target was judged by, in words: the handshake's and the
+/// stateless one, or why there is none.
+fn revisions_line(revisions: &[String]) -> String {
+    match revisions {
+        [] => "no revision agreed".to_owned(),
+        [handshake] => format!("{handshake} (initialize); not {}", check::suite::STATELESS),
+        [handshake, stateless, ..] => {
+            format!("{handshake} (initialize) and {stateless} (server/discover)")
+        }
     }
 }

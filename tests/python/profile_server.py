@@ -35,6 +35,18 @@ Location), no-cap (the whole body is read, however large), echo-query (the
 failure text holds the query), six-items (six items asked for and
 returned), ignore-cancel (notifications/cancelled leaves the upstream
 connection open and the call running).
+
+`--stateless` also speaks MCP revision 2026-07-28 (written from the
+revision: `server/discover`, the per-request `_meta`, `resultType`, cache
+hints on lists, -32022 for an unknown revision); without it the server
+speaks only the `initialize` revisions up to 2025-11-25, as most servers
+still do. `--listen PORT` serves MCP over HTTP on 127.0.0.1 instead of
+stdio (stateless, JSON responses, the standard headers of 2026-07-28
+checked) and prints its endpoint URL on stdout. Defects of the revision,
+for the protocol checks: no-result-type, no-cache-hints, anonymous-discover
+(no serverInfo), lax-meta (a missing `_meta` or an unknown revision is
+served), ignore-headers (HTTP headers that disagree with the body are
+served), stateless-unescaped (a 2026-07-28 call leaves `<` in its text).
 """
 
 import decimal
@@ -63,6 +75,14 @@ ECMA_WHITESPACE = set(
 )
 
 DEFECT = None
+STATELESS = False
+LISTEN = None
+# The revisions negotiated through initialize, and the stateless one.
+HANDSHAKE_REVISIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
+STATELESS_REVISION = "2026-07-28"
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+SERVER_INFO = {"name": "acme-context-python", "version": "0.1.0"}
 SCHEMAS = "own"
 API = "v1"
 DATABASE = "kb"
@@ -557,26 +577,39 @@ CALLS = {}
 CALLS_LOCK = threading.Lock()
 
 
+# Over HTTP, a request's answers are collected for its response instead.
+SINK = threading.local()
+
+
 def send(message):
+    collected = getattr(SINK, "messages", None)
+    if collected is not None:
+        collected.append(message)
+        return
     line = json.dumps(message, ensure_ascii=True, separators=(",", ":"))
     with OUT:
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
 
 
-def reply(request_id, result):
+def reply(request_id, result, stateless=False):
+    if stateless and DEFECT != "no-result-type":
+        result = dict(result, resultType="complete")
     send({"jsonrpc": "2.0", "id": request_id, "result": result})
 
 
-def error(request_id, code, message):
-    send({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}})
+def error(request_id, code, message, data=None):
+    body = {"code": code, "message": message}
+    if data is not None:
+        body["data"] = data
+    send({"jsonrpc": "2.0", "id": request_id, "error": body})
 
 
 def failure(text):
     return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
-def tool_call(request_id, params, base, token):
+def tool_call(request_id, params, base, token, stateless=False):
     call = Call()
     key = json.dumps(request_id)
     with CALLS_LOCK:
@@ -588,7 +621,7 @@ def tool_call(request_id, params, base, token):
         try:
             query = normalized_query(params.get("arguments", {}))
         except InputError as e:
-            reply(request_id, failure(str(e)))
+            reply(request_id, failure(str(e)), stateless)
             return
         deadline = time.monotonic() + BUDGET_SECONDS
         outcome = {}
@@ -614,9 +647,9 @@ def tool_call(request_id, params, base, token):
             return  # no response is owed for a cancelled request
         if "items" not in outcome:
             if DEFECT == "echo-query":
-                reply(request_id, failure("%s (query: %s)" % (FAILED, query)))
+                reply(request_id, failure("%s (query: %s)" % (FAILED, query)), stateless)
             else:
-                reply(request_id, failure(FAILED))
+                reply(request_id, failure(FAILED), stateless)
             return
         items = render(outcome["items"])
         text = serialize(items)
@@ -627,14 +660,95 @@ def tool_call(request_id, params, base, token):
                 copy["score"] = float(copy["score"])  # Python writes 1.0
             structured_items.append(copy)
         structured = {"untrusted_external_context": {"notice": NOTICE, "items": structured_items}}
-        reply(request_id, {"content": [{"type": "text", "text": text}], "structuredContent": structured, "isError": False})
+        if stateless and DEFECT == "stateless-unescaped":
+            text = text.replace("\\u003c", "<")
+        reply(request_id, {"content": [{"type": "text", "text": text}], "structuredContent": structured, "isError": False}, stateless)
     finally:
         with CALLS_LOCK:
             CALLS.pop(key, None)
 
 
+def stateless_meta(request_id, method, params):
+    """The per-request `_meta` of 2026-07-28: None when the request is an
+    `initialize`-era one, True when it is served statelessly, False when it
+    was refused (the error is sent)."""
+    meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+    version = meta.get(META_VERSION)
+    if not STATELESS or (version is None and method != "server/discover"):
+        return None
+    if DEFECT == "lax-meta":
+        return True
+    if not isinstance(version, str) or not isinstance(meta.get(META_CAPABILITIES), dict):
+        error(request_id, -32602, "Invalid params: the request _meta needs protocolVersion and clientCapabilities.")
+        return False
+    if version != STATELESS_REVISION:
+        supported = HANDSHAKE_REVISIONS + [STATELESS_REVISION]
+        error(request_id, -32022, "Unsupported protocol version.", {"requested": version, "supported": supported})
+        return False
+    return True
+
+
+def cache_hints(result):
+    if DEFECT == "no-cache-hints":
+        return result
+    return dict(result, ttlMs=60000, cacheScope="public")
+
+
+def handle(message, base, token, threaded=True):
+    """Answers one JSON-RPC message through send()."""
+    method = message.get("method")
+    request_id = message.get("id")
+    params = message.get("params") or {}
+    if not isinstance(params, dict):
+        params = {}
+    stateless = None
+    if request_id is not None and method not in ("initialize", None):
+        stateless = stateless_meta(request_id, method, params)
+        if stateless is False:
+            return
+    if method == "initialize":
+        asked = params.get("protocolVersion")
+        version = asked if asked in HANDSHAKE_REVISIONS else HANDSHAKE_REVISIONS[-1]
+        reply(
+            request_id,
+            {
+                "protocolVersion": version,
+                "capabilities": {"tools": {"listChanged": False}},
+                "serverInfo": SERVER_INFO,
+            },
+        )
+    elif method == "server/discover" and stateless:
+        result = {
+            "supportedVersions": HANDSHAKE_REVISIONS + [STATELESS_REVISION],
+            "capabilities": {"tools": {}},
+        }
+        if DEFECT != "anonymous-discover":
+            result["_meta"] = {"io.modelcontextprotocol/serverInfo": SERVER_INFO}
+        reply(request_id, cache_hints(result), True)
+    elif method == "ping":
+        reply(request_id, {}, bool(stateless))
+    elif method == "tools/list":
+        result = {"tools": tools()}
+        reply(request_id, cache_hints(result) if stateless else result, bool(stateless))
+    elif method == "tools/call":
+        arguments = (request_id, params, base, token, bool(stateless))
+        if threaded:
+            threading.Thread(target=tool_call, args=arguments, daemon=True).start()
+        else:
+            tool_call(*arguments)
+    elif method == "notifications/cancelled":
+        with CALLS_LOCK:
+            call = CALLS.get(json.dumps(params.get("requestId")))
+        if call is not None and DEFECT != "ignore-cancel":
+            call.abort()
+    elif method is not None and method.startswith("notifications/"):
+        pass
+    elif request_id is not None:
+        error(request_id, -32601, "Method not found.")
+
+
 def main():
-    global DEFECT, SCHEMAS, API, DATABASE, TABLE
+    global DEFECT, SCHEMAS, API, DATABASE, TABLE, STATELESS, LISTEN
     args = sys.argv[1:]
     while args:
         flag = args.pop(0)
@@ -648,13 +762,22 @@ def main():
             DATABASE = args.pop(0)
         elif flag == "--table" and args:
             TABLE = args.pop(0)
+        elif flag == "--stateless":
+            STATELESS = True
+        elif flag == "--listen" and args and args[0].isdigit():
+            LISTEN = int(args.pop(0))
         else:
             sys.stderr.write(
                 "usage: profile_server.py [--defect NAME] [--schemas own|qwen] [--api v1|datasette]"
-                " [--database NAME] [--table NAME]\n"
+                " [--database NAME] [--table NAME] [--stateless] [--listen PORT]\n"
             )
             sys.exit(2)
     base, token = config()
+    if LISTEN is not None:
+        import profile_http
+
+        profile_http.serve(LISTEN, lambda message: handle(message, base, token, threaded=False), SINK, DEFECT)
+        return
     for line in sys.stdin:
         line = line.strip()
         if not line:
@@ -667,34 +790,7 @@ def main():
         if not isinstance(message, dict):
             error(None, -32600, "Invalid request.")
             continue
-        method = message.get("method")
-        request_id = message.get("id")
-        params = message.get("params") or {}
-        if method == "initialize":
-            version = params.get("protocolVersion") or "2025-06-18"
-            reply(
-                request_id,
-                {
-                    "protocolVersion": version,
-                    "capabilities": {"tools": {"listChanged": False}},
-                    "serverInfo": {"name": "acme-context-python", "version": "0.1.0"},
-                },
-            )
-        elif method == "ping":
-            reply(request_id, {})
-        elif method == "tools/list":
-            reply(request_id, {"tools": tools()})
-        elif method == "tools/call":
-            threading.Thread(target=tool_call, args=(request_id, params, base, token), daemon=True).start()
-        elif method == "notifications/cancelled":
-            with CALLS_LOCK:
-                call = CALLS.get(json.dumps(params.get("requestId")))
-            if call is not None and DEFECT != "ignore-cancel":
-                call.abort()
-        elif method is not None and method.startswith("notifications/"):
-            pass
-        elif request_id is not None:
-            error(request_id, -32601, "Method not found.")
+        handle(message, base, token)
 
 
 if __name__ == "__main__":

@@ -210,7 +210,7 @@ fn recorded_request_problem(
 }
 
 /// The query of the baseline call.
-fn baseline_query(script: &Script) -> String {
+pub(super) fn baseline_query(script: &Script) -> String {
     match script {
         Script::V1 { .. } => "  ecp   probe  ".to_owned(),
         Script::Recorded(cassette) => cassette

@@ -8,10 +8,12 @@ mod binding;
 mod discovery;
 mod inputs;
 mod output;
+mod protocol;
 
 pub use binding::{Script, Scripted, start_upstream};
 pub use output::same_as_json_parse;
 use output::success_problems;
+pub use protocol::STATELESS;
 
 use std::{sync::Arc, time::Duration};
 
@@ -22,6 +24,7 @@ use serde_json::{Value, json};
 use super::{
     catalogue::{Check, FAULTS, Group, skip},
     embedded::Embedded,
+    probe::ProbeTarget,
     schema,
     target::Session,
     upstream::{Reply, SeenRequest, Upstream},
@@ -95,6 +98,10 @@ pub struct Suite<'a> {
     /// How many successes were inspected.
     successes: usize,
     progress: Progress<'a>,
+    /// How to reach the target a second time, for the protocol checks.
+    probe: Option<ProbeTarget>,
+    /// The stateless revision the target was judged by, when it speaks one.
+    revision: Option<&'static str>,
 }
 
 impl<'a> Suite<'a> {
@@ -103,6 +110,7 @@ impl<'a> Suite<'a> {
         session: &'a Session,
         upstream: Option<(&'a Upstream, Arc<Scripted>)>,
         include_tools: Option<Vec<String>>,
+        probe: Option<ProbeTarget>,
         progress: Progress<'a>,
     ) -> Suite<'a> {
         let (upstream, scripted) = upstream.unzip();
@@ -119,6 +127,8 @@ impl<'a> Suite<'a> {
             output_problems: Vec::new(),
             successes: 0,
             progress,
+            probe,
+            revision: None,
         }
     }
 
@@ -185,8 +195,9 @@ impl<'a> Suite<'a> {
         Ok(result)
     }
 
-    /// Runs every check and returns the results in order.
-    pub async fn run(mut self) -> Vec<CheckResult> {
+    /// Runs every check and returns the results in order, with the
+    /// stateless revision the target was judged by (when it speaks one).
+    pub async fn run(mut self) -> (Vec<CheckResult>, Option<&'static str>) {
         let tool = self.discovery().await;
         if tool.is_none() {
             // Every later check needs the tool: each is in the report, skipped.
@@ -195,7 +206,7 @@ impl<'a> Suite<'a> {
                     self.skip(*check, skip::NO_TOOL);
                 }
             }
-            return self.results;
+            return (self.results, None);
         }
         let baseline = self.baseline().await;
         self.inputs(&baseline).await;
@@ -220,11 +231,26 @@ impl<'a> Suite<'a> {
             }
             _ => {
                 self.concurrency().await;
+                // The stateless call's output feeds the output checks too.
+                self.protocol_checks(&baseline).await;
                 self.output_checks();
             }
         }
+        if let Baseline::Failed(_) = &baseline {
+            self.protocol_checks(&baseline).await;
+        }
         self.redaction();
-        self.results
+        (self.results, self.revision)
+    }
+
+    /// The protocol group, with the baseline's query for the stateless call.
+    async fn protocol_checks(&mut self, baseline: &Baseline) {
+        let query = match (&baseline, &self.scripted) {
+            (Baseline::Succeeded, Some(scripted)) => binding::baseline_query(&scripted.script),
+            _ => "ecp probe".to_owned(),
+        };
+        let probe = self.probe.take();
+        self.protocol(probe.as_ref(), &query).await;
     }
 }
 

@@ -1,0 +1,267 @@
+//! A second channel to the target, for the protocol rules a typed MCP
+//! client cannot break on purpose: raw JSON-RPC requests with the `_meta`
+//! and the HTTP headers a check chooses. A process target is started once
+//! more for it (the first channel owns its stdio), with the same program,
+//! arguments and environment; an HTTP target gets plain POSTs. Whatever
+//! the target writes is read bounded: one line or body of at most
+//! [`MAX_MESSAGE`] bytes, an answer within [`ANSWER_TIME`].
+
+use std::{process::Stdio, time::Duration};
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+
+use super::target::Launch;
+use crate::children::{self, Group};
+
+/// The longest line or body read as one answer.
+pub const MAX_MESSAGE: usize = 4 * 1024 * 1024;
+/// How long an answer may take.
+pub const ANSWER_TIME: Duration = Duration::from_secs(10);
+/// The most messages read before the one answering a request.
+const MAX_SKIPPED: usize = 256;
+
+/// How to open a probe.
+#[derive(Debug, Clone)]
+pub enum ProbeTarget {
+    /// Start the program again.
+    Process(Launch),
+    /// POST to the endpoint, with the run's bearer.
+    Http { url: String, bearer: Option<String> },
+}
+
+/// What answered one request.
+#[derive(Debug, Clone, Default)]
+pub struct Answer {
+    /// The HTTP status, over HTTP.
+    pub status: Option<u16>,
+    /// The JSON-RPC response with the request's ID, when one came.
+    pub message: Option<Value>,
+}
+
+impl Answer {
+    /// The response's `result`.
+    pub fn result(&self) -> Option<&Value> {
+        self.message.as_ref()?.get("result")
+    }
+
+    /// The response's `error.code`.
+    pub fn error_code(&self) -> Option<i64> {
+        self.message.as_ref()?.get("error")?.get("code")?.as_i64()
+    }
+
+    /// A few words for a reason: the status and the code or the result's
+    /// keys.
+    pub fn describe(&self) -> String {
+        let status = self
+            .status
+            .map(|s| format!("HTTP {s}, "))
+            .unwrap_or_default();
+        match (&self.message, self.error_code()) {
+            (None, _) => format!("{status}no JSON-RPC response"),
+            (Some(_), Some(code)) => format!("{status}error {code}"),
+            (Some(message), None) => match message.get("result").and_then(Value::as_object) {
+                Some(result) => format!(
+                    "{status}a result with {}",
+                    result.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+                None => format!("{status}a response without a result object"),
+            },
+        }
+    }
+}
+
+/// A process started for the probe.
+pub struct Started {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    stdout: BufReader<tokio::process::ChildStdout>,
+    _group: Option<Group>,
+}
+
+/// An open probe.
+pub enum Probe {
+    Process(Box<Started>),
+    Http {
+        client: reqwest::Client,
+        url: String,
+        bearer: Option<String>,
+    },
+}
+
+impl Probe {
+    pub async fn open(target: &ProbeTarget) -> Result<Probe, String> {
+        match target {
+            ProbeTarget::Process(launch) => {
+                let mut command = tokio::process::Command::new(&launch.program);
+                command
+                    .args(&launch.args)
+                    .envs(&launch.env)
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::null())
+                    .kill_on_drop(true);
+                children::own_group(&mut command);
+                if let Some(cwd) = &launch.cwd {
+                    command.current_dir(cwd);
+                }
+                let mut child = command
+                    .spawn()
+                    .map_err(|e| format!("cannot start {} again: {e}", launch.program))?;
+                let group = child.id().map(Group::new);
+                let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+                    return Err("no stdio pipes".into());
+                };
+                Ok(Probe::Process(Box::new(Started {
+                    child,
+                    stdin,
+                    stdout: BufReader::new(stdout),
+                    _group: group,
+                })))
+            }
+            ProbeTarget::Http { url, bearer } => Ok(Probe::Http {
+                client: reqwest::Client::builder()
+                    .no_proxy()
+                    .redirect(reqwest::redirect::Policy::none())
+                    .build()
+                    .map_err(|e| format!("cannot build an HTTP client: {e}"))?,
+                url: url.clone(),
+                bearer: bearer.clone(),
+            }),
+        }
+    }
+
+    pub fn is_http(&self) -> bool {
+        matches!(self, Probe::Http { .. })
+    }
+
+    /// Sends `request` (its `id` is the one answered) with `headers` (HTTP
+    /// only; a process probe has none) and reads its answer.
+    pub async fn request(
+        &mut self,
+        request: &Value,
+        headers: &[(&str, String)],
+    ) -> Result<Answer, String> {
+        let id = request.get("id").cloned().unwrap_or(Value::Null);
+        let line = request.to_string();
+        let answer = match self {
+            Probe::Process(started) => {
+                let Started { stdin, stdout, .. } = &mut **started;
+                tokio::time::timeout(ANSWER_TIME, exchange_line(stdin, stdout, &line, &id)).await
+            }
+            Probe::Http {
+                client,
+                url,
+                bearer,
+            } => {
+                let mut post = client
+                    .post(url.as_str())
+                    .header("content-type", "application/json")
+                    .header("accept", "application/json, text/event-stream")
+                    .body(line);
+                for (name, value) in headers {
+                    post = post.header(*name, value);
+                }
+                if let Some(bearer) = bearer {
+                    post = post.bearer_auth(bearer);
+                }
+                tokio::time::timeout(ANSWER_TIME, exchange_http(post, &id)).await
+            }
+        };
+        answer.map_err(|_| format!("no answer within {} s", ANSWER_TIME.as_secs()))?
+    }
+
+    pub async fn close(self) {
+        if let Probe::Process(started) = self {
+            let Started {
+                mut child, stdin, ..
+            } = *started;
+            drop(stdin);
+            if tokio::time::timeout(Duration::from_secs(2), child.wait())
+                .await
+                .is_err()
+            {
+                let _ = child.kill().await;
+            }
+        }
+    }
+}
+
+async fn exchange_line(
+    stdin: &mut tokio::process::ChildStdin,
+    stdout: &mut BufReader<tokio::process::ChildStdout>,
+    line: &str,
+    id: &Value,
+) -> Result<Answer, String> {
+    stdin
+        .write_all(format!("{line}\n").as_bytes())
+        .await
+        .map_err(|e| format!("cannot write to the target: {e}"))?;
+    stdin.flush().await.map_err(|e| e.to_string())?;
+    for _ in 0..MAX_SKIPPED {
+        let mut buffer = Vec::new();
+        let read = (&mut *stdout)
+            .take(MAX_MESSAGE as u64)
+            .read_until(b'\n', &mut buffer)
+            .await
+            .map_err(|e| format!("cannot read the target's stdout: {e}"))?;
+        if read == 0 {
+            return Ok(Answer::default());
+        }
+        if !buffer.ends_with(b"\n") && buffer.len() >= MAX_MESSAGE {
+            return Err(format!("a line over {MAX_MESSAGE} bytes"));
+        }
+        if let Some(message) = parse(&buffer).filter(|m| answers(m, id)) {
+            return Ok(Answer {
+                status: None,
+                message: Some(message),
+            });
+        }
+    }
+    Err(format!("{MAX_SKIPPED} messages without the answer"))
+}
+
+async fn exchange_http(post: reqwest::RequestBuilder, id: &Value) -> Result<Answer, String> {
+    let mut response = post.send().await.map_err(|e| format!("POST failed: {e}"))?;
+    let status = response.status().as_u16();
+    let event_stream = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
+        body.extend_from_slice(&chunk);
+        if body.len() > MAX_MESSAGE {
+            return Err(format!("a body over {MAX_MESSAGE} bytes"));
+        }
+    }
+    let message = if event_stream {
+        // The data lines of each event, one message an event.
+        body.split(|&b| b == b'\n')
+            .filter_map(|line| line.strip_prefix(b"data:"))
+            .filter_map(|data| parse(data.trim_ascii()))
+            .find(|m| answers(m, id))
+    } else {
+        parse(&body).filter(|m| answers(m, id))
+    };
+    Ok(Answer {
+        status: Some(status),
+        message,
+    })
+}
+
+/// A JSON object as `JSON.parse` reads it (lone surrogates included).
+fn parse(bytes: &[u8]) -> Option<Value> {
+    let rewritten = super::lines::as_json_parse_reads(bytes);
+    let bytes = rewritten.as_deref().unwrap_or(bytes);
+    serde_json::from_slice::<Value>(bytes)
+        .ok()
+        .filter(Value::is_object)
+}
+
+/// Whether `message` is the response to the request with `id`.
+fn answers(message: &Value, id: &Value) -> bool {
+    message.get("id") == Some(id)
+        && (message.get("result").is_some() || message.get("error").is_some())
+}
