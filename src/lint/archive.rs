@@ -647,10 +647,24 @@ fn entry_point_rules<'e>(
                     let wanted = entry.path.clone();
                     // A header that cannot be read is no fact, not a
                     // reason to stop.
-                    return Ok(read_entry_bytes(path, bytes, &wanted, 64 * 1024, true)
+                    let binary = read_entry_bytes(path, bytes, &wanted, 64 * 1024, true)
                         .ok()
                         .flatten()
-                        .and_then(|head| crate::release::Binary::read(&head)));
+                        .and_then(|head| crate::release::Binary::read(&head));
+                    if let Some(binary) = &binary
+                        && let Some((problem, help)) =
+                            name_for_platform(relative, &normalized(&wanted), binary)
+                    {
+                        report.add(Finding::new(
+                            Rule::ArchiveEntryPoint,
+                            manifest_label,
+                            entry_point.span,
+                            &entry_point.pointer,
+                            problem,
+                            help,
+                        ));
+                    }
+                    return Ok(binary);
                 }
             }
         }
@@ -668,6 +682,41 @@ fn entry_point_rules<'e>(
         },
     }
     Ok(None)
+}
+
+/// Whether the native entry point's file name is the one Qwen Code starts
+/// on the binary's platform. Qwen 0.24.4 starts a stdio server through
+/// cross-spawn without a shell: on win32 a command with a path in it is
+/// looked up with each `PATHEXT` extension (`.EXE` first by default), and a
+/// file without one does not count as executable, so `dist\main` runs
+/// `dist\main.exe` and never an extensionless `dist\main`; elsewhere the
+/// path is run exactly, so a `main.exe` is never found.
+fn name_for_platform(
+    relative: &str,
+    found: &str,
+    binary: &crate::release::Binary,
+) -> Option<(String, String)> {
+    let exe = found.to_ascii_lowercase().ends_with(".exe");
+    let base = relative.rsplit('/').next().unwrap_or(relative);
+    if binary.platform == "win32" && !exe {
+        Some((
+            format!(
+                "the entry point `{found}` is a Windows executable without `.exe`: Qwen Code on Windows looks for `{relative}.exe` and does not run it"
+            ),
+            format!("name it `{base}.exe` (ecp package --target x86_64-pc-windows-msvc does)"),
+        ))
+    } else if binary.platform != "win32" && exe && !relative.to_ascii_lowercase().ends_with(".exe")
+    {
+        Some((
+            format!(
+                "the entry point is `{found}`, built for {}: Qwen Code runs `{relative}` exactly there and does not find it",
+                binary.describe()
+            ),
+            format!("name it `{base}` without `.exe`"),
+        ))
+    } else {
+        None
+    }
 }
 
 /// The archive rules over the entries read, then the manifest inside.

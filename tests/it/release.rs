@@ -395,3 +395,80 @@ fn sums_and_versions_must_agree_with_the_folder_and_the_tag() {
         "{findings:?}"
     );
 }
+
+/// An archive packed by GNU tar, not ecp: the manifest of `ecp new` and
+/// `binary` stored as `entry` with mode 0755.
+fn tar_archive(parent: &Path, name: &str, entry: &str, header: Header) -> PathBuf {
+    let dir = extension(&parent.join(name.replace('.', "-")), "local");
+    let stage = parent.join(format!("stage-{name}"));
+    std::fs::create_dir_all(stage.join("dist")).unwrap();
+    std::fs::copy(
+        dir.join("qwen-extension.json"),
+        stage.join("qwen-extension.json"),
+    )
+    .unwrap();
+    let builds = parent.join(format!("builds-{name}"));
+    std::fs::create_dir_all(&builds).unwrap();
+    std::fs::copy(executable(&builds, header), stage.join(entry)).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(stage.join(entry), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let archive = parent.join(name);
+    let status = std::process::Command::new("tar")
+        .arg("czf")
+        .arg(&archive)
+        .args(["-C", stage.to_str().unwrap(), "qwen-extension.json", entry])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    archive
+}
+
+#[test]
+fn an_entry_point_named_for_another_platform_is_refused_as_qwen_would_not_start_it() {
+    let temp = tempfile::tempdir().unwrap();
+    // Qwen on Windows runs `dist\main` as `dist\main.exe` (cross-spawn and
+    // PATHEXT); an extensionless PE is never started.
+    let windows = tar_archive(
+        temp.path(),
+        "win32.x64.acme-context.tar.gz",
+        "dist/main",
+        Header::Pe(0x8664),
+    );
+    let (code, findings) = lint(&windows, &[]);
+    assert_eq!(code, Some(1), "{findings:?}");
+    assert!(
+        findings
+            .iter()
+            .any(|(rule, message)| rule == "archive-entry-point"
+                && message.contains("Windows executable without `.exe`")),
+        "{findings:?}"
+    );
+    let windows = tar_archive(
+        temp.path(),
+        "win32.x64.acme-context-2.tar.gz",
+        "dist/main.exe",
+        Header::Pe(0x8664),
+    );
+    let (code, findings) = lint(&windows, &[]);
+    assert!(
+        !rules(&findings).contains(&"archive-entry-point"),
+        "{findings:?}"
+    );
+    assert_eq!(code, Some(0), "{findings:?}");
+    // Elsewhere the path is run exactly: a `main.exe` is never found.
+    let linux = tar_archive(
+        temp.path(),
+        "linux.x64.acme-context.tar.gz",
+        "dist/main.exe",
+        Header::Elf(0x3e),
+    );
+    let (code, findings) = lint(&linux, &[]);
+    assert_eq!(code, Some(1), "{findings:?}");
+    assert!(
+        findings
+            .iter()
+            .any(|(rule, message)| rule == "archive-entry-point"
+                && message.contains("runs `dist/main` exactly")),
+        "{findings:?}"
+    );
+}
