@@ -740,7 +740,7 @@ impl Session {
         bearer: Option<String>,
         call_timeout: Duration,
     ) -> Result<Session, String> {
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        crate::runtime::install_tls_provider();
         let mut config = StreamableHttpClientTransportConfig::with_uri(url);
         if let Some(bearer) = bearer {
             config = config.auth_header(bearer);

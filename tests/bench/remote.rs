@@ -345,7 +345,7 @@ pub fn bench(
     peers: &Peers,
     report: &mut Report,
 ) {
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    ecp::runtime::install_tls_provider();
     // The clients get their own threads, apart from the upstream's runtime.
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -160,7 +160,7 @@ fn jwks_file(dir: &Path, signer: &Signer) -> PathBuf {
 }
 
 fn https_client(tls: &TestCa) -> reqwest::Client {
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    ecp::runtime::install_tls_provider();
     let ca = reqwest::Certificate::from_pem(&std::fs::read(&tls.ca).unwrap()).unwrap();
     reqwest::Client::builder()
         .no_proxy()

@@ -85,7 +85,7 @@ async fn adapter(extra: &[&str]) -> Adapter {
 }
 
 fn http() -> reqwest::Client {
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    ecp::runtime::install_tls_provider();
     reqwest::Client::builder().no_proxy().build().unwrap()
 }
 
@@ -1147,7 +1147,7 @@ async fn the_2026_07_28_revision_is_served_over_http_too() {
         upstream: _upstream,
         ..
     } = adapter(&[]).await;
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    ecp::runtime::install_tls_provider();
     let config =
         StreamableHttpClientTransportConfig::with_uri(server.url.as_str()).auth_header(token);
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
@@ -1273,4 +1273,48 @@ async fn the_direct_path_answers_byte_for_byte_as_the_general_path_does() {
         assert_eq!(direct, plain_sent[at], "{}", server.stderr());
         assert_eq!(requests.len(), 2 * plain_sent[at], "{}", server.stderr());
     }
+}
+
+/// The request lines are written in batches (runtime 0.4.1): every one
+/// still arrives, in order with the others, and none is lost when the
+/// server stops right after its last answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batched_request_lines_all_arrive_and_none_is_lost_at_shutdown() {
+    let Adapter {
+        mut server, token, ..
+    } = adapter(&[]).await;
+    let client = http();
+    for query in 0..40 {
+        let response = tools_call(&client, &server.url, Some(&token), &format!("q{query}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 200);
+    }
+    // At most the batch delay after the last answer, the lines are out.
+    server.settle().await;
+    assert_eq!(server.events("request").len(), 40, "{}", server.stderr());
+    // Then a few more, and a stop at once: the shutdown writes the batch.
+    for query in 0..5 {
+        tools_call(&client, &server.url, Some(&token), &format!("last{query}"))
+            .send()
+            .await
+            .unwrap();
+    }
+    server.terminate();
+    let status = server.wait(Duration::from_secs(10)).await.expect("exits");
+    assert!(status.success(), "{status:?}");
+    server.settle().await;
+    let events: Vec<String> = server
+        .stderr()
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .map(|line| line["event"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(events.iter().filter(|e| *e == "request").count(), 45);
+    // Order: the requests before the drain, then "draining", then "stopped".
+    let draining = events.iter().position(|e| e == "draining").unwrap();
+    let last_request = events.iter().rposition(|e| e == "request").unwrap();
+    assert!(last_request < draining, "{events:?}");
+    assert_eq!(events.last().map(String::as_str), Some("stopped"));
 }

@@ -48,9 +48,116 @@ pub fn event(
         LogFormat::Plain => format!("{server}: {message}\n"),
         LogFormat::Json => json_line(server, level, event, message, fields),
     };
-    // One write per line: stderr is unbuffered, and formatting straight into
-    // it would cost a system call per fragment (and interleave lines).
-    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
+    batch::write(level, line.as_bytes());
+}
+
+/// Flushes the batched lines; `serve_http` calls it before it returns.
+pub fn flush() {
+    batch::flush();
+}
+
+/// Starts batching `Level::Info` lines (the remote adapter's one line per
+/// request): see [`batch`].
+pub fn batch_info_lines() {
+    batch::start();
+}
+
+/// Batching of the lines a busy server writes for every request.
+///
+/// Unbatched, each line is one `write` to stderr: one system call per HTTP
+/// request and, when stderr is a pipe to a log collector, one wake-up of
+/// the collector. Once [`batch_info_lines`] is called, `Info` lines wait in
+/// a buffer of at most [`MAX_PENDING`] bytes for at most [`MAX_DELAY`], and
+/// go out together; any other line writes what is waiting and itself at
+/// once, in order. A process killed without [`flush`] may lose the last
+/// [`MAX_DELAY`] of `Info` lines; warnings and errors are never held.
+mod batch {
+    use std::{
+        io::Write,
+        sync::{Condvar, Mutex, OnceLock, PoisonError},
+        time::Duration,
+    };
+
+    use super::Level;
+
+    /// The most bytes held before they are written.
+    pub const MAX_PENDING: usize = 16 * 1024;
+    /// The longest an `Info` line waits.
+    pub const MAX_DELAY: Duration = Duration::from_millis(50);
+
+    #[derive(Default)]
+    struct Pending {
+        on: bool,
+        bytes: Vec<u8>,
+    }
+
+    fn state() -> &'static (Mutex<Pending>, Condvar) {
+        static STATE: OnceLock<(Mutex<Pending>, Condvar)> = OnceLock::new();
+        STATE.get_or_init(Default::default)
+    }
+
+    fn emit(bytes: &[u8]) {
+        // One write for everything: stderr is unbuffered, and formatting
+        // straight into it would cost a system call per fragment.
+        let _ = std::io::stderr().lock().write_all(bytes);
+    }
+
+    pub fn write(level: Level, line: &[u8]) {
+        let (lock, waiting) = state();
+        let mut pending = lock.lock().unwrap_or_else(PoisonError::into_inner);
+        if !pending.on {
+            drop(pending);
+            return emit(line);
+        }
+        let was_empty = pending.bytes.is_empty();
+        pending.bytes.extend_from_slice(line);
+        if level != Level::Info || pending.bytes.len() >= MAX_PENDING {
+            // Written under the lock, so lines keep their order.
+            emit(&pending.bytes);
+            pending.bytes.clear();
+        } else if was_empty {
+            waiting.notify_one();
+        }
+    }
+
+    pub fn flush() {
+        let (lock, _) = state();
+        let mut pending = lock.lock().unwrap_or_else(PoisonError::into_inner);
+        if !pending.bytes.is_empty() {
+            emit(&pending.bytes);
+            pending.bytes.clear();
+        }
+    }
+
+    /// Turns batching on, with a thread that writes what waits: it sleeps
+    /// until a line arrives, then [`MAX_DELAY`], then writes.
+    pub fn start() {
+        let (lock, _) = state();
+        let mut pending = lock.lock().unwrap_or_else(PoisonError::into_inner);
+        if pending.on {
+            return;
+        }
+        pending.on = true;
+        drop(pending);
+        let spawned = std::thread::Builder::new()
+            .name("log-flush".into())
+            .spawn(|| {
+                let (lock, waiting) = state();
+                loop {
+                    let pending = lock.lock().unwrap_or_else(PoisonError::into_inner);
+                    let pending = waiting
+                        .wait_while(pending, |p| p.bytes.is_empty())
+                        .unwrap_or_else(PoisonError::into_inner);
+                    drop(pending);
+                    std::thread::sleep(MAX_DELAY);
+                    flush();
+                }
+            });
+        if spawned.is_err() {
+            // Without the thread nothing would write the batch: stay unbatched.
+            lock.lock().unwrap_or_else(PoisonError::into_inner).on = false;
+        }
+    }
 }
 
 /// The JSON object of one line, written straight into its buffer (no

@@ -21,6 +21,14 @@ pub struct Release {
 /// Newest first; the first is [`VERSION`].
 pub const RELEASES: &[Release] = &[
     Release {
+        version: "0.4.1",
+        notes: &[
+            "a fresh lockfile resolves rustls 0.23.48, which deprecates ring's crypto provider (no post-quantum key exchange): the runtime installs it in one place with the deprecation allowed, so an extension's own `cargo build` prints no warning; ring stays the provider (aws-lc-rs would need a C toolchain and cmake on every provider's machine)",
+            "`--listen`: the one `info` line per request is written in batches (at most 16 KiB, at most 50 ms late; a warning or error writes what waits and itself at once, and the server writes the batch before it exits), so a busy server makes one system call for many lines instead of one each, and a log collector on its stderr pipe is woken once per batch: 8% less server CPU per call measured with `wrk` on loopback (56 to 52 µs)",
+        ],
+        security_fix: None,
+    },
+    Release {
         version: "0.4.0",
         notes: &[
             "the API is what an extension needs, 31 documented items: `Adapter`, `Provider`, `ProviderItem` (with `ProviderItem::from_json`), `ProviderError`, `ProviderBudget`, `RuntimeConfig`, `serve`/`serve_stdio` and their errors, `http` (`Upstream`, `Credential`, `Request`, `ConfigError`, `string`), `profile` (`render` with its `Envelope` and `ContextItem`, `query_from_arguments` with its `QueryError`, `retain_valid`, the tool name, limit and failure text), `contracts` (`render_vectors()`, `test_vectors()`), and `serde_json`/`url`; a snapshot in ecp's tests holds it",

@@ -438,9 +438,8 @@ impl Authenticator {
                 )
             }
             JwksSource::Url(url) => {
-                // reqwest is built without a TLS crypto provider; an error
-                // only means one is installed already.
-                let _ = rustls::crypto::ring::default_provider().install_default();
+                // reqwest is built without a TLS crypto provider.
+                crate::client::install_tls_provider();
                 let client = reqwest::Client::builder()
                     .no_proxy()
                     .redirect(reqwest::redirect::Policy::none())
