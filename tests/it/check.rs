@@ -58,7 +58,7 @@ fn with_status<'a>(report: &'a Value, status: &str) -> Vec<&'a str> {
 
 /// The protocol checks a target legitimately skips: the HTTP headers on
 /// stdio, and every one for a target that does not speak 2026-07-28.
-fn legitimate_skip(check: &Value) -> bool {
+pub(crate) fn legitimate_skip(check: &Value) -> bool {
     let reason = check["reason"].as_str().unwrap_or("");
     (check["id"] == "http-headers" && reason == "stdio carries no headers")
         || (PROTOCOL_CHECKS.contains(&check["id"].as_str().unwrap_or(""))
