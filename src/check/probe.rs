@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 use super::target::Launch;
-use crate::children::{self, Group};
+use crate::children::Group;
 
 /// The longest line or body read as one answer.
 pub const MAX_MESSAGE: usize = 4 * 1024 * 1024;
@@ -93,19 +93,8 @@ impl Probe {
     pub async fn open(target: &ProbeTarget) -> Result<Probe, String> {
         match target {
             ProbeTarget::Process(launch) => {
-                let mut command = tokio::process::Command::new(&launch.program);
-                command
-                    .args(&launch.args)
-                    .envs(&launch.env)
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::null())
-                    .kill_on_drop(true);
-                children::own_group(&mut command);
-                if let Some(cwd) = &launch.cwd {
-                    command.current_dir(cwd);
-                }
-                let mut child = command
+                let mut child = launch
+                    .command(Stdio::null())
                     .spawn()
                     .map_err(|e| format!("cannot start {} again: {e}", launch.program))?;
                 let group = child.id().map(Group::new);

@@ -70,6 +70,27 @@ pub struct Launch {
     pub _extracted: Option<Arc<tempfile::TempDir>>,
 }
 
+impl Launch {
+    /// The command that starts the server: its program, arguments,
+    /// environment and folder, stdin and stdout piped, `stderr` as asked,
+    /// in a process group of its own, killed when dropped.
+    pub fn command(&self, stderr: Stdio) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new(&self.program);
+        command
+            .args(&self.args)
+            .envs(&self.env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .kill_on_drop(true);
+        children::own_group(&mut command);
+        if let Some(cwd) = &self.cwd {
+            command.current_dir(cwd);
+        }
+        command
+    }
+}
+
 /// What a manifest-started server looks like.
 #[derive(Debug, Clone)]
 pub enum ManifestServer {
@@ -602,19 +623,8 @@ fn resolve_help(host: &str) -> &'static str {
 impl Session {
     /// Starts `launch` and completes the MCP handshake.
     pub async fn spawn(launch: &Launch) -> Result<Session, String> {
-        let mut command = tokio::process::Command::new(&launch.program);
-        command
-            .args(&launch.args)
-            .envs(&launch.env)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        children::own_group(&mut command);
-        if let Some(cwd) = &launch.cwd {
-            command.current_dir(cwd);
-        }
-        let mut child = command
+        let mut child = launch
+            .command(Stdio::piped())
             .spawn()
             .map_err(|e| spawn_error(&launch.program, &e))?;
         let group = child.id().map(Group::new);
