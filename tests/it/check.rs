@@ -579,40 +579,65 @@ fn all(status: &str, except: &[(&str, &str)]) -> Vec<(String, String)> {
 #[test]
 fn the_2026_07_28_rules_are_judged_by_the_revision_a_target_speaks() {
     let server = python_server();
-    // ecp's own runtime and the independent Python server, both speaking
-    // 2026-07-28 beside initialize, over stdio and over HTTP.
-    let (code, report) = check(&["--", ecp_bin(), "serve", "--http"]);
-    assert_conforms(code, &report);
-    assert_eq!(report["revisions"], json!(["2025-11-25", "2026-07-28"]));
-    assert_eq!(
-        protocol_statuses(&report),
-        all("pass", &[("http-headers", "skip")])
-    );
-    let (code, report) = check(&["--", "python3", &server, "--stateless"]);
-    assert_conforms(code, &report);
-    assert_eq!(report["revisions"], json!(["2025-11-25", "2026-07-28"]));
-    assert_eq!(
-        protocol_statuses(&report),
-        all("pass", &[("http-headers", "skip")])
-    );
     let http = PythonHttp::start(&[]);
-    let (_, report) = check(&["--url", &http.url]);
-    assert_eq!(report["revisions"], json!(["2025-11-25", "2026-07-28"]));
+    // Four runs at once: ecp's own runtime and the independent Python
+    // server speaking 2026-07-28 beside initialize (over stdio, and the
+    // Python one over HTTP), and the Python server of the initialize
+    // revisions only.
+    let runs: Vec<Vec<String>> = vec![
+        vec![
+            "--".into(),
+            ecp_bin().into(),
+            "serve".into(),
+            "--http".into(),
+        ],
+        vec![
+            "--".into(),
+            "python3".into(),
+            server.clone(),
+            "--stateless".into(),
+        ],
+        vec!["--url".into(), http.url.clone()],
+        vec!["--".into(), "python3".into(), server.clone()],
+    ];
+    let reports: Vec<(Option<i32>, Value)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = runs
+            .iter()
+            .map(|args| {
+                scope.spawn(move || {
+                    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                    check(&args)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let both = json!(["2025-11-25", "2026-07-28"]);
+    for (code, report) in &reports[..2] {
+        assert_conforms(*code, report);
+        assert_eq!(report["revisions"], both);
+        assert_eq!(
+            protocol_statuses(report),
+            all("pass", &[("http-headers", "skip")])
+        );
+    }
+    let (_, report) = &reports[2];
+    assert_eq!(report["revisions"], both);
     // Its upstream is dead: the call answers isError, nothing to judge.
     assert_eq!(
-        protocol_statuses(&report),
+        protocol_statuses(report),
         all("pass", &[("stateless-call", "skip")]),
         "{report:#}"
     );
-    assert!(reason(&report, "stateless-call").contains("no envelope to judge"));
+    assert!(reason(report, "stateless-call").contains("no envelope to judge"));
 
     // A server of the initialize revisions only is judged by its revision.
-    let (code, report) = check(&["--", "python3", &server]);
-    assert_conforms(code, &report);
+    let (code, report) = &reports[3];
+    assert_conforms(*code, report);
     assert_eq!(report["revisions"], json!(["2025-11-25"]));
-    assert_eq!(protocol_statuses(&report), all("skip", &[]));
+    assert_eq!(protocol_statuses(report), all("skip", &[]));
     assert_eq!(
-        reason(&report, "discover"),
+        reason(report, "discover"),
         "the target speaks 2025-11-25 (initialize), not 2026-07-28: server/discover answered error -32601"
     );
 }
