@@ -1318,3 +1318,56 @@ async fn batched_request_lines_all_arrive_and_none_is_lost_at_shutdown() {
     assert!(last_request < draining, "{events:?}");
     assert_eq!(events.last().map(String::as_str), Some("stopped"));
 }
+
+/// On one core (`taskset -c 0`, as a container's CPU limit reads) the
+/// adapter serves on one thread: a call whose upstream never answers
+/// leaves the others answered while it waits out the budget, and twenty at
+/// a time all succeed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_one_core_a_slow_call_does_not_hold_the_others() {
+    let upstream = Upstream::start(echo).await;
+    let signer = Signer::es256("k");
+    let (_keys, jwks) = jwks_file(&[&signer]);
+    let mut args: Vec<String> = vec!["-c".into(), "0".into(), env!("CARGO_BIN_EXE_ecp").into()];
+    args.extend(["serve".into(), "--http".into()]);
+    args.extend(auth_args(&jwks));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = RemoteServer::start_program(
+        Path::new("taskset"),
+        &args,
+        &[
+            ("PROVIDER_CONTEXT_BASE_URL", upstream.base_url.as_str()),
+            ("PROVIDER_CONTEXT_TOKEN", UPSTREAM_TOKEN),
+        ],
+    )
+    .await;
+    let token = signer.token(&claims(&server.url));
+    let client = http();
+    let held = tokio::spawn(tools_call(&client, &server.url, Some(&token), "hang").send());
+    upstream
+        .wait_for(Duration::from_secs(5), "the held call", |seen, _| {
+            !seen.is_empty()
+        })
+        .await;
+    let fast: Vec<_> = (0..20)
+        .map(|n| {
+            let request = tools_call(&client, &server.url, Some(&token), &format!("fast{n}"));
+            tokio::spawn(request.send())
+        })
+        .collect();
+    for call in fast {
+        let response = call.await.unwrap().unwrap();
+        assert_eq!(response.status().as_u16(), 200);
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["result"]["isError"], false, "{body}");
+    }
+    // The held call waits out the provider budget (5 s), then fails stably.
+    assert!(
+        !held.is_finished(),
+        "the held call answered before its budget"
+    );
+    let held = held.await.unwrap().unwrap();
+    assert_eq!(held.status().as_u16(), 200);
+    let body: Value = held.json().await.unwrap();
+    assert_eq!(body["result"]["isError"], true, "{body}");
+}
