@@ -60,6 +60,13 @@ pub fn run(data: &[u8]) {
         let mut output = Vec::new();
         let _ =
             tokio::time::timeout(Duration::from_secs(10), client.read_to_end(&mut output)).await;
-        let _ = tokio::time::timeout(Duration::from_secs(10), serving).await;
+        // A panic of the server is the target's crash, under libFuzzer and
+        // in the stable replay alike (tokio would otherwise keep it in the
+        // task), and a server still running after its input ended is a hang.
+        match tokio::time::timeout(Duration::from_secs(10), serving).await {
+            Ok(Err(error)) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+            Ok(_) => {}
+            Err(_) => panic!("the server did not end after its input did"),
+        }
     });
 }

@@ -157,7 +157,7 @@ pub fn run_check(args: CheckArgs, color: ColorChoice) -> Outcome {
     if human {
         let color = color.for_stdout();
         println!("ecp check: {}", report.target);
-        println!("protocol: {}", revisions_line(&report.revisions));
+        println!("protocol: {}", revisions_line(&report));
         for result in &report.checks {
             println!("{}", line(result, color));
         }
@@ -280,13 +280,28 @@ pub fn run_call(args: CallArgs) -> Outcome {
 }
 
 /// The revisions a target was judged by, in words: the handshake's and the
-/// stateless one, or why there is none.
-fn revisions_line(revisions: &[String]) -> String {
-    match revisions {
+/// stateless one; "not" only when the protocol checks found it does not
+/// speak 2026-07-28, else that it is not established.
+fn revisions_line(report: &check::CheckReport) -> String {
+    let stateless = check::suite::STATELESS;
+    match report.revisions.as_slice() {
         [] => "no revision agreed".to_owned(),
-        [handshake] => format!("{handshake} (initialize); not {}", check::suite::STATELESS),
-        [handshake, stateless, ..] => {
-            format!("{handshake} (initialize) and {stateless} (server/discover)")
+        [handshake, modern, ..] => {
+            format!("{handshake} (initialize) and {modern} (server/discover)")
+        }
+        [handshake] => {
+            let older = report.checks.iter().any(|c| {
+                c.id == "discover"
+                    && c.status == check::suite::Status::Skip
+                    && c.reason.starts_with("the target speaks ")
+            });
+            if older {
+                format!("{handshake} (initialize); not {stateless}")
+            } else {
+                format!(
+                    "{handshake} (initialize); {stateless} not established (see the discover check)"
+                )
+            }
         }
     }
 }

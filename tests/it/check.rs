@@ -106,8 +106,9 @@ async fn check_url(url: &str, token: Option<&str>) -> std::process::Output {
         .unwrap()
 }
 
-/// A URL target conforms: nothing fails, and the checks that need the
-/// scripted V1 upstream are skipped, not failed.
+/// A URL target of ecp's own adapter conforms: nothing fails, the checks
+/// that need the scripted V1 upstream are skipped, not failed, and every
+/// protocol check passes.
 fn assert_conforms_by_url(output: &std::process::Output) {
     let report: Value = serde_json::from_slice(&output.stdout)
         .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stderr)));
@@ -121,6 +122,9 @@ fn assert_conforms_by_url(output: &std::process::Output) {
         with_status(&report, "skip").contains(&"render-vectors"),
         "no V1 binding behind a URL"
     );
+    // ecp's remote adapter keeps every 2026-07-28 rule over HTTP.
+    assert_eq!(report["revisions"], json!(["2025-11-25", "2026-07-28"]));
+    assert_eq!(protocol_statuses(&report), all("pass", &[]), "{report:#}");
     assert_eq!(output.status.code(), Some(0), "{report:#}");
 }
 
@@ -599,6 +603,15 @@ fn the_2026_07_28_rules_are_judged_by_the_revision_a_target_speaks() {
         ],
         vec!["--url".into(), http.url.clone()],
         vec!["--".into(), "python3".into(), server.clone()],
+        // An older server that answers an unknown method with -32602, as
+        // the Python MCP SDK does: still judged by its own revision.
+        vec![
+            "--".into(),
+            "python3".into(),
+            server.clone(),
+            "--defect".into(),
+            "unknown-as-invalid-params".into(),
+        ],
     ];
     let reports: Vec<(Option<i32>, Value)> = std::thread::scope(|scope| {
         let handles: Vec<_> = runs
@@ -631,15 +644,20 @@ fn the_2026_07_28_rules_are_judged_by_the_revision_a_target_speaks() {
     );
     assert!(reason(report, "stateless-call").contains("no envelope to judge"));
 
-    // A server of the initialize revisions only is judged by its revision.
-    let (code, report) = &reports[3];
-    assert_conforms(*code, report);
-    assert_eq!(report["revisions"], json!(["2025-11-25"]));
-    assert_eq!(protocol_statuses(report), all("skip", &[]));
-    assert_eq!(
-        reason(report, "discover"),
-        "the target speaks 2025-11-25 (initialize), not 2026-07-28: server/discover answered error -32601"
-    );
+    // A server of the initialize revisions only is judged by its revision,
+    // whatever error it gives the method it does not know.
+    for (report, code) in [(&reports[3], -32601), (&reports[4], -32602)] {
+        let (exit, report) = report;
+        assert_conforms(*exit, report);
+        assert_eq!(report["revisions"], json!(["2025-11-25"]));
+        assert_eq!(protocol_statuses(report), all("skip", &[]));
+        assert_eq!(
+            reason(report, "discover"),
+            format!(
+                "the target speaks 2025-11-25 (initialize), not 2026-07-28: server/discover answered error {code}"
+            )
+        );
+    }
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! corpus (`fuzz/seeds/TARGET/`, grown by earlier fuzzing runs, crashes
 //! found kept as seeds) replayed through the same function libFuzzer calls
 //! (`fuzz/harness/`), then mutants of those seeds made by a seeded
-//! generator, so every run also tries inputs no run before tried exactly.
+//! generator: the same mutants every run (seeded by the target's name), so
+//! a failure reproduces; `ECP_FUZZ_SEED=N` tries another 2000.
 //! Coverage-guided fuzzing (`cargo xtask fuzz`, nightly) runs in the
 //! weekly CI job; this replay keeps what it found from coming back.
 
@@ -134,7 +135,17 @@ fn replay_target(target: &str, run: harness::Body) -> Vec<String> {
     if failures.len() >= FAILURES_SHOWN {
         return failures;
     }
-    let mut random = Random(0x9e37_79b9_7f4a_7c15 ^ target.len() as u64);
+    // FNV-1a of the name, so that no two targets share a stream.
+    let named = target
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+        });
+    let extra: u64 = std::env::var("ECP_FUZZ_SEED")
+        .ok()
+        .and_then(|seed| seed.parse().ok())
+        .unwrap_or(0);
+    let mut random = Random((named ^ extra.wrapping_mul(0x9e37_79b9_7f4a_7c15)) | 1);
     for mutant in 0..MUTANTS {
         let (path, seed) = &seeds[random.below(seeds.len())];
         let (_, other) = &seeds[random.below(seeds.len())];

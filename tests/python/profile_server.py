@@ -46,7 +46,9 @@ checked) and prints its endpoint URL on stdout. Defects of the revision,
 for the protocol checks: no-result-type, no-cache-hints, anonymous-discover
 (no serverInfo), lax-meta (a missing `_meta` or an unknown revision is
 served), ignore-headers (HTTP headers that disagree with the body are
-served), stateless-unescaped (a 2026-07-28 call leaves `<` in its text).
+served), stateless-unescaped (a 2026-07-28 call leaves `<` in its text);
+and, not a defect, unknown-as-invalid-params: an unknown method answered
+with -32602, as the Python MCP SDK does.
 """
 
 import decimal
@@ -743,6 +745,9 @@ def handle(message, base, token, threaded=True):
             call.abort()
     elif method is not None and method.startswith("notifications/"):
         pass
+    elif request_id is not None and DEFECT == "unknown-as-invalid-params":
+        # As the Python MCP SDK answers a method it does not know.
+        error(request_id, -32602, "Invalid request parameters")
     elif request_id is not None:
         error(request_id, -32601, "Method not found.")
 

@@ -14,8 +14,6 @@ pub const STATELESS: &str = "2026-07-28";
 /// A revision no server supports.
 const UNKNOWN_REVISION: &str = "2099-01-01";
 /// JSON-RPC error codes of the revision.
-const METHOD_NOT_FOUND: i64 = -32601;
-const INVALID_REQUEST: i64 = -32600;
 const INVALID_PARAMS: i64 = -32602;
 const HEADER_MISMATCH: i64 = -32020;
 const UNSUPPORTED_VERSION: i64 = -32022;
@@ -85,15 +83,29 @@ enum Discovered {
     Broken(String),
 }
 
-fn discovered(answer: &Answer) -> Discovered {
-    if let Some(result) = answer.result() {
-        let versions: Vec<&str> = result
-            .get("supportedVersions")
-            .and_then(Value::as_array)
-            .map(|v| v.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        return if versions.contains(&STATELESS) {
+/// What a `server/discover` answer says. Only a result that lists
+/// 2026-07-28 commits the target to the revision's rules; a result that is
+/// not a discover result at all is broken; anything else (an error of any
+/// code, an HTTP refusal, no answer) is what servers of the initialize
+/// revisions do with a method they do not know, unless their `initialize`
+/// itself agreed on 2026-07-28 or later (`handshake_modern`).
+fn discovered(answer: Result<&Answer, &String>, handshake_modern: bool) -> Discovered {
+    if let Ok(answer) = answer
+        && let Some(result) = answer.result()
+    {
+        let Some(versions) = result.get("supportedVersions").and_then(Value::as_array) else {
+            return Discovered::Broken(format!(
+                "server/discover answered a result without supportedVersions: {}",
+                answer.describe()
+            ));
+        };
+        return if versions.iter().any(|v| v == STATELESS) {
             Discovered::Stateless(result.clone())
+        } else if handshake_modern {
+            Discovered::Broken(format!(
+                "initialize agreed on {STATELESS} or later, but server/discover lists {}",
+                shown(result.get("supportedVersions"))
+            ))
         } else {
             Discovered::Older(format!(
                 "server/discover lists {} but not {STATELESS}",
@@ -101,14 +113,16 @@ fn discovered(answer: &Answer) -> Discovered {
             ))
         };
     }
-    match (answer.error_code(), answer.status) {
-        (Some(METHOD_NOT_FOUND | INVALID_REQUEST | UNSUPPORTED_VERSION), _) | (_, Some(404)) => {
-            Discovered::Older(format!("server/discover answered {}", answer.describe()))
-        }
-        _ => Discovered::Broken(format!(
-            "server/discover with a valid {STATELESS} _meta answered {}",
-            answer.describe()
-        )),
+    let said = match answer {
+        Ok(answer) => format!("server/discover answered {}", answer.describe()),
+        Err(why) => format!("server/discover: {why}"),
+    };
+    if handshake_modern {
+        Discovered::Broken(format!(
+            "initialize agreed on {STATELESS} or later, but {said}"
+        ))
+    } else {
+        Discovered::Older(said)
     }
 }
 
@@ -142,10 +156,10 @@ impl Suite<'_> {
             .request(&discover, &headers(STATELESS, "server/discover", None))
             .await;
         let handshake = self.handshake_revision();
-        let discovered = match answer {
-            Ok(answer) => discovered(&answer),
-            Err(why) => Discovered::Broken(format!("server/discover: {why}")),
-        };
+        // Revisions are dates: a later one sorts after as text.
+        let modern =
+            handshake.starts_with(|c: char| c.is_ascii_digit()) && handshake.as_str() >= STATELESS;
+        let discovered = discovered(answer.as_ref(), modern);
         let result = match discovered {
             Discovered::Stateless(result) => result,
             Discovered::Older(why) => {
