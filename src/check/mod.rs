@@ -257,6 +257,7 @@ async fn open(
             probe: probe::ProbeTarget::Http {
                 url,
                 bearer: settings.bearer.clone(),
+                call_timeout,
             },
         }),
     }

@@ -27,7 +27,23 @@ pub enum ProbeTarget {
     /// Start the program again.
     Process(Launch),
     /// POST to the endpoint, with the run's bearer.
-    Http { url: String, bearer: Option<String> },
+    Http {
+        url: String,
+        bearer: Option<String>,
+        /// How long a `tools/call` may take (the target's MCP timeout).
+        call_timeout: Duration,
+    },
+}
+
+impl ProbeTarget {
+    /// How long a `tools/call` may take: the target's MCP timeout, as on
+    /// the first channel; every other request gets [`ANSWER_TIME`].
+    fn call_timeout(&self) -> Duration {
+        match self {
+            ProbeTarget::Process(launch) => launch.call_timeout,
+            ProbeTarget::Http { call_timeout, .. } => *call_timeout,
+        }
+    }
 }
 
 /// What answered one request.
@@ -79,8 +95,13 @@ pub struct Started {
     _group: Option<Group>,
 }
 
-/// An open probe.
-pub enum Probe {
+/// An open probe, and how long its `tools/call` may take.
+pub struct Probe {
+    channel: Channel,
+    call_timeout: Duration,
+}
+
+enum Channel {
     Process(Box<Started>),
     Http {
         client: reqwest::Client,
@@ -91,6 +112,39 @@ pub enum Probe {
 
 impl Probe {
     pub async fn open(target: &ProbeTarget) -> Result<Probe, String> {
+        Ok(Probe {
+            channel: Channel::open(target).await?,
+            call_timeout: target.call_timeout(),
+        })
+    }
+
+    pub fn is_http(&self) -> bool {
+        matches!(self.channel, Channel::Http { .. })
+    }
+
+    /// Sends `request` (its `id` is the one answered) with `headers` (HTTP
+    /// only; a process probe has none) and reads its answer, within
+    /// [`ANSWER_TIME`] or, for a `tools/call`, the target's MCP timeout.
+    pub async fn request(
+        &mut self,
+        request: &Value,
+        headers: &[(&str, String)],
+    ) -> Result<Answer, String> {
+        let limit = if request.get("method").and_then(Value::as_str) == Some("tools/call") {
+            self.call_timeout
+        } else {
+            ANSWER_TIME
+        };
+        self.channel.request(request, headers, limit).await
+    }
+
+    pub async fn close(self) {
+        self.channel.close().await;
+    }
+}
+
+impl Channel {
+    async fn open(target: &ProbeTarget) -> Result<Channel, String> {
         match target {
             ProbeTarget::Process(launch) => {
                 let mut child = launch
@@ -101,14 +155,14 @@ impl Probe {
                 let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
                     return Err("no stdio pipes".into());
                 };
-                Ok(Probe::Process(Box::new(Started {
+                Ok(Channel::Process(Box::new(Started {
                     child,
                     stdin,
                     stdout: BufReader::new(stdout),
                     _group: group,
                 })))
             }
-            ProbeTarget::Http { url, bearer } => Ok(Probe::Http {
+            ProbeTarget::Http { url, bearer, .. } => Ok(Channel::Http {
                 client: reqwest::Client::builder()
                     .no_proxy()
                     .redirect(reqwest::redirect::Policy::none())
@@ -120,25 +174,20 @@ impl Probe {
         }
     }
 
-    pub fn is_http(&self) -> bool {
-        matches!(self, Probe::Http { .. })
-    }
-
-    /// Sends `request` (its `id` is the one answered) with `headers` (HTTP
-    /// only; a process probe has none) and reads its answer.
-    pub async fn request(
+    async fn request(
         &mut self,
         request: &Value,
         headers: &[(&str, String)],
+        limit: Duration,
     ) -> Result<Answer, String> {
         let id = request.get("id").cloned().unwrap_or(Value::Null);
         let line = request.to_string();
         let answer = match self {
-            Probe::Process(started) => {
+            Channel::Process(started) => {
                 let Started { stdin, stdout, .. } = &mut **started;
-                tokio::time::timeout(ANSWER_TIME, exchange_line(stdin, stdout, &line, &id)).await
+                tokio::time::timeout(limit, exchange_line(stdin, stdout, &line, &id)).await
             }
-            Probe::Http {
+            Channel::Http {
                 client,
                 url,
                 bearer,
@@ -154,14 +203,14 @@ impl Probe {
                 if let Some(bearer) = bearer {
                     post = post.bearer_auth(bearer);
                 }
-                tokio::time::timeout(ANSWER_TIME, exchange_http(post, &id)).await
+                tokio::time::timeout(limit, exchange_http(post, &id)).await
             }
         };
-        answer.map_err(|_| format!("no answer within {} s", ANSWER_TIME.as_secs()))?
+        answer.map_err(|_| format!("no answer within {} ms", limit.as_millis()))?
     }
 
-    pub async fn close(self) {
-        if let Probe::Process(started) = self {
+    async fn close(self) {
+        if let Channel::Process(started) = self {
             let Started {
                 mut child, stdin, ..
             } = *started;

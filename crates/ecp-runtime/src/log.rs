@@ -56,10 +56,21 @@ pub fn flush() {
     batch::flush();
 }
 
-/// Starts batching `Level::Info` lines (the remote adapter's one line per
-/// request): see [`batch`].
-pub fn batch_info_lines() {
+/// Batches `Level::Info` lines (the remote adapter's one line per request,
+/// see [`batch`]) until the guard is dropped, which writes what waits and
+/// turns batching off: however the serving future ends, nothing is held.
+pub fn batch_info_lines() -> Batching {
     batch::start();
+    Batching(())
+}
+
+/// Batching of `Info` lines is on while this lives.
+pub struct Batching(());
+
+impl Drop for Batching {
+    fn drop(&mut self) {
+        batch::stop();
+    }
 }
 
 /// Batching of the lines a busy server writes for every request.
@@ -129,6 +140,18 @@ mod batch {
         }
     }
 
+    /// Writes what waits and turns batching off (the flush thread stays,
+    /// idle, and serves a later start).
+    pub fn stop() {
+        let (lock, _) = state();
+        let mut pending = lock.lock().unwrap_or_else(PoisonError::into_inner);
+        if !pending.bytes.is_empty() {
+            emit(&pending.bytes);
+            pending.bytes.clear();
+        }
+        pending.on = false;
+    }
+
     /// Turns batching on, with a thread that writes what waits: it sleeps
     /// until a line arrives, then [`MAX_DELAY`], then writes.
     pub fn start() {
@@ -138,7 +161,11 @@ mod batch {
             return;
         }
         pending.on = true;
+        static FLUSHER: OnceLock<bool> = OnceLock::new();
         drop(pending);
+        if FLUSHER.get().is_some() {
+            return;
+        }
         let spawned = std::thread::Builder::new()
             .name("log-flush".into())
             .spawn(|| {
@@ -156,6 +183,8 @@ mod batch {
         if spawned.is_err() {
             // Without the thread nothing would write the batch: stay unbatched.
             lock.lock().unwrap_or_else(PoisonError::into_inner).on = false;
+        } else {
+            let _ = FLUSHER.set(true);
         }
     }
 }

@@ -24,7 +24,7 @@ pub const RELEASES: &[Release] = &[
         version: "0.4.1",
         notes: &[
             "a fresh lockfile resolves rustls 0.23.48, which deprecates ring's crypto provider (no post-quantum key exchange): the runtime installs it in one place with the deprecation allowed, so an extension's own `cargo build` prints no warning; ring stays the provider (aws-lc-rs would need a C toolchain and cmake on every provider's machine)",
-            "`--listen`: the one `info` line per request is written in batches (at most 16 KiB, at most 50 ms late; a warning or error writes what waits and itself at once, and the server writes the batch before it exits), so a busy server makes one system call for many lines instead of one each, and a log collector on its stderr pipe is woken once per batch: 8% less server CPU per call measured with `wrk` on loopback (56 to 52 µs)",
+            "`--listen`: the one `info` line per request is written in batches (at most 16 KiB, at most 50 ms late; a warning or error writes what waits and itself at once, and whatever ends the serving writes the batch and turns batching off), so a busy server makes one system call for many lines instead of one each, and a log collector on its stderr pipe is woken once per batch: 8% less server CPU per call measured with `wrk` on loopback (56 to 52 µs)",
             "`--listen` on one core (`taskset`, a container's CPU limit, as `std::thread::available_parallelism` reads it) serves on one thread (tokio's current-thread runtime) instead of a worker and the main thread: 10% less CPU a call measured with `wrk` on loopback (49 to 44 µs); with more cores, unchanged",
         ],
         security_fix: None,

@@ -148,10 +148,10 @@ pub async fn serve_http<P: Provider>(
             ),
         ],
     );
-    // One request line per request: written in batches (log::batch).
-    super::log::batch_info_lines();
+    // One request line per request: written in batches (log::batch) while
+    // this serves, and written out however the serving ends.
+    let _batching = super::log::batch_info_lines();
     app.run(listener, shutdown, drain_limit).await;
-    super::log::flush();
     Ok(())
 }
 
