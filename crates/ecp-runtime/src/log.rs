@@ -51,11 +51,6 @@ pub fn event(
     batch::write(level, line.as_bytes());
 }
 
-/// Flushes the batched lines; `serve_http` calls it before it returns.
-pub fn flush() {
-    batch::flush();
-}
-
 /// Batches `Level::Info` lines (the remote adapter's one line per request,
 /// see [`batch`]) until the guard is dropped, which writes what waits and
 /// turns batching off: however the serving future ends, nothing is held.
@@ -80,8 +75,9 @@ impl Drop for Batching {
 /// the collector. Once [`batch_info_lines`] is called, `Info` lines wait in
 /// a buffer of at most [`MAX_PENDING`] bytes for at most [`MAX_DELAY`], and
 /// go out together; any other line writes what is waiting and itself at
-/// once, in order. A process killed without [`flush`] may lose the last
-/// [`MAX_DELAY`] of `Info` lines; warnings and errors are never held.
+/// once, in order. Dropping the [`super::Batching`] guard writes what waits; a
+/// process killed before that may lose the last [`MAX_DELAY`] of `Info`
+/// lines; warnings and errors are never held.
 mod batch {
     use std::{
         io::Write,
@@ -131,25 +127,22 @@ mod batch {
         }
     }
 
-    pub fn flush() {
+    /// Writes what waits; with `off`, turns batching off in the same hold
+    /// of the lock (the flush thread stays, idle, and serves a later start).
+    fn write_out(off: bool) {
         let (lock, _) = state();
         let mut pending = lock.lock().unwrap_or_else(PoisonError::into_inner);
         if !pending.bytes.is_empty() {
             emit(&pending.bytes);
             pending.bytes.clear();
+        }
+        if off {
+            pending.on = false;
         }
     }
 
-    /// Writes what waits and turns batching off (the flush thread stays,
-    /// idle, and serves a later start).
     pub fn stop() {
-        let (lock, _) = state();
-        let mut pending = lock.lock().unwrap_or_else(PoisonError::into_inner);
-        if !pending.bytes.is_empty() {
-            emit(&pending.bytes);
-            pending.bytes.clear();
-        }
-        pending.on = false;
+        write_out(true);
     }
 
     /// Turns batching on, with a thread that writes what waits: it sleeps
@@ -177,7 +170,7 @@ mod batch {
                         .unwrap_or_else(PoisonError::into_inner);
                     drop(pending);
                     std::thread::sleep(MAX_DELAY);
-                    flush();
+                    write_out(false);
                 }
             });
         if spawned.is_err() {
