@@ -88,7 +88,7 @@ impl Answer {
 }
 
 /// A process started for the probe.
-pub struct Started {
+struct Started {
     child: tokio::process::Child,
     stdin: tokio::process::ChildStdin,
     stdout: BufReader<tokio::process::ChildStdout>,
