@@ -25,6 +25,7 @@
 #![warn(clippy::too_many_lines)]
 
 pub mod atomic;
+pub mod channels;
 pub mod check;
 pub mod children;
 pub mod cli;

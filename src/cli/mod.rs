@@ -172,6 +172,12 @@ pub struct NewArgs {
     /// e.g. ACME_CONTEXT for ACME_CONTEXT_BASE_URL and ACME_CONTEXT_TOKEN]
     #[arg(long, value_name = "PREFIX")]
     pub env_prefix: Option<String>,
+
+    /// The clients to write manifests for, comma-separated: qwen (always),
+    /// gemini, claude, mcpb (a desktop bundle; local templates only). Each
+    /// is derived from qwen-extension.json; `ecp lint` holds them to it
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "CLIENTS")]
+    pub clients: Vec<crate::channels::Client>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -254,6 +260,33 @@ pub struct PackageArgs {
     /// (PEM or OpenSSH, unencrypted) into a DSSE envelope beside it
     #[arg(long, value_name = "KEY")]
     pub sign_key: Option<PathBuf>,
+
+    /// Write these clients' manifests into the folder from
+    /// qwen-extension.json first (comma-separated: gemini, claude, mcpb);
+    /// every client manifest in the folder is packaged, and `manifest.json`
+    /// (mcpb) also gives NAME.mcpb
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "CLIENTS")]
+    pub clients: Vec<crate::channels::Client>,
+
+    /// Also write a scoped npm package (`npm pack` layout) Qwen Code installs
+    /// with `qwen extensions install @scope/name`: a TypeScript or a remote
+    /// extension
+    #[arg(long)]
+    pub npm: bool,
+
+    /// The npm package's name [default: package.json's name when scoped]
+    #[arg(long, value_name = "@SCOPE/NAME", requires = "npm")]
+    pub npm_name: Option<String>,
+
+    /// Also write server.json for the MCP registry under this name
+    /// (io.github.OWNER/NAME), validated against the registry's schema
+    #[arg(long, value_name = "NAME")]
+    pub registry: Option<String>,
+
+    /// Where the release's assets are downloaded from (the MCP Bundle's URL
+    /// in server.json), e.g. https://github.com/OWNER/REPO/releases/download/v0.1.0
+    #[arg(long, value_name = "URL", requires = "registry")]
+    pub download_url: Option<String>,
 }
 
 /// `ecp verify`.

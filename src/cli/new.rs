@@ -196,6 +196,13 @@ pub fn run(args: NewArgs) -> Outcome {
     if let Err(error) = scaffold::check_name(&args.name) {
         return Err(fail(&error));
     }
+    let remote = args.template == Some(TemplateChoice::Remote);
+    if remote && args.clients.contains(&crate::channels::Client::Mcpb) {
+        return Err(Failure::new(
+            Exit::No,
+            "an MCP Bundle carries a local server: --clients mcpb is for the local and local-ts templates (a remote extension reaches the registry through `ecp package --registry`)",
+        ));
+    }
     let interactive = !args.yes && std::io::stdin().is_terminal();
     let settings = match settings(&args, interactive) {
         Ok(settings) => settings,
@@ -212,6 +219,10 @@ pub fn run(args: NewArgs) -> Outcome {
     if let Err(error) = scaffold::write(&dir, &files, args.force) {
         return Err(fail(&error));
     }
+    let clients = match crate::channels::write_clients(&dir, &args.clients) {
+        Ok(written) => written,
+        Err(error) => return Err(Failure::new(Exit::No, error)),
+    };
     let kind = match settings.template {
         Template::Local => "local adapter",
         Template::LocalTs => "local TypeScript adapter",
@@ -221,8 +232,14 @@ pub fn run(args: NewArgs) -> Outcome {
         "Created {} ({kind}) in {}: {} files",
         settings.name,
         dir.display(),
-        files.len()
+        files.len() + clients.len()
     );
+    if !clients.is_empty() {
+        println!(
+            "Client manifests (derived from qwen-extension.json; `ecp package --clients` writes them again): {}",
+            clients.join(", ")
+        );
+    }
     println!();
     println!("Next:");
     println!("  cd {}", dir.display());

@@ -54,6 +54,12 @@ pub(super) fn settings(args: &PackageArgs) -> Result<PackageSettings, Failure> {
         progress: !args.json && std::io::stderr().is_terminal(),
         epoch,
         sign_key,
+        channels: package::Channels {
+            clients: args.clients.clone(),
+            npm: args.npm.then(|| args.npm_name.clone()),
+            registry: args.registry.clone(),
+            download_url: args.download_url.clone(),
+        },
     })
 }
 
@@ -120,6 +126,9 @@ fn summary(packaged: &package::Packaged) {
             package::size(archive.bytes)
         );
         println!("  sha256 {}", archive.sha256);
+    }
+    if let Some(server_json) = &packaged.registry {
+        println!("{}  for the MCP registry", server_json.display());
     }
     println!("{}", packaged.sums.display());
     println!("{}", packaged.provenance.display());

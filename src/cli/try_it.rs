@@ -82,6 +82,11 @@ fn archive_for(path: &Path, color: ColorChoice) -> Result<PathBuf, Failure> {
         target: None,
         json: false,
         sign_key: None,
+        clients: Vec::new(),
+        npm: false,
+        npm_name: None,
+        registry: None,
+        download_url: None,
     };
     crate::children::watch_interrupts();
     let settings = super::package::settings(&args)?;

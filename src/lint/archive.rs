@@ -58,8 +58,18 @@ fn archive_error(path: &Path, error: impl std::fmt::Display) -> LintError {
     }
 }
 
+/// Whether an entry is a manifest lint reads: Qwen's, or another client's
+/// (`crate::channels::CLIENT_FILES`, `package.json` of an npm package)
+/// at most two folders deep.
 fn is_manifest_name(path: &str) -> bool {
-    path.rsplit('/').next() == Some(MANIFEST)
+    let path = normalized(path);
+    let base = path.rsplit('/').next();
+    base == Some(MANIFEST)
+        || (path.split('/').count() <= 3
+            && (base == Some("package.json")
+                || crate::channels::CLIENT_FILES
+                    .iter()
+                    .any(|f| path == *f || path.ends_with(&format!("/{f}")))))
 }
 
 /// The bytes of a manifest entry (small regular files named
@@ -773,6 +783,25 @@ fn archive_rules(
     };
     if let Some(entry_point) = &facts.entry_point {
         binary = entry_point_rules(path, bytes, entry_point, &manifest_label, &find, report)?;
+    }
+    let data_of = |relative: &str| {
+        find(relative)
+            .and_then(|e| e.data.as_ref())
+            .map(|d| String::from_utf8_lossy(d).into_owned())
+    };
+    let label = |relative: &str| entry_label(&format!("{root}{relative}"));
+    let exists = |relative: &str| find(relative).is_some();
+    let place = crate::channels::rules::Place {
+        label: &label,
+        read: &data_of,
+        exists: &exists,
+        shipped: true,
+    };
+    crate::channels::rules::lint(&place, Some(&text), &crate::extension::Project::default(), report);
+    if root == crate::channels::npm::PREFIX
+        && let Some(package_json) = data_of("package.json")
+    {
+        crate::channels::npm::lint(&label("package.json"), &package_json, facts.version.as_deref(), report);
     }
     for (name, span) in &facts.context_files {
         if find(name).is_none() {

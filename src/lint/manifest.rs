@@ -11,7 +11,7 @@ use super::{
 use crate::name::{NameError, validate_name};
 
 /// The profile tool.
-const TOOL: &str = "context_search";
+pub const TOOL: &str = "context_search";
 /// Programs that install or fetch packages when run.
 const INSTALLERS: &[&str] = &[
     "npx", "npm", "pnpm", "pnpx", "yarn", "bunx", "bun", "uvx", "uv", "pip", "pip3", "pipx",

@@ -354,7 +354,14 @@ pub fn lint_path_with(
         source,
     })?;
     let tag = options.release_tag.as_deref();
-    if name.ends_with(".tar.gz") || name.ends_with(".tgz") || name.ends_with(".zip") {
+    if name.ends_with(".mcpb") {
+        crate::channels::mcpb::lint(path, &mut report)?;
+    } else if name == crate::channels::registry::FILE && metadata.is_file() {
+        let text = read(path, None)?;
+        let folder = path.parent().unwrap_or(Path::new("."));
+        let bundles = bundles_beside(folder);
+        crate::channels::registry::lint(&display(path), &text, &bundles, &mut report);
+    } else if name.ends_with(".tar.gz") || name.ends_with(".tgz") || name.ends_with(".zip") {
         let found = archive::lint_archive(path, &mut report)?;
         if let (Some(tag), Some(found)) = (tag, found) {
             tag_rule(&display(path), tag, &found.manifest, &mut report);
@@ -406,10 +413,63 @@ fn lint_folder(folder: &Path, report: &mut Report) -> Result<manifest::ManifestF
     let shown = display(&manifest_path);
     let facts = lint_manifest_text(&shown, &text, report)?;
     folder_rules(folder, &shown, &facts, report)?;
+    client_rules(folder, &text, report)?;
     if let Some(note) = installed_as_is(folder, &facts) {
         report.notes.push(note);
     }
     Ok(facts)
+}
+
+/// The other clients' manifests of a folder (`crate::channels::rules`),
+/// its `server.json`, and the `package.json` of a folder that is an
+/// unpacked npm package.
+fn client_rules(folder: &Path, manifest: &str, report: &mut Report) -> Result<(), LintError> {
+    let label = |relative: &str| display(&folder.join(relative));
+    let read_client = |relative: &str| {
+        let path = folder.join(relative);
+        std::fs::symlink_metadata(&path).ok()?;
+        files::read_text(&path, Some(folder), files::MAX_TEXT_BYTES).ok()
+    };
+    let exists = |relative: &str| folder.join(relative).is_file();
+    let project = crate::extension::Project::read(folder)?;
+    let place = crate::channels::rules::Place {
+        label: &label,
+        read: &read_client,
+        exists: &exists,
+        shipped: false,
+    };
+    crate::channels::rules::lint(&place, Some(manifest), &project, report);
+    for relative in crate::channels::CLIENT_FILES {
+        let path = folder.join(relative);
+        if std::fs::symlink_metadata(&path).is_ok() {
+            // There but unreadable (a link out, a FIFO, too large): said,
+            // never skipped.
+            if let Err(problem) = files::read_text(&path, Some(folder), files::MAX_TEXT_BYTES) {
+                return Err(LintError::File(problem));
+            }
+        }
+    }
+    let server_json = folder.join(crate::channels::registry::FILE);
+    if std::fs::symlink_metadata(&server_json).is_ok() {
+        let text = read(&server_json, Some(folder))?;
+        crate::channels::registry::lint(&display(&server_json), &text, &bundles_beside(folder), report);
+    }
+    Ok(())
+}
+
+/// The MCP Bundles in `folder` (at most 64), with their sha256, for the
+/// `fileSha256` rule of a `server.json` there.
+pub(crate) fn bundles_beside(folder: &Path) -> Vec<(String, String)> {
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".mcpb"))
+        .take(64)
+        .filter_map(|n| Some((n.clone(), crate::digest::sha256_file(&folder.join(&n)).ok()?)))
+        .collect()
 }
 
 /// Why `qwen extensions install FOLDER` would not give a working extension

@@ -109,6 +109,7 @@ pub fn lint_release_folder(
             facts,
         });
     }
+    channel_assets(folder, &names, report);
     let shown = |name: &str| folder.join(name).display().to_string();
     resolution_rules(&names, &assets, &shown, report);
     sums_rules(folder, &names, &assets, &shown, report);
@@ -369,3 +370,35 @@ pub fn tag_disagrees(tag: &str, version: Option<&str>) -> Option<String> {
         )),
     }
 }
+
+/// The other channels' assets of a release folder: MCP Bundles, npm
+/// package tarballs and the registry's `server.json`, each by its own
+/// rules (`crate::channels`).
+fn channel_assets(folder: &Path, names: &[String], report: &mut Report) {
+    for name in names {
+        let path = folder.join(name);
+        let outcome = if name.ends_with(".mcpb") {
+            crate::channels::mcpb::lint(&path, report)
+        } else if name.ends_with(".tgz") {
+            archive::lint_archive(&path, report).map(|_| ())
+        } else if name == crate::channels::registry::FILE {
+            crate::files::read_text(&path, Some(folder), crate::files::MAX_TEXT_BYTES)
+                .map(|text| {
+                    let bundles = super::bundles_beside(folder);
+                    crate::channels::registry::lint(&path.display().to_string(), &text, &bundles, report)
+                })
+                .map_err(LintError::File)
+        } else {
+            Ok(())
+        };
+        if let Err(error) = outcome {
+            report.add(Finding::about(
+                Rule::ReleaseAsset,
+                &path.display().to_string(),
+                format!("`{name}` cannot be read: {error}"),
+                "package it again with `ecp package`",
+            ));
+        }
+    }
+}
+

@@ -301,6 +301,50 @@ that the platform named is not supported. Windows on Arm runs x64 builds, so `wi
 reviewer can check what was downloaded. Every archive must be listed, every listed file must be in \
 the folder with that digest. `ecp package` run once per target into one folder keeps one merged \
 file.";
+    ClientGemini = "client-gemini", Error,
+        "Gemini CLI would refuse gemini-extension.json",
+        "Gemini CLI 0.61.0 loads `gemini-extension.json` only with a string `name` of letters, digits and \
+dashes (no `_`, no `.`) and a string `version`; a `contextFileName` must exist and stay inside the \
+extension. `gemini extensions validate` checks only these; ecp also checks the server (see \
+`client-profile`). `ecp package --clients gemini` writes the file from qwen-extension.json.";
+    ClientClaude = "client-claude", Error,
+        "Claude Code (or Qwen's reading of a Claude plugin) would refuse or drop the plugin",
+        "Claude Code 2.1.332 `plugin validate --strict` needs a `name` without spaces, a `version`, and \
+only the fields it knows. Qwen Code reads a Claude plugin's servers from an inline `mcpServers` \
+object or a wrapped `.mcp.json` (`{\"mcpServers\": {...}}`): a flat `.mcp.json` is dropped without a \
+word, and a path in `mcpServers` becomes one broken server named `mcpServers`. An unset `${VAR}` \
+reaches the server as that literal text; write `${VAR:-}`. `ecp package --clients claude` writes \
+the plugin from qwen-extension.json.";
+    ClientMcpb = "client-mcpb", Error,
+        "`mcpb validate` would refuse the bundle manifest, or the bundle cannot start",
+        "An MCP Bundle's `manifest.json` (manifest_version 0.3, what mcpb 2.1.2 validates) needs \
+`name`, `version`, `description`, `author.name` and a `server` of type node, python or binary with \
+an `entry_point` in the bundle and an `mcp_config.command`; unknown top-level fields are refused, \
+and every `user_config` entry needs a `type` and a `title`. `ecp package --clients mcpb` writes it \
+from qwen-extension.json.";
+    ClientProfile = "client-profile", Error,
+        "a client manifest breaks the profile: more than one server, or a tool besides context_search",
+        "Every client must see one MCP server offering exactly `context_search`. Where the format can \
+say so (Gemini's `includeTools`, a bundle's `tools`), it must name `context_search` alone; Claude \
+Code has no tool list, so its plugin relies on the one-tool server.";
+    ClientDrift = "client-drift", Error,
+        "a client manifest no longer says what qwen-extension.json says",
+        "The client manifests are derived from qwen-extension.json: the same name, version, entry \
+point and environment names. One that drifted starts another server or an older version in that \
+client. Run `ecp package --clients CLIENT` (or `ecp new --clients` for a new extension) to write it \
+again.";
+    RegistryServer = "registry-server", Error,
+        "server.json does not validate against the MCP registry's 2025-12-11 schema, or its package is not the one built",
+        "The MCP registry refuses a `server.json` the published schema refuses (the schema is vendored \
+in ecp, sha256 3fba0959...). ecp also checks what the schema cannot: an `mcpb` package needs the \
+`fileSha256` of the bundle actually built, a remote `url` must be https, and no value may hold a \
+literal secret. `ecp package --registry NAME` writes it.";
+    NpmPackage = "npm-package", Error,
+        "Qwen Code cannot install this npm package, or it would run code when installed",
+        "Qwen Code installs only scoped packages (`@scope/name`), downloads the one tarball and installs \
+no dependencies: the bundle must be self-contained and `package.json` lists none. Install scripts \
+(`preinstall`, `install`, `postinstall`, `prepare`) run for whoever installs the package with npm. \
+`ecp package --npm` writes such a package.";
     ReleaseVersion = "release-version", Error,
         "the release tag, the manifest `version` and the archives must agree",
         "Qwen decides updates of a GitHub install by comparing the release's `tag_name` with \

@@ -10,8 +10,11 @@
 //!   `npm ci` and `npm run build` for a Node project.
 
 pub mod build;
+mod channels;
 pub mod stage;
 pub mod write;
+
+pub use channels::Channels;
 
 use std::path::{Path, PathBuf};
 
@@ -47,6 +50,9 @@ pub struct PackageSettings {
     /// Node projects: `npm ci --ignore-scripts` (no install scripts of the
     /// package or its dependencies).
     pub ignore_scripts: bool,
+    /// The other clients and channels: client manifests, the npm package,
+    /// the registry's `server.json`.
+    pub channels: Channels,
 }
 
 /// One written archive.
@@ -76,6 +82,8 @@ pub struct Packaged {
     pub envelope: Option<PathBuf>,
     /// The signing key's id.
     pub key_id: Option<String>,
+    /// `server.json` for the MCP registry, when asked for.
+    pub registry: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -108,6 +116,9 @@ pub enum PackageError {
     },
     #[error("the archive {} failed its own lint: {message}", path.display())]
     ArchiveLint { path: PathBuf, message: String },
+    /// A client manifest, the npm package or `server.json` cannot be made.
+    #[error("{0}")]
+    Channel(String),
     /// A Ctrl-C stopped the run (the tool it named was running, or it came
     /// between steps); nothing was published.
     #[error("interrupted: {0} and everything it started were stopped; nothing was published")]
@@ -289,7 +300,7 @@ impl Plan {
 }
 
 /// An archive written to a temporary file and linted, not yet in place.
-type Pending = (tempfile::NamedTempFile, PathBuf, Format, String, u64);
+type Pending = (tempfile::NamedTempFile, PathBuf, &'static str, String, u64);
 
 /// The steps of `ecp package`, in order; a failure at any step leaves no
 /// archive that looks current (see [`package`]).
@@ -303,6 +314,9 @@ fn run(
     // removed.
     let sums_path = settings.out_dir.join(SUMS);
     let mut sums = read_sums(&sums_path)?;
+    // 0. The client manifests asked for, written from qwen-extension.json
+    // (so that lint judges them with the rest).
+    channels::write_clients(settings, log)?;
     // 1. Lint (which also reads the manifest's facts, one parse), a Node
     // project's bundle built, and lint's verdict.
     let (report, facts) =
@@ -317,7 +331,14 @@ fn run(
     // extension) and the staged tree.
     let (files, platform, toolchain) = stage_tree(settings, &plan, &facts, toolchain, log)?;
     // 3. Archives, written to temporary files and linted before they count.
-    let (pending, formats) = write_archives(settings, &plan, &files, platform.as_deref())?;
+    let (mut pending, formats) = write_archives(settings, &plan, &files, platform.as_deref())?;
+    // The MCP Bundle and the npm package, linted the same way.
+    pending.extend(channels::write_assets(
+        settings,
+        &files,
+        &facts,
+        platform.as_deref(),
+    )?);
     // A Ctrl-C while the archives were written: they stay temporary.
     build::interrupted("writing the archives")?;
     // 4. Everything is good: rename into place, then merge the sums.
@@ -348,6 +369,8 @@ fn run(
         builder: provenance::source::builder(),
     };
     let (statement, envelope, key_id) = write_provenance(settings, &archives, &build_facts, log)?;
+    // 6. server.json, naming what was just written.
+    let registry = channels::write_registry(settings, &archives, log)?;
     Ok(Packaged {
         name: plan.name,
         version: facts.version,
@@ -366,6 +389,7 @@ fn run(
         provenance: statement,
         envelope,
         key_id,
+        registry,
     })
 }
 
@@ -455,6 +479,7 @@ fn stage_tree(
     let folder = &settings.folder;
     let mut stage = stage::Stage::new(folder)?;
     stage.add(MANIFEST, true)?;
+    channels::stage_clients(&mut stage, folder)?;
     for (file, _) in &facts.context_files {
         stage.add(file, true)?;
     }
@@ -618,7 +643,7 @@ fn publish(
         sums.entries.insert(file_name, sha256.clone());
         archives.push(WrittenArchive {
             path: final_path,
-            format: format.extension(),
+            format,
             bytes,
             sha256,
         });
@@ -697,7 +722,7 @@ fn lockfile(folder: &Path, node: bool) -> Option<(String, String)> {
 
 /// Writes one archive to a temporary file in the output folder and lints
 /// it; it counts only when it passes.
-fn write_checked(
+pub(super) fn write_checked(
     settings: &PackageSettings,
     files: &[stage::StagedFile],
     format: Format,
@@ -727,7 +752,7 @@ fn write_checked(
         });
     }
     let bytes = temporary.as_file().metadata().map(|m| m.len()).unwrap_or(0);
-    Ok((temporary, final_path, format, sha256, bytes))
+    Ok((temporary, final_path, format.extension(), sha256, bytes))
 }
 
 fn write_atomically(path: &Path, text: &str) -> Result<(), PackageError> {

@@ -199,17 +199,19 @@ pub fn documentation_files(root: &Path) -> Vec<String> {
                 .filter_map(Result::ok)
                 .filter(|e| e.file_type().is_ok_and(|t| t.is_file() || t.is_symlink()))
                 .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|name| {
-                    let upper = name.to_ascii_uppercase();
-                    upper.starts_with("README")
-                        || upper.starts_with("LICENSE")
-                        || upper.starts_with("LICENCE")
-                })
+                .filter(|name| is_documentation(name))
                 .collect()
         })
         .unwrap_or_default();
     names.sort();
     names
+}
+
+/// Whether a root file name is documentation (README, LICENSE).
+pub fn is_documentation(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    !name.contains('/')
+        && (upper.starts_with("README") || upper.starts_with("LICENSE") || upper.starts_with("LICENCE"))
 }
 
 /// The manifest is always first in the list of sources.

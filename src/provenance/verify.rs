@@ -846,6 +846,7 @@ fn rebuild_step(
         skip_build: false,
         sign_key: None,
         ignore_scripts: false,
+        channels: Default::default(),
     };
     let mut inner = |line: &str| log(&format!("rebuild: {line}"));
     if let Err(error) = crate::package::package(&settings, &mut inner) {

@@ -1,0 +1,294 @@
+//! `server.json` for the MCP registry (schema 2025-12-11, vendored in
+//! `contracts/mcp-registry/`): a remote extension is listed by its URL
+//! (`remotes`), a local one by the MCP Bundle `ecp package` built
+//! (`packages` of type `mcpb` with the bundle's download URL and
+//! `fileSha256`). ecp validates what it writes against the published schema
+//! and adds the rules the schema cannot say.
+
+use serde_json::{Map, Value, json};
+
+use super::{DeriveError, ServerKind};
+use crate::lint::{Finding, Report, Rule, Source, json as spans, secrets};
+
+/// The schema's URL, written as `$schema`.
+pub const SCHEMA_URL: &str = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json";
+
+/// The published schema, byte for byte.
+pub const SCHEMA: &str = include_str!("../../contracts/mcp-registry/server.schema.2025-12-11.json");
+
+/// The file name the registry's publisher reads.
+pub const FILE: &str = "server.json";
+
+/// The key of the publisher's own metadata in `_meta`.
+const PUBLISHER_META: &str = "io.modelcontextprotocol.registry/publisher-provided";
+
+/// A registry name: `io.github.acme/context` (the schema's pattern).
+pub fn valid_name(name: &str) -> bool {
+    let Some((namespace, server)) = name.split_once('/') else {
+        return false;
+    };
+    let ok = |s: &str, extra: &[u8]| {
+        !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || extra.contains(&b))
+    };
+    (3..=200).contains(&name.len()) && ok(namespace, b".-") && ok(server, b"._-")
+}
+
+/// The MCP Bundle a local extension is listed with.
+#[derive(Debug, Clone)]
+pub struct Bundle {
+    /// Where it is downloaded from (a GitHub or GitLab release asset).
+    pub url: String,
+    pub sha256: String,
+}
+
+/// The `server.json` of `manifest` under the registry name `name`.
+pub fn server_json(name: &str, manifest: &Value, bundle: Option<&Bundle>) -> Result<Value, DeriveError> {
+    if !valid_name(name) {
+        return Err(DeriveError(format!(
+            "{name:?} is not a registry name: it is `namespace/server` in reverse DNS, like io.github.acme/context (letters, digits, `.` and `-`, then `/`)"
+        )));
+    }
+    let (_, version, description) = super::identity(manifest)?;
+    let description = description.unwrap_or_default();
+    if description.is_empty() || description.chars().count() > 100 {
+        return Err(DeriveError(format!(
+            "the registry needs a description of 1 to 100 characters; qwen-extension.json's has {}",
+            description.chars().count()
+        )));
+    }
+    let server = super::server(manifest)?;
+    let mut out = Map::new();
+    out.insert("$schema".into(), json!(SCHEMA_URL));
+    out.insert("name".into(), json!(name));
+    out.insert("description".into(), json!(description));
+    out.insert("version".into(), json!(version));
+    let mut meta = Map::new();
+    meta.insert("tools".into(), json!([crate::lint::manifest::TOOL]));
+    match server.kind {
+        ServerKind::Remote => {
+            let url = server.body.get("httpUrl").or_else(|| server.body.get("url")).cloned().unwrap_or_default();
+            out.insert("remotes".into(), json!([{ "type": "streamable-http", "url": url }]));
+            if let Some(oauth) = server.body.get("oauth").and_then(Value::as_object) {
+                let mut kept = Map::new();
+                for key in ["scopes", "audiences"] {
+                    if let Some(value) = oauth.get(key) {
+                        kept.insert(key.into(), value.clone());
+                    }
+                }
+                meta.insert("oauth".into(), Value::Object(kept));
+            }
+        }
+        ServerKind::Node | ServerKind::Binary => {
+            let Some(bundle) = bundle else {
+                return Err(DeriveError(
+                    "a local extension is listed in the registry by its MCP Bundle: add `--clients mcpb` and `--download-url URL` (where the release's assets are downloaded from)".into(),
+                ));
+            };
+            let environment: Vec<Value> = super::env_of(server.body)
+                .filter_map(|(var, value)| super::reference(value).map(|_| var))
+                .map(|var| {
+                    json!({
+                        "name": var,
+                        "description": format!("The value of {var}"),
+                        "isRequired": true,
+                        "isSecret": secrets::is_secret_key(var),
+                    })
+                })
+                .collect();
+            let mut package = Map::new();
+            package.insert("registryType".into(), json!("mcpb"));
+            package.insert("identifier".into(), json!(bundle.url));
+            package.insert("version".into(), json!(version));
+            package.insert("fileSha256".into(), json!(bundle.sha256));
+            package.insert("transport".into(), json!({ "type": "stdio" }));
+            if !environment.is_empty() {
+                package.insert("environmentVariables".into(), Value::Array(environment));
+            }
+            out.insert("packages".into(), json!([package]));
+        }
+    }
+    out.insert("_meta".into(), json!({ PUBLISHER_META: meta }));
+    Ok(Value::Object(out))
+}
+
+/// What is wrong with a `server.json` by the published schema and by the
+/// rules it cannot say; `bundles` are the `(file name, sha256)` of MCP
+/// Bundles beside it, which an `mcpb` package naming one must match.
+pub fn problems(value: &Value, bundles: &[(String, String)]) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    match schema_validator() {
+        Ok(validator) => {
+            for error in validator.iter_errors(value) {
+                found.push((error.instance_path().to_string(), format!("the 2025-12-11 schema refuses it: {error}")));
+            }
+        }
+        Err(error) => found.push((String::new(), format!("the vendored schema does not compile: {error}"))),
+    }
+    if value.get("$schema").and_then(Value::as_str) != Some(SCHEMA_URL) {
+        found.push(("/$schema".into(), format!("$schema must be {SCHEMA_URL} (the schema ecp checks)")));
+    }
+    for (n, remote) in value.get("remotes").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        if let Some(url) = remote.get("url").and_then(Value::as_str)
+            && !url.starts_with("https://")
+        {
+            found.push((format!("/remotes/{n}/url"), "a remote server's URL must be https".into()));
+        }
+    }
+    for (n, package) in value.get("packages").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        if package.get("registryType").and_then(Value::as_str) != Some("mcpb") {
+            continue;
+        }
+        let identifier = package.get("identifier").and_then(Value::as_str).unwrap_or_default();
+        if !identifier.starts_with("https://") {
+            found.push((format!("/packages/{n}/identifier"), "an mcpb package is an https download URL".into()));
+        }
+        let sha = package.get("fileSha256").and_then(Value::as_str);
+        if sha.is_none() {
+            found.push((format!("/packages/{n}"), "an mcpb package needs fileSha256 (the registry requires it)".into()));
+        }
+        let file = identifier.rsplit('/').next().unwrap_or_default();
+        if let (Some(sha), Some((_, built))) = (sha, bundles.iter().find(|(name, _)| name == file))
+            && sha != built
+        {
+            found.push((
+                format!("/packages/{n}/fileSha256"),
+                format!("fileSha256 is {sha} but the bundle {file} here has {built}: clients refuse the download"),
+            ));
+        }
+    }
+    found
+}
+
+fn schema_validator() -> Result<jsonschema::Validator, String> {
+    let schema: Value = serde_json::from_str(SCHEMA).map_err(|e| e.to_string())?;
+    jsonschema::draft7::new(&schema).map_err(|e| e.to_string())
+}
+
+/// Lints a `server.json` text shown as `label`.
+pub fn lint(label: &str, text: &str, bundles: &[(String, String)], report: &mut Report) {
+    let root = match spans::parse(text) {
+        Ok(root) => root,
+        Err(error) => {
+            report.add(Finding::about(
+                Rule::RegistryServer,
+                label,
+                format!("it is not JSON: {}", error.message),
+                "`ecp package --registry NAME` writes it",
+            ));
+            return;
+        }
+    };
+    let value: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+    let mut redactions = Vec::new();
+    secret_walk(label, &root, None, "", &mut redactions, report);
+    for (pointer, message) in problems(&value, bundles) {
+        let node = node_at(&root, &pointer);
+        let help = "`ecp package --registry NAME` writes a server.json the schema accepts";
+        report.add(match node {
+            Some(node) => Finding::new(Rule::RegistryServer, label, node.span, &pointer, message, help),
+            None => Finding::about(Rule::RegistryServer, label, message, help),
+        });
+    }
+    report.sources.push(Source {
+        file: label.to_owned(),
+        text: text.to_owned(),
+        redactions,
+    });
+}
+
+fn node_at<'n>(root: &'n spans::Node, pointer: &str) -> Option<&'n spans::Node> {
+    let mut node = root;
+    for part in pointer.split('/').skip(1) {
+        node = match node.as_array() {
+            Some(items) => items.get(part.parse::<usize>().ok()?)?,
+            None => node.get(&part.replace("~1", "/").replace("~0", "~"))?,
+        };
+    }
+    Some(node)
+}
+
+fn secret_walk(
+    label: &str,
+    node: &spans::Node,
+    key: Option<&str>,
+    pointer: &str,
+    redactions: &mut Vec<spans::Span>,
+    report: &mut Report,
+) {
+    match &node.value {
+        spans::Value::String(value) => {
+            for found in secrets::detect(key, value) {
+                redactions.push(node.span);
+                report.add(Finding::new(
+                    found.rule,
+                    label,
+                    node.span,
+                    pointer,
+                    format!("{} ({}) is written into server.json, which the registry publishes", found.what, found.preview),
+                    "remove and rotate it; a secret is an input the user gives (`isSecret: true`, no value)",
+                ));
+            }
+        }
+        spans::Value::Array(items) => {
+            for (n, item) in items.iter().enumerate() {
+                secret_walk(label, item, key, &format!("{pointer}/{n}"), redactions, report);
+            }
+        }
+        spans::Value::Object(members) => {
+            for m in members {
+                secret_walk(label, &m.node, Some(&m.key), &format!("{pointer}/{}", m.key), redactions, report);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_vendored_schema_is_the_published_file() {
+        assert_eq!(
+            crate::digest::sha256(SCHEMA.as_bytes()),
+            "3fba09590c99f61735d234822279f4223fab9e300c0a81e81c91ab62a4114de0"
+        );
+    }
+
+    fn local() -> Value {
+        json!({"name": "acme-context", "version": "0.1.0", "description": "ACME search",
+            "mcpServers": {"acme-context": {"command": "node", "args": ["${extensionPath}${/}dist${/}main.js"],
+            "env": {"ACME_TOKEN": "${ACME_TOKEN}"}}}})
+    }
+
+    #[test]
+    fn what_ecp_writes_validates_and_a_wrong_digest_does_not() {
+        let bundle = Bundle {
+            url: "https://github.com/acme/ctx/releases/download/v0.1.0/acme-context.mcpb".into(),
+            sha256: "a".repeat(64),
+        };
+        let value = server_json("io.github.acme/context", &local(), Some(&bundle)).unwrap();
+        assert_eq!(problems(&value, &[]), Vec::<(String, String)>::new());
+        assert_eq!(value["packages"][0]["environmentVariables"][0]["isSecret"], true);
+        let other = [("acme-context.mcpb".to_owned(), "b".repeat(64))];
+        assert_eq!(problems(&value, &other).len(), 1);
+        let mut broken = value.clone();
+        broken["name"] = json!("no slash");
+        broken["packages"][0]["fileSha256"] = json!("XYZ");
+        let found = problems(&broken, &[]);
+        assert!(found.iter().any(|(p, _)| p == "/name"), "{found:?}");
+        assert!(found.iter().any(|(p, _)| p == "/packages/0/fileSha256"), "{found:?}");
+    }
+
+    #[test]
+    fn names_and_descriptions_are_the_registry_s() {
+        assert!(valid_name("io.github.acme/context"));
+        for bad in ["acme", "/x", "a/", "a b/c", "a/b/c"] {
+            assert!(!valid_name(bad), "{bad}");
+        }
+        let mut long = local();
+        long["description"] = json!("x".repeat(101));
+        assert!(server_json("io.github.acme/context", &long, None).is_err());
+        assert!(server_json("io.github.acme/context", &local(), None).is_err(), "a local one needs its bundle");
+    }
+}

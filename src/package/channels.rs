@@ -1,0 +1,239 @@
+//! The other clients and channels of `ecp package`: client manifests
+//! written from `qwen-extension.json` (`--clients`) and staged with the
+//! rest, the MCP Bundle (when `manifest.json` is there), the scoped npm
+//! package (`--npm`) and the registry's `server.json` (`--registry`). The
+//! bundle and the npm package are written to temporary files, linted, and
+//! published with the archives (same sums, same provenance).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::{PackageError, PackageSettings, Pending, WrittenArchive, stage, write};
+use crate::{
+    channels::{self, Client, mcpb, npm, registry},
+    lint::{self, Report, Severity},
+};
+
+/// What `--clients`, `--npm`, `--npm-name`, `--registry` and
+/// `--download-url` ask for.
+#[derive(Debug, Clone, Default)]
+pub struct Channels {
+    /// Client manifests to write into the folder before packaging.
+    pub clients: Vec<Client>,
+    /// `Some` writes the npm package (with `--npm-name` when given).
+    pub npm: Option<Option<String>>,
+    /// The registry name `server.json` is written under.
+    pub registry: Option<String>,
+    /// Where the release's assets are downloaded from.
+    pub download_url: Option<String>,
+}
+
+fn refused(message: impl Into<String>) -> PackageError {
+    PackageError::Channel(message.into())
+}
+
+/// Writes the client manifests `--clients` asks for into the folder.
+pub(super) fn write_clients(settings: &PackageSettings, log: &mut dyn FnMut(&str)) -> Result<(), PackageError> {
+    let clients = &settings.channels.clients;
+    if clients.iter().all(|c| *c == Client::Qwen) {
+        return Ok(());
+    }
+    let written = channels::write_clients(&settings.folder, clients).map_err(|e| refused(e.0))?;
+    log(&format!(
+        "clients: wrote {} from {} (commit them: they are the extension's source now)",
+        written.join(", "),
+        lint::MANIFEST
+    ));
+    Ok(())
+}
+
+/// Stages every client manifest of the folder: the archive then serves
+/// Gemini CLI and Claude Code as an unpacked folder too.
+pub(super) fn stage_clients(stage: &mut stage::Stage, folder: &Path) -> Result<(), PackageError> {
+    for file in channels::CLIENT_FILES {
+        if std::fs::symlink_metadata(folder.join(file)).is_ok() {
+            stage.add(file, true)?;
+        }
+    }
+    Ok(())
+}
+
+/// The folder's Qwen manifest as JSON, and its project.
+fn source(folder: &Path) -> Result<(Value, crate::extension::Project), PackageError> {
+    let extension = crate::extension::Extension::read(folder).map_err(|p| refused(p.to_string()))?;
+    let text = extension.manifest_text.unwrap_or_default();
+    let manifest = serde_json::from_str(&text).map_err(|e| refused(format!("{}: {e}", lint::MANIFEST)))?;
+    Ok((manifest, extension.project))
+}
+
+/// Whether the folder has an MCP Bundle manifest.
+fn has_bundle(folder: &Path) -> bool {
+    std::fs::read_to_string(folder.join(channels::MCPB))
+        .is_ok_and(|t| t.contains("manifest_version") || t.contains("dxt_version"))
+}
+
+/// The MCP Bundle and the npm package, written and linted, not yet in
+/// place.
+pub(super) fn write_assets(
+    settings: &PackageSettings,
+    files: &[stage::StagedFile],
+    facts: &lint::manifest::ManifestFacts,
+    platform: Option<&str>,
+) -> Result<Vec<Pending>, PackageError> {
+    let folder = &settings.folder;
+    let wants_npm = settings.channels.npm.is_some();
+    if !has_bundle(folder) && !wants_npm {
+        return Ok(Vec::new());
+    }
+    let (manifest, project) = source(folder)?;
+    let name = facts.name.clone().unwrap_or_default();
+    let scratch = tempfile::tempdir().map_err(|source| PackageError::Io {
+        path: std::env::temp_dir(),
+        source,
+    })?;
+    let mut pending = Vec::new();
+    if has_bundle(folder) {
+        let entry = facts
+            .entry_point
+            .as_ref()
+            .map(|e| e.path.clone())
+            .ok_or_else(|| refused("an MCP Bundle carries a local server; this extension has none (remove manifest.json)"))?;
+        let node_platform = platform.map(|p| p.split('.').next().unwrap_or(p));
+        let bundle_manifest = channels::mcpb(&manifest, &channels::author(&project, &name), node_platform)
+            .map_err(|e| refused(e.0))?;
+        let manifest_path = scratch.path().join(channels::MCPB);
+        std::fs::write(&manifest_path, channels::render(&bundle_manifest)).map_err(|source| PackageError::Io {
+            path: manifest_path.clone(),
+            source,
+        })?;
+        let staged = mcpb::staged(files, &entry, &manifest_path).map_err(|source| PackageError::Io {
+            path: manifest_path.clone(),
+            source,
+        })?;
+        let final_path = settings.out_dir.join(mcpb::file_name(&name, platform));
+        pending.push(write_linted(
+            settings,
+            &staged,
+            write::Format::Zip,
+            settings.epoch,
+            final_path,
+            "mcpb",
+            &|path, report| mcpb::lint(path, report),
+        )?);
+    }
+    if let Some(explicit) = &settings.channels.npm {
+        if facts.entry_point.as_ref().is_some_and(|e| e.kind == lint::manifest::EntryKind::Native) {
+            return Err(refused(
+                "an npm package installs on every platform, and this extension's dist/main is built for one: publish its GitHub release archives (ecp package without --npm); --npm is for a TypeScript or a remote extension",
+            ));
+        }
+        let npm_name = npm::name(explicit.as_deref(), &project).map_err(|e| refused(e.0))?;
+        let version = facts.version.clone().unwrap_or_default();
+        let package_json = npm::package_json(&npm_name, &manifest, &project, settings.channels.registry.as_deref());
+        let package_path = scratch.path().join("package.json");
+        std::fs::write(&package_path, channels::render(&package_json)).map_err(|source| PackageError::Io {
+            path: package_path.clone(),
+            source,
+        })?;
+        let staged = npm::staged(files, &package_path).map_err(|source| PackageError::Io {
+            path: package_path.clone(),
+            source,
+        })?;
+        let final_path = settings.out_dir.join(npm::file_name(&npm_name, &version));
+        pending.push(write_linted(
+            settings,
+            &staged,
+            write::Format::TarGz,
+            npm::NPM_EPOCH,
+            final_path,
+            "npm",
+            &|path, report| lint::archive::lint_archive(path, report).map(|_| ()),
+        )?);
+    }
+    Ok(pending)
+}
+
+/// Writes `files` as `format` to a temporary file beside `final_path`,
+/// lints it with `check`, and keeps it only when it has no error.
+fn write_linted(
+    settings: &PackageSettings,
+    files: &[stage::StagedFile],
+    format: write::Format,
+    epoch: u64,
+    final_path: PathBuf,
+    kind: &'static str,
+    check: &dyn Fn(&Path, &mut Report) -> Result<(), lint::LintError>,
+) -> Result<Pending, PackageError> {
+    let io = |source| PackageError::Io {
+        path: final_path.clone(),
+        source,
+    };
+    std::fs::create_dir_all(&settings.out_dir).map_err(io)?;
+    let suffix = final_path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.rsplit_once('.'))
+        .map(|(_, ext)| format!(".{ext}"))
+        .unwrap_or_default();
+    let mut temporary = tempfile::Builder::new()
+        .prefix(".ecp-package-")
+        .suffix(&suffix)
+        .tempfile_in(&settings.out_dir)
+        .map_err(io)?;
+    let sha256 = write::write_archive(format, files, epoch, temporary.as_file_mut()).map_err(io)?;
+    let mut report = Report::default();
+    check(temporary.path(), &mut report).map_err(PackageError::Lint)?;
+    if let Some(finding) = report.findings.iter().find(|f| f.severity == Severity::Error) {
+        return Err(PackageError::ArchiveLint {
+            path: final_path,
+            message: format!("[{}] {}", finding.rule, finding.message),
+        });
+    }
+    let bytes = temporary.as_file().metadata().map(|m| m.len()).unwrap_or(0);
+    Ok((temporary, final_path, kind, sha256, bytes))
+}
+
+/// `server.json` for `--registry`, validated against the published schema
+/// before it is written.
+pub(super) fn write_registry(
+    settings: &PackageSettings,
+    archives: &[WrittenArchive],
+    log: &mut dyn FnMut(&str),
+) -> Result<Option<PathBuf>, PackageError> {
+    let Some(name) = &settings.channels.registry else {
+        return Ok(None);
+    };
+    let (manifest, _) = source(&settings.folder)?;
+    let built = archives.iter().find(|a| a.format == "mcpb");
+    let bundle = match (built, &settings.channels.download_url) {
+        (Some(built), Some(base)) => {
+            if !base.starts_with("https://") {
+                return Err(refused(format!("--download-url must be an https URL, not {base:?}")));
+            }
+            let file = built.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            Some(registry::Bundle {
+                url: format!("{}/{file}", base.trim_end_matches('/')),
+                sha256: built.sha256.clone(),
+            })
+        }
+        (Some(_), None) => {
+            return Err(refused(
+                "server.json names the bundle's download URL: give --download-url (for example https://github.com/OWNER/REPO/releases/download/vX.Y.Z)",
+            ));
+        }
+        (None, _) => None,
+    };
+    let value = registry::server_json(name, &manifest, bundle.as_ref()).map_err(|e| refused(e.0))?;
+    let problems = registry::problems(&value, &[]);
+    if let Some((pointer, message)) = problems.first() {
+        return Err(refused(format!("server.json {pointer}: {message}")));
+    }
+    let path = settings.out_dir.join(registry::FILE);
+    crate::atomic::write(&path, channels::render(&value).as_bytes())?;
+    log(&format!(
+        "registry: {} (valid against the 2025-12-11 schema)",
+        path.display()
+    ));
+    Ok(Some(path))
+}
