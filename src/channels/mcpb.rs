@@ -23,7 +23,11 @@ pub fn file_name(name: &str, platform: Option<&str>) -> String {
 
 /// What goes into the bundle: the generated `manifest.json`, the entry
 /// point and the documentation of the staged tree.
-pub fn staged(files: &[StagedFile], entry: &str, manifest_json: &Path) -> std::io::Result<Vec<StagedFile>> {
+pub fn staged(
+    files: &[StagedFile],
+    entry: &str,
+    manifest_json: &Path,
+) -> std::io::Result<Vec<StagedFile>> {
     let size = std::fs::metadata(manifest_json)?.len();
     let mut out: Vec<StagedFile> = files
         .iter()
@@ -58,9 +62,13 @@ pub fn lint(path: &Path, report: &mut Report) -> Result<(), LintError> {
         message,
     };
     let (file, _) = crate::files::open_regular(path, None, u64::MAX)?;
-    let mut archive = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| broken(e.to_string()))?;
+    let mut archive =
+        zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| broken(e.to_string()))?;
     if archive.len() > MAX_ENTRIES {
-        return Err(broken(format!("it has {} entries; lint reads at most {MAX_ENTRIES}", archive.len())));
+        return Err(broken(format!(
+            "it has {} entries; lint reads at most {MAX_ENTRIES}",
+            archive.len()
+        )));
     }
     let names: Vec<String> = archive
         .file_names()
@@ -72,7 +80,10 @@ pub fn lint(path: &Path, report: &mut Report) -> Result<(), LintError> {
             report.add(Finding::about(
                 Rule::ArchivePath,
                 &format!("{shown}!/{name}"),
-                format!("entry `{}` would extract outside the bundle folder", crate::lint::secrets::shown(name)),
+                format!(
+                    "entry `{}` would extract outside the bundle folder",
+                    crate::lint::secrets::shown(name)
+                ),
                 "pack paths relative to the bundle root",
             ));
         }
@@ -80,7 +91,10 @@ pub fn lint(path: &Path, report: &mut Report) -> Result<(), LintError> {
     let manifest = match archive.by_name(super::MCPB) {
         Ok(mut entry) => {
             let mut data = Vec::new();
-            (&mut entry).take(MAX_MANIFEST + 1).read_to_end(&mut data).map_err(|e| broken(e.to_string()))?;
+            (&mut entry)
+                .take(MAX_MANIFEST + 1)
+                .read_to_end(&mut data)
+                .map_err(|e| broken(e.to_string()))?;
             (data.len() as u64 <= MAX_MANIFEST).then(|| String::from_utf8_lossy(&data).into_owned())
         }
         Err(_) => None,

@@ -164,9 +164,7 @@ fn paths_for(value: &str, root: &str) -> String {
 pub fn reference(value: &str) -> Option<&str> {
     let name = value.strip_prefix("${")?.strip_suffix('}')?;
     let valid = !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
         && !name.as_bytes()[0].is_ascii_digit();
     valid.then_some(name)
 }
@@ -495,7 +493,10 @@ mod tests {
         assert_eq!(claude["author"]["name"], "ACME");
         let server = &claude["mcpServers"]["acme-context"];
         assert_eq!(server["args"][0], "${CLAUDE_PLUGIN_ROOT}/dist/main.js");
-        assert_eq!(server["env"]["ACME_CONTEXT_TOKEN"], "${ACME_CONTEXT_TOKEN:-}");
+        assert_eq!(
+            server["env"]["ACME_CONTEXT_TOKEN"],
+            "${ACME_CONTEXT_TOKEN:-}"
+        );
         assert_eq!(server["env"]["MODE"], "fast");
         assert!(server.get("cwd").is_none() && server.get("includeTools").is_none());
 
@@ -529,7 +530,10 @@ mod tests {
             claude["mcpServers"]["r"],
             json!({"type": "http", "url": "https://ctx.acme.dev/mcp"})
         );
-        assert_eq!(gemini(&remote).unwrap()["mcpServers"]["r"]["oauth"]["enabled"], true);
+        assert_eq!(
+            gemini(&remote).unwrap()["mcpServers"]["r"]["oauth"]["enabled"],
+            true
+        );
     }
 
     #[test]

@@ -34,7 +34,8 @@ pub fn is_scoped(name: &str) -> bool {
     let part = |s: &str| {
         !s.is_empty()
             && !s.starts_with(['.', '_'])
-            && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-._~".contains(&b))
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-._~".contains(&b))
     };
     name.len() <= 214
         && name
@@ -70,14 +71,22 @@ pub fn name(explicit: Option<&str>, project: &Project) -> Result<String, DeriveE
 
 /// `npm pack`'s file name: `@acme/context` 0.1.0 -> `acme-context-0.1.0.tgz`.
 pub fn file_name(name: &str, version: &str) -> String {
-    format!("{}-{version}.tgz", name.trim_start_matches('@').replace('/', "-"))
+    format!(
+        "{}-{version}.tgz",
+        name.trim_start_matches('@').replace('/', "-")
+    )
 }
 
 /// The `package.json` of the package: the name, the manifest's version and
 /// description, what the project says of its license, repository, engines
 /// and module type; `mcpName` when the server is listed in the MCP
 /// registry. No dependencies, no scripts.
-pub fn package_json(name: &str, manifest: &Value, project: &Project, mcp_name: Option<&str>) -> Value {
+pub fn package_json(
+    name: &str,
+    manifest: &Value,
+    project: &Project,
+    mcp_name: Option<&str>,
+) -> Value {
     let mut out = Map::new();
     out.insert("name".into(), json!(name));
     for key in ["version", "description"] {
@@ -85,9 +94,20 @@ pub fn package_json(name: &str, manifest: &Value, project: &Project, mcp_name: O
             out.insert(key.into(), value.clone());
         }
     }
-    let from_project = |key: &str| project.package_json.as_ref().and_then(|p| p.get(key)).cloned();
+    let from_project = |key: &str| {
+        project
+            .package_json
+            .as_ref()
+            .and_then(|p| p.get(key))
+            .cloned()
+    };
     let license = from_project("license").or_else(|| {
-        let license = project.cargo.as_ref()?.get("package")?.get("license")?.as_str()?;
+        let license = project
+            .cargo
+            .as_ref()?
+            .get("package")?
+            .get("license")?
+            .as_str()?;
         Some(json!(license))
     });
     if let Some(license) = license {
@@ -98,7 +118,10 @@ pub fn package_json(name: &str, manifest: &Value, project: &Project, mcp_name: O
             out.insert(key.into(), value);
         }
     }
-    out.insert("keywords".into(), json!(["qwen-code", "qwen-extension", "mcp", "context-search"]));
+    out.insert(
+        "keywords".into(),
+        json!(["qwen-code", "qwen-extension", "mcp", "context-search"]),
+    );
     if let Some(mcp_name) = mcp_name {
         out.insert("mcpName".into(), json!(mcp_name));
     }
@@ -107,7 +130,10 @@ pub fn package_json(name: &str, manifest: &Value, project: &Project, mcp_name: O
 
 /// The staged tree of the archives under `package/`, with `package_json`
 /// (a file written by the caller) as `package/package.json`.
-pub fn staged(files: &[StagedFile], package_json: &Path) -> Result<Vec<StagedFile>, std::io::Error> {
+pub fn staged(
+    files: &[StagedFile],
+    package_json: &Path,
+) -> Result<Vec<StagedFile>, std::io::Error> {
     let size = std::fs::metadata(package_json)?.len();
     let mut out: Vec<StagedFile> = files
         .iter()
@@ -135,22 +161,38 @@ pub fn lint(label: &str, text: &str, manifest_version: Option<&str>, report: &mu
         report.add(Finding::about(Rule::NpmPackage, label, message, help));
     };
     let Ok(package) = serde_json::from_str::<Value>(text) else {
-        return refuse("package.json is not JSON: npm and Qwen Code refuse the package".into(), "`ecp package --npm` writes it");
+        return refuse(
+            "package.json is not JSON: npm and Qwen Code refuse the package".into(),
+            "`ecp package --npm` writes it",
+        );
     };
     match package.get("name").and_then(Value::as_str) {
         Some(name) if is_scoped(name) => {}
         found => refuse(
             format!(
                 "Qwen Code installs only scoped packages (@scope/name); this one is named {}",
-                found.map(|n| format!("{:?}", crate::lint::secrets::shown(n))).unwrap_or_else(|| "nothing".into())
+                found
+                    .map(|n| format!("{:?}", crate::lint::secrets::shown(n)))
+                    .unwrap_or_else(|| "nothing".into())
             ),
             "publish it as @scope/name (`ecp package --npm --npm-name @scope/name`)",
         ),
     }
-    for key in ["dependencies", "optionalDependencies", "peerDependencies", "bundleDependencies", "bundledDependencies"] {
-        if package.get(key).is_some_and(|d| d.as_object().is_none_or(|o| !o.is_empty()) && !d.is_null()) {
+    for key in [
+        "dependencies",
+        "optionalDependencies",
+        "peerDependencies",
+        "bundleDependencies",
+        "bundledDependencies",
+    ] {
+        if package
+            .get(key)
+            .is_some_and(|d| d.as_object().is_none_or(|o| !o.is_empty()) && !d.is_null())
+        {
             refuse(
-                format!("package.json lists {key}: Qwen Code installs none of them, so the extension must not need them"),
+                format!(
+                    "package.json lists {key}: Qwen Code installs none of them, so the extension must not need them"
+                ),
                 "bundle every dependency into dist/main.js and drop the list (`ecp package --npm` does)",
             );
         }
@@ -159,7 +201,9 @@ pub fn lint(label: &str, text: &str, manifest_version: Option<&str>, report: &mu
     for script in INSTALL_SCRIPTS {
         if scripts.is_some_and(|s| s.contains_key(*script)) {
             refuse(
-                format!("package.json has a `{script}` script: npm runs it on the machine of whoever installs the package"),
+                format!(
+                    "package.json has a `{script}` script: npm runs it on the machine of whoever installs the package"
+                ),
                 "remove it; the package is the built extension and needs no install step",
             );
         }
@@ -169,7 +213,9 @@ pub fn lint(label: &str, text: &str, manifest_version: Option<&str>, report: &mu
         && manifest != version
     {
         refuse(
-            format!("package.json says version {version} but qwen-extension.json says {manifest}: Qwen records the npm version and compares the manifest's"),
+            format!(
+                "package.json says version {version} but qwen-extension.json says {manifest}: Qwen records the npm version and compares the manifest's"
+            ),
             "package it again with `ecp package --npm`",
         );
     }
@@ -183,10 +229,21 @@ mod tests {
     fn only_scoped_url_safe_names_are_installable() {
         assert!(is_scoped("@acme/context"));
         assert!(is_scoped("@acme-co/context.search_v2"));
-        for bad in ["context", "@acme", "@/x", "@Acme/x", "@acme/x y", "@acme/.x", "@acme/x/y"] {
+        for bad in [
+            "context",
+            "@acme",
+            "@/x",
+            "@Acme/x",
+            "@acme/x y",
+            "@acme/.x",
+            "@acme/x/y",
+        ] {
             assert!(!is_scoped(bad), "{bad}");
         }
-        assert_eq!(file_name("@acme/context", "0.1.0"), "acme-context-0.1.0.tgz");
+        assert_eq!(
+            file_name("@acme/context", "0.1.0"),
+            "acme-context-0.1.0.tgz"
+        );
     }
 
     #[test]

@@ -11,7 +11,8 @@ use super::{DeriveError, ServerKind};
 use crate::lint::{Finding, Report, Rule, Source, json as spans, secrets};
 
 /// The schema's URL, written as `$schema`.
-pub const SCHEMA_URL: &str = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json";
+pub const SCHEMA_URL: &str =
+    "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json";
 
 /// The published schema, byte for byte.
 pub const SCHEMA: &str = include_str!("../../contracts/mcp-registry/server.schema.2025-12-11.json");
@@ -28,7 +29,9 @@ pub fn valid_name(name: &str) -> bool {
         return false;
     };
     let ok = |s: &str, extra: &[u8]| {
-        !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || extra.contains(&b))
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || extra.contains(&b))
     };
     (3..=200).contains(&name.len()) && ok(namespace, b".-") && ok(server, b"._-")
 }
@@ -42,7 +45,11 @@ pub struct Bundle {
 }
 
 /// The `server.json` of `manifest` under the registry name `name`.
-pub fn server_json(name: &str, manifest: &Value, bundle: Option<&Bundle>) -> Result<Value, DeriveError> {
+pub fn server_json(
+    name: &str,
+    manifest: &Value,
+    bundle: Option<&Bundle>,
+) -> Result<Value, DeriveError> {
     if !valid_name(name) {
         return Err(DeriveError(format!(
             "{name:?} is not a registry name: it is `namespace/server` in reverse DNS, like io.github.acme/context (letters, digits, `.` and `-`, then `/`)"
@@ -66,8 +73,16 @@ pub fn server_json(name: &str, manifest: &Value, bundle: Option<&Bundle>) -> Res
     meta.insert("tools".into(), json!([crate::lint::manifest::TOOL]));
     match server.kind {
         ServerKind::Remote => {
-            let url = server.body.get("httpUrl").or_else(|| server.body.get("url")).cloned().unwrap_or_default();
-            out.insert("remotes".into(), json!([{ "type": "streamable-http", "url": url }]));
+            let url = server
+                .body
+                .get("httpUrl")
+                .or_else(|| server.body.get("url"))
+                .cloned()
+                .unwrap_or_default();
+            out.insert(
+                "remotes".into(),
+                json!([{ "type": "streamable-http", "url": url }]),
+            );
             if let Some(oauth) = server.body.get("oauth").and_then(Value::as_object) {
                 let mut kept = Map::new();
                 for key in ["scopes", "audiences"] {
@@ -119,32 +134,65 @@ pub fn problems(value: &Value, bundles: &[(String, String)]) -> Vec<(String, Str
     match schema_validator() {
         Ok(validator) => {
             for error in validator.iter_errors(value) {
-                found.push((error.instance_path().to_string(), format!("the 2025-12-11 schema refuses it: {error}")));
+                found.push((
+                    error.instance_path().to_string(),
+                    format!("the 2025-12-11 schema refuses it: {error}"),
+                ));
             }
         }
-        Err(error) => found.push((String::new(), format!("the vendored schema does not compile: {error}"))),
+        Err(error) => found.push((
+            String::new(),
+            format!("the vendored schema does not compile: {error}"),
+        )),
     }
     if value.get("$schema").and_then(Value::as_str) != Some(SCHEMA_URL) {
-        found.push(("/$schema".into(), format!("$schema must be {SCHEMA_URL} (the schema ecp checks)")));
+        found.push((
+            "/$schema".into(),
+            format!("$schema must be {SCHEMA_URL} (the schema ecp checks)"),
+        ));
     }
-    for (n, remote) in value.get("remotes").and_then(Value::as_array).into_iter().flatten().enumerate() {
+    for (n, remote) in value
+        .get("remotes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
         if let Some(url) = remote.get("url").and_then(Value::as_str)
             && !url.starts_with("https://")
         {
-            found.push((format!("/remotes/{n}/url"), "a remote server's URL must be https".into()));
+            found.push((
+                format!("/remotes/{n}/url"),
+                "a remote server's URL must be https".into(),
+            ));
         }
     }
-    for (n, package) in value.get("packages").and_then(Value::as_array).into_iter().flatten().enumerate() {
+    for (n, package) in value
+        .get("packages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
         if package.get("registryType").and_then(Value::as_str) != Some("mcpb") {
             continue;
         }
-        let identifier = package.get("identifier").and_then(Value::as_str).unwrap_or_default();
+        let identifier = package
+            .get("identifier")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         if !identifier.starts_with("https://") {
-            found.push((format!("/packages/{n}/identifier"), "an mcpb package is an https download URL".into()));
+            found.push((
+                format!("/packages/{n}/identifier"),
+                "an mcpb package is an https download URL".into(),
+            ));
         }
         let sha = package.get("fileSha256").and_then(Value::as_str);
         if sha.is_none() {
-            found.push((format!("/packages/{n}"), "an mcpb package needs fileSha256 (the registry requires it)".into()));
+            found.push((
+                format!("/packages/{n}"),
+                "an mcpb package needs fileSha256 (the registry requires it)".into(),
+            ));
         }
         let file = identifier.rsplit('/').next().unwrap_or_default();
         if let (Some(sha), Some((_, built))) = (sha, bundles.iter().find(|(name, _)| name == file))
@@ -185,7 +233,14 @@ pub fn lint(label: &str, text: &str, bundles: &[(String, String)], report: &mut 
         let node = node_at(&root, &pointer);
         let help = "`ecp package --registry NAME` writes a server.json the schema accepts";
         report.add(match node {
-            Some(node) => Finding::new(Rule::RegistryServer, label, node.span, &pointer, message, help),
+            Some(node) => Finding::new(
+                Rule::RegistryServer,
+                label,
+                node.span,
+                &pointer,
+                message,
+                help,
+            ),
             None => Finding::about(Rule::RegistryServer, label, message, help),
         });
     }
@@ -231,12 +286,26 @@ fn secret_walk(
         }
         spans::Value::Array(items) => {
             for (n, item) in items.iter().enumerate() {
-                secret_walk(label, item, key, &format!("{pointer}/{n}"), redactions, report);
+                secret_walk(
+                    label,
+                    item,
+                    key,
+                    &format!("{pointer}/{n}"),
+                    redactions,
+                    report,
+                );
             }
         }
         spans::Value::Object(members) => {
             for m in members {
-                secret_walk(label, &m.node, Some(&m.key), &format!("{pointer}/{}", m.key), redactions, report);
+                secret_walk(
+                    label,
+                    &m.node,
+                    Some(&m.key),
+                    &format!("{pointer}/{}", m.key),
+                    redactions,
+                    report,
+                );
             }
         }
         _ => {}
@@ -269,7 +338,10 @@ mod tests {
         };
         let value = server_json("io.github.acme/context", &local(), Some(&bundle)).unwrap();
         assert_eq!(problems(&value, &[]), Vec::<(String, String)>::new());
-        assert_eq!(value["packages"][0]["environmentVariables"][0]["isSecret"], true);
+        assert_eq!(
+            value["packages"][0]["environmentVariables"][0]["isSecret"],
+            true
+        );
         let other = [("acme-context.mcpb".to_owned(), "b".repeat(64))];
         assert_eq!(problems(&value, &other).len(), 1);
         let mut broken = value.clone();
@@ -277,7 +349,10 @@ mod tests {
         broken["packages"][0]["fileSha256"] = json!("XYZ");
         let found = problems(&broken, &[]);
         assert!(found.iter().any(|(p, _)| p == "/name"), "{found:?}");
-        assert!(found.iter().any(|(p, _)| p == "/packages/0/fileSha256"), "{found:?}");
+        assert!(
+            found.iter().any(|(p, _)| p == "/packages/0/fileSha256"),
+            "{found:?}"
+        );
     }
 
     #[test]
@@ -289,6 +364,9 @@ mod tests {
         let mut long = local();
         long["description"] = json!("x".repeat(101));
         assert!(server_json("io.github.acme/context", &long, None).is_err());
-        assert!(server_json("io.github.acme/context", &local(), None).is_err(), "a local one needs its bundle");
+        assert!(
+            server_json("io.github.acme/context", &local(), None).is_err(),
+            "a local one needs its bundle"
+        );
     }
 }

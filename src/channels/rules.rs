@@ -38,7 +38,14 @@ struct File<'a> {
 }
 
 impl File<'_> {
-    fn at(&self, rule: Rule, node: Option<&Node>, pointer: &str, message: String, help: &str) -> Finding {
+    fn at(
+        &self,
+        rule: Rule,
+        node: Option<&Node>,
+        pointer: &str,
+        message: String,
+        help: &str,
+    ) -> Finding {
         match node {
             Some(node) => Finding::new(rule, &self.label, node.span, pointer, message, help),
             None => Finding::about(rule, &self.label, message, help),
@@ -60,14 +67,26 @@ fn find<'n>(root: &'n Node, pointer: &str) -> Option<&'n Node> {
 
 /// Lints every client manifest present at `place`; `qwen` is the text of
 /// its `qwen-extension.json` (for `client-drift`), when there is one.
-pub fn lint(place: &Place, qwen: Option<&str>, project: &crate::extension::Project, report: &mut Report) {
+pub fn lint(
+    place: &Place,
+    qwen: Option<&str>,
+    project: &crate::extension::Project,
+    report: &mut Report,
+) {
     let qwen: Option<Value> = qwen.and_then(|t| serde_json::from_str(t).ok());
-    for (file, client) in [(GEMINI, Client::Gemini), (CLAUDE, Client::Claude), (MCPB, Client::Mcpb)] {
+    for (file, client) in [
+        (GEMINI, Client::Gemini),
+        (CLAUDE, Client::Claude),
+        (MCPB, Client::Mcpb),
+    ] {
         let Some(text) = (place.read)(file) else {
             continue;
         };
         // A `manifest.json` that is no bundle manifest is someone else's file.
-        if client == Client::Mcpb && !text.contains("manifest_version") && !text.contains("dxt_version") {
+        if client == Client::Mcpb
+            && !text.contains("manifest_version")
+            && !text.contains("dxt_version")
+        {
             continue;
         }
         let label = (place.label)(file);
@@ -77,7 +96,11 @@ pub fn lint(place: &Place, qwen: Option<&str>, project: &crate::extension::Proje
                 report.add(Finding::about(
                     rule_of(client),
                     &label,
-                    format!("{} refuses it: it is not JSON ({})", client.title(), error.message),
+                    format!(
+                        "{} refuses it: it is not JSON ({})",
+                        client.title(),
+                        error.message
+                    ),
                     "write it again with `ecp package --clients` from qwen-extension.json",
                 ));
                 continue;
@@ -143,12 +166,26 @@ fn secret_rules(
         }
         json::Value::Array(items) => {
             for (n, item) in items.iter().enumerate() {
-                secret_rules(file, item, key, &format!("{pointer}/{n}"), redactions, report);
+                secret_rules(
+                    file,
+                    item,
+                    key,
+                    &format!("{pointer}/{n}"),
+                    redactions,
+                    report,
+                );
             }
         }
         json::Value::Object(members) => {
             for m in members {
-                secret_rules(file, &m.node, Some(&m.key), &format!("{pointer}/{}", m.key), redactions, report);
+                secret_rules(
+                    file,
+                    &m.node,
+                    Some(&m.key),
+                    &format!("{pointer}/{}", m.key),
+                    redactions,
+                    report,
+                );
             }
         }
         _ => {}
@@ -156,14 +193,22 @@ fn secret_rules(
 }
 
 /// The one server of an `mcpServers` node, or a `client-profile` finding.
-fn one_server<'n>(file: &File, servers: &'n Node, pointer: &str, report: &mut Report) -> Option<(&'n str, &'n Node)> {
+fn one_server<'n>(
+    file: &File,
+    servers: &'n Node,
+    pointer: &str,
+    report: &mut Report,
+) -> Option<(&'n str, &'n Node)> {
     let members = servers.as_object()?;
     if members.len() != 1 {
         report.add(file.at(
             Rule::ClientProfile,
             Some(servers),
             pointer,
-            format!("it declares {} MCP servers; a context provider declares exactly one", members.len()),
+            format!(
+                "it declares {} MCP servers; a context provider declares exactly one",
+                members.len()
+            ),
             "keep the one server qwen-extension.json declares",
         ));
         return None;
@@ -191,31 +236,53 @@ fn gemini_rules(file: &File, place: &Place, report: &mut Report) {
     }
     match root.get("name").and_then(Node::as_str) {
         None => refuse(report, root.get("name"), "/name", "missing \"name\"".into()),
-        Some(name) if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') => refuse(
-            report,
-            root.get("name"),
-            "/name",
-            format!(
-                "invalid extension name {:?}: only letters, digits and dashes are allowed",
-                secrets::shown(name)
-            ),
-        ),
+        Some(name)
+            if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') =>
+        {
+            refuse(
+                report,
+                root.get("name"),
+                "/name",
+                format!(
+                    "invalid extension name {:?}: only letters, digits and dashes are allowed",
+                    secrets::shown(name)
+                ),
+            )
+        }
         Some(_) => {}
     }
     if !is_string(root.get("version")) {
-        refuse(report, root.get("version"), "/version", "missing \"version\"".into());
+        refuse(
+            report,
+            root.get("version"),
+            "/version",
+            "missing \"version\"".into(),
+        );
     }
     let context: Vec<&Node> = match root.get("contextFileName") {
         Some(node) if node.as_str().is_some() => vec![node],
-        Some(node) => node.as_array().map(|a| a.iter().collect()).unwrap_or_default(),
+        Some(node) => node
+            .as_array()
+            .map(|a| a.iter().collect())
+            .unwrap_or_default(),
         None => Vec::new(),
     };
     for node in context {
         let Some(name) = node.as_str() else { continue };
         if name.split(['/', '\\']).any(|part| part == "..") {
-            refuse(report, Some(node), "/contextFileName", format!("the context file {name:?} leaves the extension (\"..\")"));
+            refuse(
+                report,
+                Some(node),
+                "/contextFileName",
+                format!("the context file {name:?} leaves the extension (\"..\")"),
+            );
         } else if !(place.exists)(name) {
-            refuse(report, Some(node), "/contextFileName", format!("the context file {name:?} is missing"));
+            refuse(
+                report,
+                Some(node),
+                "/contextFileName",
+                format!("the context file {name:?} is missing"),
+            );
         }
     }
     let Some(servers) = root.get("mcpServers") else {
@@ -240,7 +307,9 @@ fn gemini_rules(file: &File, place: &Place, report: &mut Report) {
             Rule::ClientProfile,
             tools.or(Some(server)),
             &format!("{pointer}/includeTools"),
-            format!("Gemini CLI exposes whatever the server lists unless includeTools is [\"{TOOL}\"]"),
+            format!(
+                "Gemini CLI exposes whatever the server lists unless includeTools is [\"{TOOL}\"]"
+            ),
             "set \"includeTools\": [\"context_search\"]",
         ));
     }
@@ -249,10 +318,31 @@ fn gemini_rules(file: &File, place: &Place, report: &mut Report) {
 /// The fields Claude Code 2.1.332's plugin schema knows (others fail
 /// `plugin validate --strict`).
 const CLAUDE_FIELDS: &[&str] = &[
-    "$schema", "name", "version", "description", "author", "homepage", "repository", "license",
-    "keywords", "defaultEnabled", "dependencies", "optionalDependencies", "engines", "network",
-    "userConfig", "channels", "commands", "agents", "skills", "hooks", "outputStyles", "themes",
-    "workflows", "lspServers", "mcpServers",
+    "$schema",
+    "name",
+    "version",
+    "description",
+    "author",
+    "homepage",
+    "repository",
+    "license",
+    "keywords",
+    "defaultEnabled",
+    "dependencies",
+    "optionalDependencies",
+    "engines",
+    "network",
+    "userConfig",
+    "channels",
+    "commands",
+    "agents",
+    "skills",
+    "hooks",
+    "outputStyles",
+    "themes",
+    "workflows",
+    "lspServers",
+    "mcpServers",
 ];
 
 fn claude_rules(file: &File, place: &Place, report: &mut Report) {
@@ -267,23 +357,47 @@ fn claude_rules(file: &File, place: &Place, report: &mut Report) {
         ))
     };
     let Some(members) = root.as_object() else {
-        return refuse(report, Some(root), "", "Claude Code refuses it: it is not a JSON object".into());
+        return refuse(
+            report,
+            Some(root),
+            "",
+            "Claude Code refuses it: it is not a JSON object".into(),
+        );
     };
     match root.get("name").and_then(Node::as_str) {
-        None => refuse(report, root.get("name"), "/name", "Claude Code refuses it: `name` is required".into()),
-        Some(name) if name.is_empty() || name.chars().any(|c| c.is_whitespace() || c.is_control()) => refuse(
+        None => refuse(
             report,
             root.get("name"),
             "/name",
-            "Claude Code refuses it: a plugin name has no spaces (kebab-case)".into(),
+            "Claude Code refuses it: `name` is required".into(),
         ),
+        Some(name)
+            if name.is_empty() || name.chars().any(|c| c.is_whitespace() || c.is_control()) =>
+        {
+            refuse(
+                report,
+                root.get("name"),
+                "/name",
+                "Claude Code refuses it: a plugin name has no spaces (kebab-case)".into(),
+            )
+        }
         Some(_) => {}
     }
     if !is_string(root.get("version")) {
-        refuse(report, None, "/version", "`claude plugin validate --strict` refuses it: no version".into());
+        refuse(
+            report,
+            None,
+            "/version",
+            "`claude plugin validate --strict` refuses it: no version".into(),
+        );
     }
     if root.get("author").is_none() {
-        refuse(report, None, "/author", "`claude plugin validate --strict` refuses it: no author".into());
+        refuse(
+            report,
+            None,
+            "/author",
+            "`claude plugin validate --strict` refuses it: no author".into(),
+        );
     }
     for member in members {
         if !CLAUDE_FIELDS.contains(&member.key.as_str()) {
@@ -322,14 +436,24 @@ fn claude_rules(file: &File, place: &Place, report: &mut Report) {
         }
     };
     if let Some((key, server)) = one_server(file, servers, "/mcpServers", report) {
-        claude_server_rules(&file.label, key, server, &format!("/mcpServers/{key}"), report);
+        claude_server_rules(
+            &file.label,
+            key,
+            server,
+            &format!("/mcpServers/{key}"),
+            report,
+        );
     }
 }
 
 /// `${VAR}` reaches a Claude Code server as the literal text when `VAR` is
 /// unset (measured): `${VAR:-}` is the spelling that gives "".
 fn claude_server_rules(label: &str, _key: &str, server: &Node, pointer: &str, report: &mut Report) {
-    for member in server.get("env").and_then(Node::as_object).unwrap_or_default() {
+    for member in server
+        .get("env")
+        .and_then(Node::as_object)
+        .unwrap_or_default()
+    {
         if let Some(value) = member.node.as_str()
             && let Some(var) = super::reference(value)
         {
@@ -375,10 +499,34 @@ fn claude_mcp_rules(label: &str, text: &str, report: &mut Report) {
 /// The top-level fields of an MCP Bundle manifest 0.3 (mcpb 2.1.2 refuses
 /// others).
 const MCPB_FIELDS: &[&str] = &[
-    "$schema", "manifest_version", "dxt_version", "name", "display_name", "version", "description",
-    "long_description", "author", "repository", "homepage", "documentation", "support", "icon",
-    "icons", "screenshots", "server", "tools", "tools_generated", "prompts", "prompts_generated",
-    "keywords", "license", "privacy_policies", "compatibility", "user_config", "localization", "_meta",
+    "$schema",
+    "manifest_version",
+    "dxt_version",
+    "name",
+    "display_name",
+    "version",
+    "description",
+    "long_description",
+    "author",
+    "repository",
+    "homepage",
+    "documentation",
+    "support",
+    "icon",
+    "icons",
+    "screenshots",
+    "server",
+    "tools",
+    "tools_generated",
+    "prompts",
+    "prompts_generated",
+    "keywords",
+    "license",
+    "privacy_policies",
+    "compatibility",
+    "user_config",
+    "localization",
+    "_meta",
 ];
 
 fn mcpb_rules(file: &File, place: &Place, report: &mut Report) {
@@ -397,25 +545,50 @@ fn mcpb_rules(file: &File, place: &Place, report: &mut Report) {
     };
     match root.get("manifest_version").and_then(Node::as_str) {
         Some("0.1" | "0.2" | "0.3") => {}
-        _ => refuse(report, root.get("manifest_version"), "/manifest_version", "unrecognized or unsupported manifest version (0.3 is current)".into()),
+        _ => refuse(
+            report,
+            root.get("manifest_version"),
+            "/manifest_version",
+            "unrecognized or unsupported manifest version (0.3 is current)".into(),
+        ),
     }
     for field in ["name", "version", "description"] {
         if !is_string(root.get(field)) {
-            refuse(report, root.get(field), &format!("/{field}"), format!("{field}: Required"));
+            refuse(
+                report,
+                root.get(field),
+                &format!("/{field}"),
+                format!("{field}: Required"),
+            );
         }
     }
     if !is_string(root.get("author").and_then(|a| a.get("name"))) {
-        refuse(report, root.get("author"), "/author", "author.name: Required".into());
+        refuse(
+            report,
+            root.get("author"),
+            "/author",
+            "author.name: Required".into(),
+        );
     }
     for member in members {
         if !MCPB_FIELDS.contains(&member.key.as_str()) {
-            refuse(report, Some(&member.node), &format!("/{}", member.key), format!("unrecognized key {:?}", secrets::shown(&member.key)));
+            refuse(
+                report,
+                Some(&member.node),
+                &format!("/{}", member.key),
+                format!("unrecognized key {:?}", secrets::shown(&member.key)),
+            );
         }
     }
     let server = root.get("server");
     match server.and_then(|s| s.get("type")).and_then(Node::as_str) {
         Some("node" | "python" | "binary") => {}
-        _ => refuse(report, server, "/server/type", "server.type must be node, python or binary".into()),
+        _ => refuse(
+            report,
+            server,
+            "/server/type",
+            "server.type must be node, python or binary".into(),
+        ),
     }
     match server.and_then(|s| s.get("entry_point")).and_then(Node::as_str) {
         None => refuse(report, server, "/server/entry_point", "server.entry_point: Required".into()),
@@ -429,12 +602,29 @@ fn mcpb_rules(file: &File, place: &Place, report: &mut Report) {
         Some(_) => {}
     }
     if !is_string(find(root, "/server/mcp_config/command")) {
-        refuse(report, server, "/server/mcp_config/command", "server.mcp_config.command: Required".into());
+        refuse(
+            report,
+            server,
+            "/server/mcp_config/command",
+            "server.mcp_config.command: Required".into(),
+        );
     }
-    for member in root.get("user_config").and_then(Node::as_object).unwrap_or_default() {
+    for member in root
+        .get("user_config")
+        .and_then(Node::as_object)
+        .unwrap_or_default()
+    {
         for field in ["type", "title"] {
             if !is_string(member.node.get(field)) {
-                refuse(report, Some(&member.node), &format!("/user_config/{}", member.key), format!("user_config.{}.{field}: Required", secrets::shown(&member.key)));
+                refuse(
+                    report,
+                    Some(&member.node),
+                    &format!("/user_config/{}", member.key),
+                    format!(
+                        "user_config.{}.{field}: Required",
+                        secrets::shown(&member.key)
+                    ),
+                );
             }
         }
     }
@@ -454,15 +644,31 @@ fn mcpb_rules(file: &File, place: &Place, report: &mut Report) {
             "set \"tools\": [{\"name\": \"context_search\", \"description\": ...}]",
         ));
     }
-    for (n, tool) in tools.and_then(Node::as_array).unwrap_or_default().iter().enumerate() {
+    for (n, tool) in tools
+        .and_then(Node::as_array)
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+    {
         if tool.get("inputSchema").is_some() {
-            refuse(report, Some(tool), &format!("/tools/{n}"), format!("tools.{n}: unrecognized key 'inputSchema'"));
+            refuse(
+                report,
+                Some(tool),
+                &format!("/tools/{n}"),
+                format!("tools.{n}: unrecognized key 'inputSchema'"),
+            );
         }
     }
 }
 
 /// The parts a client manifest repeats from `qwen-extension.json`.
-fn drift_rules(file: &File, client: Client, qwen: &Value, project: &crate::extension::Project, report: &mut Report) {
+fn drift_rules(
+    file: &File,
+    client: Client,
+    qwen: &Value,
+    project: &crate::extension::Project,
+    report: &mut Report,
+) {
     let Ok(expected) = super::derive(client, qwen, project) else {
         return;
     };
@@ -517,12 +723,19 @@ fn json_text(node: &Node) -> String {
         json::Value::Bool(b) => b.to_string(),
         json::Value::Number(n) => n.clone(),
         json::Value::String(s) => serde_json::to_string(s).unwrap_or_default(),
-        json::Value::Array(items) => format!("[{}]", items.iter().map(json_text).collect::<Vec<_>>().join(",")),
+        json::Value::Array(items) => format!(
+            "[{}]",
+            items.iter().map(json_text).collect::<Vec<_>>().join(",")
+        ),
         json::Value::Object(members) => format!(
             "{{{}}}",
             members
                 .iter()
-                .map(|m| format!("{}:{}", serde_json::to_string(&m.key).unwrap_or_default(), json_text(&m.node)))
+                .map(|m| format!(
+                    "{}:{}",
+                    serde_json::to_string(&m.key).unwrap_or_default(),
+                    json_text(&m.node)
+                ))
                 .collect::<Vec<_>>()
                 .join(",")
         ),

@@ -797,11 +797,21 @@ fn archive_rules(
         exists: &exists,
         shipped: true,
     };
-    crate::channels::rules::lint(&place, Some(&text), &crate::extension::Project::default(), report);
+    crate::channels::rules::lint(
+        &place,
+        Some(&text),
+        &crate::extension::Project::default(),
+        report,
+    );
     if root == crate::channels::npm::PREFIX
         && let Some(package_json) = data_of("package.json")
     {
-        crate::channels::npm::lint(&label("package.json"), &package_json, facts.version.as_deref(), report);
+        crate::channels::npm::lint(
+            &label("package.json"),
+            &package_json,
+            facts.version.as_deref(),
+            report,
+        );
     }
     for (name, span) in &facts.context_files {
         if find(name).is_none() {

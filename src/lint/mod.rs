@@ -452,7 +452,12 @@ fn client_rules(folder: &Path, manifest: &str, report: &mut Report) -> Result<()
     let server_json = folder.join(crate::channels::registry::FILE);
     if std::fs::symlink_metadata(&server_json).is_ok() {
         let text = read(&server_json, Some(folder))?;
-        crate::channels::registry::lint(&display(&server_json), &text, &bundles_beside(folder), report);
+        crate::channels::registry::lint(
+            &display(&server_json),
+            &text,
+            &bundles_beside(folder),
+            report,
+        );
     }
     Ok(())
 }
@@ -468,7 +473,12 @@ pub(crate) fn bundles_beside(folder: &Path) -> Vec<(String, String)> {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| n.ends_with(".mcpb"))
         .take(64)
-        .filter_map(|n| Some((n.clone(), crate::digest::sha256_file(&folder.join(&n)).ok()?)))
+        .filter_map(|n| {
+            Some((
+                n.clone(),
+                crate::digest::sha256_file(&folder.join(&n)).ok()?,
+            ))
+        })
         .collect()
 }
 

@@ -385,7 +385,12 @@ fn channel_assets(folder: &Path, names: &[String], report: &mut Report) {
             crate::files::read_text(&path, Some(folder), crate::files::MAX_TEXT_BYTES)
                 .map(|text| {
                     let bundles = super::bundles_beside(folder);
-                    crate::channels::registry::lint(&path.display().to_string(), &text, &bundles, report)
+                    crate::channels::registry::lint(
+                        &path.display().to_string(),
+                        &text,
+                        &bundles,
+                        report,
+                    )
                 })
                 .map_err(LintError::File)
         } else {
@@ -401,4 +406,3 @@ fn channel_assets(folder: &Path, names: &[String], report: &mut Report) {
         }
     }
 }
-

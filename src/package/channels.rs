@@ -34,7 +34,10 @@ fn refused(message: impl Into<String>) -> PackageError {
 }
 
 /// Writes the client manifests `--clients` asks for into the folder.
-pub(super) fn write_clients(settings: &PackageSettings, log: &mut dyn FnMut(&str)) -> Result<(), PackageError> {
+pub(super) fn write_clients(
+    settings: &PackageSettings,
+    log: &mut dyn FnMut(&str),
+) -> Result<(), PackageError> {
     let clients = &settings.channels.clients;
     if clients.iter().all(|c| *c == Client::Qwen) {
         return Ok(());
@@ -61,9 +64,11 @@ pub(super) fn stage_clients(stage: &mut stage::Stage, folder: &Path) -> Result<(
 
 /// The folder's Qwen manifest as JSON, and its project.
 fn source(folder: &Path) -> Result<(Value, crate::extension::Project), PackageError> {
-    let extension = crate::extension::Extension::read(folder).map_err(|p| refused(p.to_string()))?;
+    let extension =
+        crate::extension::Extension::read(folder).map_err(|p| refused(p.to_string()))?;
     let text = extension.manifest_text.unwrap_or_default();
-    let manifest = serde_json::from_str(&text).map_err(|e| refused(format!("{}: {e}", lint::MANIFEST)))?;
+    let manifest =
+        serde_json::from_str(&text).map_err(|e| refused(format!("{}: {e}", lint::MANIFEST)))?;
     Ok((manifest, extension.project))
 }
 
@@ -100,17 +105,21 @@ pub(super) fn write_assets(
             .map(|e| e.path.clone())
             .ok_or_else(|| refused("an MCP Bundle carries a local server; this extension has none (remove manifest.json)"))?;
         let node_platform = platform.map(|p| p.split('.').next().unwrap_or(p));
-        let bundle_manifest = channels::mcpb(&manifest, &channels::author(&project, &name), node_platform)
-            .map_err(|e| refused(e.0))?;
+        let bundle_manifest =
+            channels::mcpb(&manifest, &channels::author(&project, &name), node_platform)
+                .map_err(|e| refused(e.0))?;
         let manifest_path = scratch.path().join(channels::MCPB);
-        std::fs::write(&manifest_path, channels::render(&bundle_manifest)).map_err(|source| PackageError::Io {
-            path: manifest_path.clone(),
-            source,
+        std::fs::write(&manifest_path, channels::render(&bundle_manifest)).map_err(|source| {
+            PackageError::Io {
+                path: manifest_path.clone(),
+                source,
+            }
         })?;
-        let staged = mcpb::staged(files, &entry, &manifest_path).map_err(|source| PackageError::Io {
-            path: manifest_path.clone(),
-            source,
-        })?;
+        let staged =
+            mcpb::staged(files, &entry, &manifest_path).map_err(|source| PackageError::Io {
+                path: manifest_path.clone(),
+                source,
+            })?;
         let final_path = settings.out_dir.join(mcpb::file_name(&name, platform));
         pending.push(write_linted(
             settings,
@@ -123,18 +132,29 @@ pub(super) fn write_assets(
         )?);
     }
     if let Some(explicit) = &settings.channels.npm {
-        if facts.entry_point.as_ref().is_some_and(|e| e.kind == lint::manifest::EntryKind::Native) {
+        if facts
+            .entry_point
+            .as_ref()
+            .is_some_and(|e| e.kind == lint::manifest::EntryKind::Native)
+        {
             return Err(refused(
                 "an npm package installs on every platform, and this extension's dist/main is built for one: publish its GitHub release archives (ecp package without --npm); --npm is for a TypeScript or a remote extension",
             ));
         }
         let npm_name = npm::name(explicit.as_deref(), &project).map_err(|e| refused(e.0))?;
         let version = facts.version.clone().unwrap_or_default();
-        let package_json = npm::package_json(&npm_name, &manifest, &project, settings.channels.registry.as_deref());
+        let package_json = npm::package_json(
+            &npm_name,
+            &manifest,
+            &project,
+            settings.channels.registry.as_deref(),
+        );
         let package_path = scratch.path().join("package.json");
-        std::fs::write(&package_path, channels::render(&package_json)).map_err(|source| PackageError::Io {
-            path: package_path.clone(),
-            source,
+        std::fs::write(&package_path, channels::render(&package_json)).map_err(|source| {
+            PackageError::Io {
+                path: package_path.clone(),
+                source,
+            }
         })?;
         let staged = npm::staged(files, &package_path).map_err(|source| PackageError::Io {
             path: package_path.clone(),
@@ -184,7 +204,11 @@ fn write_linted(
     let sha256 = write::write_archive(format, files, epoch, temporary.as_file_mut()).map_err(io)?;
     let mut report = Report::default();
     check(temporary.path(), &mut report).map_err(PackageError::Lint)?;
-    if let Some(finding) = report.findings.iter().find(|f| f.severity == Severity::Error) {
+    if let Some(finding) = report
+        .findings
+        .iter()
+        .find(|f| f.severity == Severity::Error)
+    {
         return Err(PackageError::ArchiveLint {
             path: final_path,
             message: format!("[{}] {}", finding.rule, finding.message),
@@ -209,9 +233,15 @@ pub(super) fn write_registry(
     let bundle = match (built, &settings.channels.download_url) {
         (Some(built), Some(base)) => {
             if !base.starts_with("https://") {
-                return Err(refused(format!("--download-url must be an https URL, not {base:?}")));
+                return Err(refused(format!(
+                    "--download-url must be an https URL, not {base:?}"
+                )));
             }
-            let file = built.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let file = built
+                .path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             Some(registry::Bundle {
                 url: format!("{}/{file}", base.trim_end_matches('/')),
                 sha256: built.sha256.clone(),
@@ -224,7 +254,8 @@ pub(super) fn write_registry(
         }
         (None, _) => None,
     };
-    let value = registry::server_json(name, &manifest, bundle.as_ref()).map_err(|e| refused(e.0))?;
+    let value =
+        registry::server_json(name, &manifest, bundle.as_ref()).map_err(|e| refused(e.0))?;
     let problems = registry::problems(&value, &[]);
     if let Some((pointer, message)) = problems.first() {
         return Err(refused(format!("server.json {pointer}: {message}")));

