@@ -35,9 +35,29 @@ pub struct Place<'a> {
 struct File<'a> {
     label: String,
     root: &'a Node,
+    client: Client,
 }
 
 impl File<'_> {
+    /// The fix for every finding about this file.
+    fn help(&self) -> &'static str {
+        match self.client {
+            Client::Gemini => "`ecp package --clients gemini` writes it from qwen-extension.json",
+            Client::Claude => "`ecp package --clients claude` writes it from qwen-extension.json",
+            _ => "`ecp package --clients mcpb` writes it from qwen-extension.json",
+        }
+    }
+
+    /// A finding of the client's own rule: the client refuses the file.
+    fn refuse(&self, report: &mut Report, node: Option<&Node>, pointer: &str, message: String) {
+        let message = match self.client {
+            Client::Gemini => format!("Gemini CLI refuses it: {message}"),
+            Client::Mcpb => format!("mcpb refuses it: {message}"),
+            _ => message,
+        };
+        report.add(self.at(rule_of(self.client), node, pointer, message, self.help()));
+    }
+
     fn at(
         &self,
         rule: Rule,
@@ -106,7 +126,11 @@ pub fn lint(
                 continue;
             }
         };
-        let file = File { label, root: &root };
+        let file = File {
+            label,
+            root: &root,
+            client,
+        };
         let mut redactions = Vec::new();
         secret_rules(&file, &root, None, "", &mut redactions, report);
         match client {
@@ -222,37 +246,25 @@ fn is_string(node: Option<&Node>) -> bool {
 
 fn gemini_rules(file: &File, place: &Place, report: &mut Report) {
     let root = file.root;
-    let refuse = |report: &mut Report, node: Option<&Node>, pointer: &str, message: String| {
-        report.add(file.at(
-            Rule::ClientGemini,
-            node,
-            pointer,
-            format!("Gemini CLI refuses it: {message}"),
-            "`ecp package --clients gemini` writes it from qwen-extension.json",
-        ))
-    };
     if root.as_object().is_none() {
-        return refuse(report, Some(root), "", "it is not a JSON object".into());
+        return file.refuse(report, Some(root), "", "it is not a JSON object".into());
     }
-    match root.get("name").and_then(Node::as_str) {
-        None => refuse(report, root.get("name"), "/name", "missing \"name\"".into()),
-        Some(name)
-            if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') =>
+    let name = root.get("name");
+    match name.and_then(Node::as_str) {
+        None => file.refuse(report, name, "/name", "missing \"name\"".into()),
+        Some(text)
+            if text.is_empty() || !text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') =>
         {
-            refuse(
-                report,
-                root.get("name"),
-                "/name",
-                format!(
-                    "invalid extension name {:?}: only letters, digits and dashes are allowed",
-                    secrets::shown(name)
-                ),
-            )
+            let message = format!(
+                "invalid extension name {:?}: only letters, digits and dashes are allowed",
+                secrets::shown(text)
+            );
+            file.refuse(report, name, "/name", message)
         }
         Some(_) => {}
     }
     if !is_string(root.get("version")) {
-        refuse(
+        file.refuse(
             report,
             root.get("version"),
             "/version",
@@ -269,35 +281,32 @@ fn gemini_rules(file: &File, place: &Place, report: &mut Report) {
     };
     for node in context {
         let Some(name) = node.as_str() else { continue };
-        if name.split(['/', '\\']).any(|part| part == "..") {
-            refuse(
-                report,
-                Some(node),
-                "/contextFileName",
-                format!("the context file {name:?} leaves the extension (\"..\")"),
-            );
+        let problem = if name.split(['/', '\\']).any(|part| part == "..") {
+            format!("the context file {name:?} leaves the extension (\"..\")")
         } else if !(place.exists)(name) {
-            refuse(
-                report,
-                Some(node),
-                "/contextFileName",
-                format!("the context file {name:?} is missing"),
-            );
-        }
+            format!("the context file {name:?} is missing")
+        } else {
+            continue;
+        };
+        file.refuse(report, Some(node), "/contextFileName", problem);
     }
-    let Some(servers) = root.get("mcpServers") else {
+    gemini_server(file, report);
+}
+
+/// Gemini's one server names `context_search` alone in `includeTools`.
+fn gemini_server(file: &File, report: &mut Report) {
+    let Some(servers) = file.root.get("mcpServers") else {
         return report.add(file.at(
             Rule::ClientProfile,
             None,
             "",
             "it declares no MCP server, so Gemini CLI gets no context_search".into(),
-            "`ecp package --clients gemini` writes it from qwen-extension.json",
+            file.help(),
         ));
     };
     let Some((key, server)) = one_server(file, servers, "/mcpServers", report) else {
         return;
     };
-    let pointer = format!("/mcpServers/{key}");
     let tools = server.get("includeTools");
     let only_tool = tools
         .and_then(Node::as_array)
@@ -306,7 +315,7 @@ fn gemini_rules(file: &File, place: &Place, report: &mut Report) {
         report.add(file.at(
             Rule::ClientProfile,
             tools.or(Some(server)),
-            &format!("{pointer}/includeTools"),
+            &format!("/mcpServers/{key}/includeTools"),
             format!(
                 "Gemini CLI exposes whatever the server lists unless includeTools is [\"{TOOL}\"]"
             ),
@@ -347,82 +356,65 @@ const CLAUDE_FIELDS: &[&str] = &[
 
 fn claude_rules(file: &File, place: &Place, report: &mut Report) {
     let root = file.root;
-    let refuse = |report: &mut Report, node: Option<&Node>, pointer: &str, message: String| {
-        report.add(file.at(
-            Rule::ClientClaude,
-            node,
-            pointer,
-            message,
-            "`ecp package --clients claude` writes it from qwen-extension.json",
-        ))
-    };
     let Some(members) = root.as_object() else {
-        return refuse(
+        return file.refuse(
             report,
             Some(root),
             "",
             "Claude Code refuses it: it is not a JSON object".into(),
         );
     };
-    match root.get("name").and_then(Node::as_str) {
-        None => refuse(
+    let name = root.get("name");
+    match name.and_then(Node::as_str) {
+        None => file.refuse(
             report,
-            root.get("name"),
+            name,
             "/name",
             "Claude Code refuses it: `name` is required".into(),
         ),
-        Some(name)
-            if name.is_empty() || name.chars().any(|c| c.is_whitespace() || c.is_control()) =>
+        Some(text)
+            if text.is_empty() || text.chars().any(|c| c.is_whitespace() || c.is_control()) =>
         {
-            refuse(
-                report,
-                root.get("name"),
-                "/name",
-                "Claude Code refuses it: a plugin name has no spaces (kebab-case)".into(),
-            )
+            let message = "Claude Code refuses it: a plugin name has no spaces (kebab-case)";
+            file.refuse(report, name, "/name", message.into())
         }
         Some(_) => {}
     }
-    if !is_string(root.get("version")) {
-        refuse(
-            report,
-            None,
-            "/version",
-            "`claude plugin validate --strict` refuses it: no version".into(),
-        );
-    }
-    if root.get("author").is_none() {
-        refuse(
-            report,
-            None,
-            "/author",
-            "`claude plugin validate --strict` refuses it: no author".into(),
-        );
-    }
-    for member in members {
-        if !CLAUDE_FIELDS.contains(&member.key.as_str()) {
-            report.add(Finding::new(
-                Rule::ClientClaude,
-                &file.label,
-                member.key_span,
-                &format!("/{}", member.key),
-                format!(
-                    "`claude plugin validate --strict` refuses the unknown field {:?} (Claude Code ignores it)",
-                    secrets::shown(&member.key)
-                ),
-                "remove it",
-            ));
+    for (field, what) in [("version", "no version"), ("author", "no author")] {
+        if root
+            .get(field)
+            .is_none_or(|n| field == "version" && n.as_str().is_none())
+        {
+            let message = format!("`claude plugin validate --strict` refuses it: {what}");
+            file.refuse(report, None, &format!("/{field}"), message);
         }
     }
-    let servers = match root.get("mcpServers") {
+    for member in members
+        .iter()
+        .filter(|m| !CLAUDE_FIELDS.contains(&m.key.as_str()))
+    {
+        report.add(Finding::new(
+            Rule::ClientClaude,
+            &file.label,
+            member.key_span,
+            &format!("/{}", member.key),
+            format!(
+                "`claude plugin validate --strict` refuses the unknown field {:?} (Claude Code ignores it)",
+                secrets::shown(&member.key)
+            ),
+            "remove it",
+        ));
+    }
+    claude_servers(file, place, report);
+}
+
+/// A Claude plugin's servers: inline, one, `${VAR:-}`.
+fn claude_servers(file: &File, place: &Place, report: &mut Report) {
+    let servers = match file.root.get("mcpServers") {
         Some(node) if node.as_object().is_some() => node,
         Some(node) => {
-            return refuse(
-                report,
-                Some(node),
-                "/mcpServers",
-                "Qwen Code reads a path or list in mcpServers as the server map itself and starts a broken server named `mcpServers`; write the server inline".into(),
-            );
+            let message = "Qwen Code reads a path or list in mcpServers as the server map itself and starts a broken server named `mcpServers`; write the server inline";
+            return file.refuse(report, Some(node), "/mcpServers", message.into());
         }
         None if (place.exists)(CLAUDE_MCP) => return,
         None => {
@@ -431,24 +423,18 @@ fn claude_rules(file: &File, place: &Place, report: &mut Report) {
                 None,
                 "",
                 "the plugin declares no MCP server, so Claude Code gets no context_search".into(),
-                "`ecp package --clients claude` writes it from qwen-extension.json",
+                file.help(),
             ));
         }
     };
     if let Some((key, server)) = one_server(file, servers, "/mcpServers", report) {
-        claude_server_rules(
-            &file.label,
-            key,
-            server,
-            &format!("/mcpServers/{key}"),
-            report,
-        );
+        claude_server_rules(&file.label, server, &format!("/mcpServers/{key}"), report);
     }
 }
 
 /// `${VAR}` reaches a Claude Code server as the literal text when `VAR` is
 /// unset (measured): `${VAR:-}` is the spelling that gives "".
-fn claude_server_rules(label: &str, _key: &str, server: &Node, pointer: &str, report: &mut Report) {
+fn claude_server_rules(label: &str, server: &Node, pointer: &str, report: &mut Report) {
     for member in server
         .get("env")
         .and_then(Node::as_object)
@@ -482,9 +468,9 @@ fn claude_mcp_rules(label: &str, text: &str, report: &mut Report) {
     };
     match root.get("mcpServers") {
         Some(servers) if servers.as_object().is_some() => {
-            let file = File { label: label.to_owned(), root: &root };
+            let file = File { label: label.to_owned(), root: &root, client: Client::Claude };
             if let Some((key, server)) = one_server(&file, servers, "/mcpServers", report) {
-                claude_server_rules(label, key, server, &format!("/mcpServers/{key}"), report);
+                claude_server_rules(label, server, &format!("/mcpServers/{key}"), report);
             }
         }
         _ => report.add(Finding::about(
@@ -531,30 +517,17 @@ const MCPB_FIELDS: &[&str] = &[
 
 fn mcpb_rules(file: &File, place: &Place, report: &mut Report) {
     let root = file.root;
-    let refuse = |report: &mut Report, node: Option<&Node>, pointer: &str, message: String| {
-        report.add(file.at(
-            Rule::ClientMcpb,
-            node,
-            pointer,
-            format!("mcpb refuses it: {message}"),
-            "`ecp package --clients mcpb` writes it from qwen-extension.json",
-        ))
-    };
     let Some(members) = root.as_object() else {
-        return refuse(report, Some(root), "", "it is not a JSON object".into());
+        return file.refuse(report, Some(root), "", "it is not a JSON object".into());
     };
-    match root.get("manifest_version").and_then(Node::as_str) {
-        Some("0.1" | "0.2" | "0.3") => {}
-        _ => refuse(
-            report,
-            root.get("manifest_version"),
-            "/manifest_version",
-            "unrecognized or unsupported manifest version (0.3 is current)".into(),
-        ),
+    let version = root.get("manifest_version");
+    if !matches!(version.and_then(Node::as_str), Some("0.1" | "0.2" | "0.3")) {
+        let message = "unrecognized or unsupported manifest version (0.3 is current)";
+        file.refuse(report, version, "/manifest_version", message.into());
     }
     for field in ["name", "version", "description"] {
         if !is_string(root.get(field)) {
-            refuse(
+            file.refuse(
                 report,
                 root.get(field),
                 &format!("/{field}"),
@@ -563,35 +536,47 @@ fn mcpb_rules(file: &File, place: &Place, report: &mut Report) {
         }
     }
     if !is_string(root.get("author").and_then(|a| a.get("name"))) {
-        refuse(
+        file.refuse(
             report,
             root.get("author"),
             "/author",
             "author.name: Required".into(),
         );
     }
-    for member in members {
-        if !MCPB_FIELDS.contains(&member.key.as_str()) {
-            refuse(
-                report,
-                Some(&member.node),
-                &format!("/{}", member.key),
-                format!("unrecognized key {:?}", secrets::shown(&member.key)),
-            );
-        }
+    for member in members
+        .iter()
+        .filter(|m| !MCPB_FIELDS.contains(&m.key.as_str()))
+    {
+        let message = format!("unrecognized key {:?}", secrets::shown(&member.key));
+        file.refuse(
+            report,
+            Some(&member.node),
+            &format!("/{}", member.key),
+            message,
+        );
     }
+    mcpb_server(file, place, report);
+    mcpb_tools(file, report);
+}
+
+/// A bundle's server: a known type, its entry point, a command, and a
+/// `type` and `title` for every `user_config` entry.
+fn mcpb_server(file: &File, place: &Place, report: &mut Report) {
+    let root = file.root;
     let server = root.get("server");
-    match server.and_then(|s| s.get("type")).and_then(Node::as_str) {
-        Some("node" | "python" | "binary") => {}
-        _ => refuse(
+    if !matches!(
+        server.and_then(|s| s.get("type")).and_then(Node::as_str),
+        Some("node" | "python" | "binary")
+    ) {
+        file.refuse(
             report,
             server,
             "/server/type",
             "server.type must be node, python or binary".into(),
-        ),
+        );
     }
-    match server.and_then(|s| s.get("entry_point")).and_then(Node::as_str) {
-        None => refuse(report, server, "/server/entry_point", "server.entry_point: Required".into()),
+    match find(root, "/server/entry_point").and_then(Node::as_str) {
+        None => file.refuse(report, server, "/server/entry_point", "server.entry_point: Required".into()),
         Some(entry) if place.shipped && !(place.exists)(entry) => report.add(file.at(
             Rule::ClientMcpb,
             find(root, "/server/entry_point"),
@@ -602,36 +587,38 @@ fn mcpb_rules(file: &File, place: &Place, report: &mut Report) {
         Some(_) => {}
     }
     if !is_string(find(root, "/server/mcp_config/command")) {
-        refuse(
-            report,
-            server,
-            "/server/mcp_config/command",
-            "server.mcp_config.command: Required".into(),
-        );
+        let message = "server.mcp_config.command: Required";
+        file.refuse(report, server, "/server/mcp_config/command", message.into());
     }
     for member in root
         .get("user_config")
         .and_then(Node::as_object)
         .unwrap_or_default()
     {
-        for field in ["type", "title"] {
-            if !is_string(member.node.get(field)) {
-                refuse(
-                    report,
-                    Some(&member.node),
-                    &format!("/user_config/{}", member.key),
-                    format!(
-                        "user_config.{}.{field}: Required",
-                        secrets::shown(&member.key)
-                    ),
-                );
-            }
+        for field in ["type", "title"]
+            .into_iter()
+            .filter(|f| !is_string(member.node.get(f)))
+        {
+            let message = format!(
+                "user_config.{}.{field}: Required",
+                secrets::shown(&member.key)
+            );
+            file.refuse(
+                report,
+                Some(&member.node),
+                &format!("/user_config/{}", member.key),
+                message,
+            );
         }
     }
-    let tools = root.get("tools");
-    let names: Vec<Option<&str>> = tools
-        .and_then(Node::as_array)
-        .unwrap_or_default()
+}
+
+/// A bundle declares exactly `context_search`, without the schema fields
+/// mcpb refuses.
+fn mcpb_tools(file: &File, report: &mut Report) {
+    let tools = file.root.get("tools");
+    let listed = tools.and_then(Node::as_array).unwrap_or_default();
+    let names: Vec<Option<&str>> = listed
         .iter()
         .map(|t| t.get("name").and_then(Node::as_str))
         .collect();
@@ -644,20 +631,13 @@ fn mcpb_rules(file: &File, place: &Place, report: &mut Report) {
             "set \"tools\": [{\"name\": \"context_search\", \"description\": ...}]",
         ));
     }
-    for (n, tool) in tools
-        .and_then(Node::as_array)
-        .unwrap_or_default()
+    for (n, tool) in listed
         .iter()
         .enumerate()
+        .filter(|(_, t)| t.get("inputSchema").is_some())
     {
-        if tool.get("inputSchema").is_some() {
-            refuse(
-                report,
-                Some(tool),
-                &format!("/tools/{n}"),
-                format!("tools.{n}: unrecognized key 'inputSchema'"),
-            );
-        }
+        let message = format!("tools.{n}: unrecognized key 'inputSchema'");
+        file.refuse(report, Some(tool), &format!("/tools/{n}"), message);
     }
 }
 
@@ -679,30 +659,23 @@ fn drift_rules(
         Client::Mcpb => &["/name", "/version", "/server", "/tools/0/name"],
         _ => &["/name", "/version", "/mcpServers"],
     };
+    // The bundle's description, author and platform are its own.
     for part in parts {
-        let (want, have) = (expected.pointer(part), found.pointer(part));
-        // The bundle's platform and description are its own.
-        let differs = match (*part, want, have) {
-            ("/server", Some(want), Some(have)) => want != have,
-            (_, want, have) => want != have,
-        };
-        if differs {
-            report.add(file.at(
-                Rule::ClientDrift,
-                find(file.root, part),
-                part,
-                format!(
-                    "{part} is not what qwen-extension.json says for {}: expected {}",
-                    client.title(),
-                    want.map(|v| secrets_masked(&v.to_string())).unwrap_or_else(|| "nothing".into())
-                ),
-                match client {
-                    Client::Gemini => "run `ecp package --clients gemini` to write it again",
-                    Client::Claude => "run `ecp package --clients claude` to write it again",
-                    _ => "run `ecp package --clients mcpb` to write it again",
-                },
-            ));
+        let want = expected.pointer(part);
+        if want == found.pointer(part) {
+            continue;
         }
+        let shown = want.map_or_else(|| "nothing".into(), |v| secrets_masked(&v.to_string()));
+        report.add(file.at(
+            Rule::ClientDrift,
+            find(file.root, part),
+            part,
+            format!(
+                "{part} is not what qwen-extension.json says for {}: expected {shown}",
+                client.title()
+            ),
+            file.help(),
+        ));
     }
 }
 

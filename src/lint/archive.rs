@@ -784,35 +784,14 @@ fn archive_rules(
     if let Some(entry_point) = &facts.entry_point {
         binary = entry_point_rules(path, bytes, entry_point, &manifest_label, &find, report)?;
     }
-    let data_of = |relative: &str| {
-        find(relative)
-            .and_then(|e| e.data.as_ref())
-            .map(|d| String::from_utf8_lossy(d).into_owned())
-    };
-    let label = |relative: &str| entry_label(&format!("{root}{relative}"));
-    let exists = |relative: &str| find(relative).is_some();
-    let place = crate::channels::rules::Place {
-        label: &label,
-        read: &data_of,
-        exists: &exists,
-        shipped: true,
-    };
-    crate::channels::rules::lint(
-        &place,
-        Some(&text),
-        &crate::extension::Project::default(),
+    client_entries(
+        &root,
+        &text,
+        facts.version.as_deref(),
+        &find,
+        &entry_label,
         report,
     );
-    if root == crate::channels::npm::PREFIX
-        && let Some(package_json) = data_of("package.json")
-    {
-        crate::channels::npm::lint(
-            &label("package.json"),
-            &package_json,
-            facts.version.as_deref(),
-            report,
-        );
-    }
     for (name, span) in &facts.context_files {
         if find(name).is_none() {
             report.add(Finding::new(
@@ -829,6 +808,38 @@ fn archive_rules(
         manifest: facts,
         binary,
     }))
+}
+
+/// The other clients' manifests in an archive, and the `package.json` of an
+/// npm package (whose files sit in `package/`).
+fn client_entries<'e>(
+    root: &str,
+    manifest: &str,
+    version: Option<&str>,
+    find: &dyn Fn(&str) -> Option<&'e Entry>,
+    entry_label: &dyn Fn(&str) -> String,
+    report: &mut Report,
+) {
+    let data_of = |relative: &str| {
+        find(relative)
+            .and_then(|e| e.data.as_ref())
+            .map(|d| String::from_utf8_lossy(d).into_owned())
+    };
+    let label = |relative: &str| entry_label(&format!("{root}{relative}"));
+    let exists = |relative: &str| find(relative).is_some();
+    let place = crate::channels::rules::Place {
+        label: &label,
+        read: &data_of,
+        exists: &exists,
+        shipped: true,
+    };
+    let project = crate::extension::Project::default();
+    crate::channels::rules::lint(&place, Some(manifest), &project, report);
+    if root == crate::channels::npm::PREFIX
+        && let Some(package_json) = data_of("package.json")
+    {
+        crate::channels::npm::lint(&label("package.json"), &package_json, version, report);
+    }
 }
 
 #[cfg(test)]

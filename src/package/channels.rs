@@ -92,86 +92,119 @@ pub(super) fn write_assets(
         return Ok(Vec::new());
     }
     let (manifest, project) = source(folder)?;
-    let name = facts.name.clone().unwrap_or_default();
     let scratch = tempfile::tempdir().map_err(|source| PackageError::Io {
         path: std::env::temp_dir(),
         source,
     })?;
     let mut pending = Vec::new();
     if has_bundle(folder) {
-        let entry = facts
-            .entry_point
-            .as_ref()
-            .map(|e| e.path.clone())
-            .ok_or_else(|| refused("an MCP Bundle carries a local server; this extension has none (remove manifest.json)"))?;
-        let node_platform = platform.map(|p| p.split('.').next().unwrap_or(p));
-        let bundle_manifest =
-            channels::mcpb(&manifest, &channels::author(&project, &name), node_platform)
-                .map_err(|e| refused(e.0))?;
-        let manifest_path = scratch.path().join(channels::MCPB);
-        std::fs::write(&manifest_path, channels::render(&bundle_manifest)).map_err(|source| {
-            PackageError::Io {
-                path: manifest_path.clone(),
-                source,
-            }
-        })?;
-        let staged =
-            mcpb::staged(files, &entry, &manifest_path).map_err(|source| PackageError::Io {
-                path: manifest_path.clone(),
-                source,
-            })?;
-        let final_path = settings.out_dir.join(mcpb::file_name(&name, platform));
-        pending.push(write_linted(
+        pending.push(write_bundle(
             settings,
-            &staged,
-            write::Format::Zip,
-            settings.epoch,
-            final_path,
-            "mcpb",
-            &|path, report| mcpb::lint(path, report),
+            files,
+            facts,
+            platform,
+            &manifest,
+            &project,
+            scratch.path(),
         )?);
     }
     if let Some(explicit) = &settings.channels.npm {
-        if facts
-            .entry_point
-            .as_ref()
-            .is_some_and(|e| e.kind == lint::manifest::EntryKind::Native)
-        {
-            return Err(refused(
-                "an npm package installs on every platform, and this extension's dist/main is built for one: publish its GitHub release archives (ecp package without --npm); --npm is for a TypeScript or a remote extension",
-            ));
-        }
-        let npm_name = npm::name(explicit.as_deref(), &project).map_err(|e| refused(e.0))?;
-        let version = facts.version.clone().unwrap_or_default();
-        let package_json = npm::package_json(
-            &npm_name,
+        pending.push(write_npm(
+            settings,
+            files,
+            facts,
+            explicit.as_deref(),
             &manifest,
             &project,
-            settings.channels.registry.as_deref(),
-        );
-        let package_path = scratch.path().join("package.json");
-        std::fs::write(&package_path, channels::render(&package_json)).map_err(|source| {
-            PackageError::Io {
-                path: package_path.clone(),
-                source,
-            }
-        })?;
-        let staged = npm::staged(files, &package_path).map_err(|source| PackageError::Io {
-            path: package_path.clone(),
-            source,
-        })?;
-        let final_path = settings.out_dir.join(npm::file_name(&npm_name, &version));
-        pending.push(write_linted(
-            settings,
-            &staged,
-            write::Format::TarGz,
-            npm::NPM_EPOCH,
-            final_path,
-            "npm",
-            &|path, report| lint::archive::lint_archive(path, report).map(|_| ()),
+            scratch.path(),
         )?);
     }
     Ok(pending)
+}
+
+/// The MCP Bundle: its manifest derived for this build, the entry point
+/// and the documentation, zipped and linted.
+fn write_bundle(
+    settings: &PackageSettings,
+    files: &[stage::StagedFile],
+    facts: &lint::manifest::ManifestFacts,
+    platform: Option<&str>,
+    manifest: &Value,
+    project: &crate::extension::Project,
+    scratch: &Path,
+) -> Result<Pending, PackageError> {
+    let name = facts.name.clone().unwrap_or_default();
+    let entry = facts.entry_point.as_ref().map(|e| e.path.clone()).ok_or_else(|| {
+        refused("an MCP Bundle carries a local server; this extension has none (remove manifest.json)")
+    })?;
+    let node_platform = platform.map(|p| p.split('.').next().unwrap_or(p));
+    let bundle_manifest =
+        channels::mcpb(manifest, &channels::author(project, &name), node_platform)
+            .map_err(|e| refused(e.0))?;
+    let manifest_path = scratch.join(channels::MCPB);
+    let io = |source| PackageError::Io {
+        path: manifest_path.clone(),
+        source,
+    };
+    std::fs::write(&manifest_path, channels::render(&bundle_manifest)).map_err(io)?;
+    let staged = mcpb::staged(files, &entry, &manifest_path).map_err(io)?;
+    let final_path = settings.out_dir.join(mcpb::file_name(&name, platform));
+    write_linted(
+        settings,
+        &staged,
+        write::Format::Zip,
+        settings.epoch,
+        final_path,
+        "mcpb",
+        &|path, report| mcpb::lint(path, report),
+    )
+}
+
+/// The npm package: the staged tree under `package/` with a generated
+/// `package.json`, at npm pack's entry time, linted as an archive.
+fn write_npm(
+    settings: &PackageSettings,
+    files: &[stage::StagedFile],
+    facts: &lint::manifest::ManifestFacts,
+    explicit: Option<&str>,
+    manifest: &Value,
+    project: &crate::extension::Project,
+    scratch: &Path,
+) -> Result<Pending, PackageError> {
+    if facts
+        .entry_point
+        .as_ref()
+        .is_some_and(|e| e.kind == lint::manifest::EntryKind::Native)
+    {
+        return Err(refused(
+            "an npm package installs on every platform, and this extension's dist/main is built for one: publish its GitHub release archives (ecp package without --npm); --npm is for a TypeScript or a remote extension",
+        ));
+    }
+    let npm_name = npm::name(explicit, project).map_err(|e| refused(e.0))?;
+    let version = facts.version.clone().unwrap_or_default();
+    let package_json = npm::package_json(
+        &npm_name,
+        manifest,
+        project,
+        settings.channels.registry.as_deref(),
+    );
+    let package_path = scratch.join("package.json");
+    let io = |source| PackageError::Io {
+        path: package_path.clone(),
+        source,
+    };
+    std::fs::write(&package_path, channels::render(&package_json)).map_err(io)?;
+    let staged = npm::staged(files, &package_path).map_err(io)?;
+    let final_path = settings.out_dir.join(npm::file_name(&npm_name, &version));
+    write_linted(
+        settings,
+        &staged,
+        write::Format::TarGz,
+        npm::NPM_EPOCH,
+        final_path,
+        "npm",
+        &|path, report| lint::archive::lint_archive(path, report).map(|_| ()),
+    )
 }
 
 /// Writes `files` as `format` to a temporary file beside `final_path`,
