@@ -8,6 +8,7 @@ pub mod http_mcp;
 pub mod jsonrpc_stdio;
 pub mod jwt;
 pub mod lint_archive;
+pub mod lint_clients;
 pub mod lint_manifest;
 pub mod outside_text;
 pub mod provenance;
@@ -17,13 +18,14 @@ pub mod release_assets;
 pub type Body = fn(&[u8]);
 
 /// Each target by its name (the folder of its seeds).
-pub const TARGETS: [(&str, Body); 10] = [
+pub const TARGETS: [(&str, Body); 11] = [
     ("check_replay", check_replay::run),
     ("http_body", http_body::run),
     ("http_mcp", http_mcp::run),
     ("jsonrpc_stdio", jsonrpc_stdio::run),
     ("jwt", jwt::run),
     ("lint_archive", lint_archive::run),
+    ("lint_clients", lint_clients::run),
     ("lint_manifest", lint_manifest::run),
     ("outside_text", outside_text::run),
     ("provenance", provenance::run),

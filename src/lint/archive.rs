@@ -72,19 +72,40 @@ fn is_manifest_name(path: &str) -> bool {
                     .any(|f| path == *f || path.ends_with(&format!("/{f}")))))
 }
 
-/// The bytes of a manifest entry (small regular files named
-/// qwen-extension.json); `None` for every other entry, which is not read.
+/// The most manifest bytes an archive read keeps in all: a hostile archive
+/// of many small manifests costs this much memory, not its unpacked size.
+const MAX_KEPT_BYTES: u64 = 8 * 1024 * 1024;
+
+/// The bytes of a manifest entry (small regular files with a manifest's
+/// name, [`is_manifest_name`]) while `kept` is under [`MAX_KEPT_BYTES`];
+/// `None` for every other entry, which is not read.
 fn manifest_data(
     kind: Kind,
     name: &str,
     size: u64,
     entry: &mut dyn Read,
+    kept: &mut u64,
 ) -> std::io::Result<Option<Vec<u8>>> {
-    if kind != Kind::File || !is_manifest_name(name) || size > MAX_MANIFEST_BYTES {
+    // Where Qwen looks for its manifest (the root or one top folder) has a
+    // budget of its own, so that other clients' files cannot crowd it out.
+    let normal = normalized(name);
+    let where_qwen_looks =
+        normal.rsplit('/').next() == Some(MANIFEST) && normal.split('/').count() <= 2;
+    let budget = if where_qwen_looks {
+        8 * MAX_KEPT_BYTES
+    } else {
+        MAX_KEPT_BYTES
+    };
+    if kind != Kind::File
+        || !is_manifest_name(name)
+        || size > MAX_MANIFEST_BYTES
+        || kept.saturating_add(size) > budget
+    {
         return Ok(None);
     }
     let mut data = Vec::new();
     entry.take(MAX_MANIFEST_BYTES).read_to_end(&mut data)?;
+    *kept += data.len() as u64;
     Ok(Some(data))
 }
 
@@ -143,9 +164,10 @@ fn read_tar_gz(path: &Path, bytes: Bytes) -> Result<Contents, LintError> {
     let file = bytes.open()?;
     let stream = flate2::read::MultiGzDecoder::new(file);
     let mut entries = Vec::new();
+    let mut kept = 0;
     let outcome = tar::read(stream, tar::Limits::default(), |entry, data| {
         let kind = tar_kind(entry.kind);
-        let manifest = manifest_data(kind, &entry.path, entry.size, data)?;
+        let manifest = manifest_data(kind, &entry.path, entry.size, data, &mut kept)?;
         entries.push(Entry {
             path: entry.path.clone(),
             kind,
@@ -315,6 +337,7 @@ fn read_zip(path: &Path, bytes: Bytes) -> Result<Contents, LintError> {
     }
     let mut entries = Vec::new();
     let mut unpacked: u64 = 0;
+    let mut kept = 0;
     for index in 0..archive.len() {
         let mut entry = archive
             .by_index(index)
@@ -337,8 +360,8 @@ fn read_zip(path: &Path, bytes: Bytes) -> Result<Contents, LintError> {
                 unpacked,
             });
         }
-        let data =
-            manifest_data(kind, &name, size, &mut entry).map_err(|e| archive_error(path, e))?;
+        let data = manifest_data(kind, &name, size, &mut entry, &mut kept)
+            .map_err(|e| archive_error(path, e))?;
         entries.push(Entry {
             path: name,
             kind,

@@ -626,6 +626,7 @@ const FUZZ_TARGETS: &[&str] = &[
     "http_mcp",
     "outside_text",
     "check_replay",
+    "lint_clients",
 ];
 
 /// cargo fuzz's sanitizer, the same for the build and its runs (another
