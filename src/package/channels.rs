@@ -74,8 +74,10 @@ fn source(folder: &Path) -> Result<(Value, crate::extension::Project), PackageEr
 
 /// Whether the folder has an MCP Bundle manifest.
 fn has_bundle(folder: &Path) -> bool {
-    std::fs::read_to_string(folder.join(channels::MCPB))
-        .is_ok_and(|t| t.contains("manifest_version") || t.contains("dxt_version"))
+    let path = folder.join(channels::MCPB);
+    std::fs::symlink_metadata(&path).is_ok()
+        && crate::files::read_text(&path, Some(folder), crate::files::MAX_TEXT_BYTES)
+            .is_ok_and(|t| t.contains("manifest_version") || t.contains("dxt_version"))
 }
 
 /// The MCP Bundle and the npm package, written and linted, not yet in
