@@ -95,6 +95,14 @@ pub struct Server<'a> {
     pub kind: ServerKind,
 }
 
+impl Server<'_> {
+    /// A remote server's URL (`httpUrl`, else `url`), as written.
+    pub fn url(&self) -> Value {
+        let url = self.body.get("httpUrl").or_else(|| self.body.get("url"));
+        url.cloned().unwrap_or_default()
+    }
+}
+
 /// What the server is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ServerKind {
@@ -225,12 +233,7 @@ pub fn claude(manifest: &Value, author: &str) -> Result<Value, DeriveError> {
     let mut body = Map::new();
     match server.kind {
         ServerKind::Remote => {
-            let url = server
-                .body
-                .get("httpUrl")
-                .or_else(|| server.body.get("url"))
-                .cloned()
-                .unwrap_or_default();
+            let url = server.url();
             body.insert("type".into(), json!("http"));
             body.insert("url".into(), url);
         }

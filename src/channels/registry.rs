@@ -73,12 +73,7 @@ pub fn server_json(
     meta.insert("tools".into(), json!([crate::lint::manifest::TOOL]));
     match server.kind {
         ServerKind::Remote => {
-            let url = server
-                .body
-                .get("httpUrl")
-                .or_else(|| server.body.get("url"))
-                .cloned()
-                .unwrap_or_default();
+            let url = server.url();
             out.insert(
                 "remotes".into(),
                 json!([{ "type": "streamable-http", "url": url }]),
@@ -228,7 +223,10 @@ pub fn lint(label: &str, text: &str, bundles: &[(String, String)], report: &mut 
     };
     let value: Value = serde_json::from_str(text).unwrap_or(Value::Null);
     let mut redactions = Vec::new();
-    secret_walk(label, &root, None, "", &mut redactions, report);
+    let help =
+        "remove and rotate it; a secret is an input the user gives (`isSecret: true`, no value)";
+    let published = "server.json, which the registry publishes";
+    super::rules::secret_findings(label, &root, published, help, &mut redactions, report);
     for (pointer, message) in problems(&value, bundles) {
         let node = node_at(&root, &pointer);
         let help = "`ecp package --registry NAME` writes a server.json the schema accepts";
@@ -260,56 +258,6 @@ fn node_at<'n>(root: &'n spans::Node, pointer: &str) -> Option<&'n spans::Node> 
         };
     }
     Some(node)
-}
-
-fn secret_walk(
-    label: &str,
-    node: &spans::Node,
-    key: Option<&str>,
-    pointer: &str,
-    redactions: &mut Vec<spans::Span>,
-    report: &mut Report,
-) {
-    match &node.value {
-        spans::Value::String(value) => {
-            for found in secrets::detect(key, value) {
-                redactions.push(node.span);
-                report.add(Finding::new(
-                    found.rule,
-                    label,
-                    node.span,
-                    pointer,
-                    format!("{} ({}) is written into server.json, which the registry publishes", found.what, found.preview),
-                    "remove and rotate it; a secret is an input the user gives (`isSecret: true`, no value)",
-                ));
-            }
-        }
-        spans::Value::Array(items) => {
-            for (n, item) in items.iter().enumerate() {
-                secret_walk(
-                    label,
-                    item,
-                    key,
-                    &format!("{pointer}/{n}"),
-                    redactions,
-                    report,
-                );
-            }
-        }
-        spans::Value::Object(members) => {
-            for m in members {
-                secret_walk(
-                    label,
-                    &m.node,
-                    Some(&m.key),
-                    &format!("{pointer}/{}", m.key),
-                    redactions,
-                    report,
-                );
-            }
-        }
-        _ => {}
-    }
 }
 
 #[cfg(test)]

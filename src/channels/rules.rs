@@ -132,7 +132,15 @@ pub fn lint(
             client,
         };
         let mut redactions = Vec::new();
-        secret_rules(&file, &root, None, "", &mut redactions, report);
+        let help = "remove and rotate it; every client reads secrets from the environment or its own store (`${VAR}`, `${VAR:-}`, `${user_config.x}`)";
+        secret_findings(
+            &file.label,
+            &root,
+            "the client manifest",
+            help,
+            &mut redactions,
+            report,
+        );
         match client {
             Client::Gemini => gemini_rules(&file, place, report),
             Client::Claude => claude_rules(&file, place, report),
@@ -165,55 +173,53 @@ fn rule_of(client: Client) -> Rule {
     }
 }
 
-/// A literal secret anywhere in the file.
-fn secret_rules(
-    file: &File,
+/// Every literal secret under `node` of the file shown as `label`, said
+/// to be written into `place`; each masked wherever lint shows the file.
+pub(crate) fn secret_findings(
+    label: &str,
     node: &Node,
-    key: Option<&str>,
-    pointer: &str,
+    place: &str,
+    help: &str,
     redactions: &mut Vec<Span>,
     report: &mut Report,
 ) {
-    match &node.value {
-        json::Value::String(value) => {
-            for found in secrets::detect(key, value) {
-                redactions.push(node.span);
-                report.add(Finding::new(
-                    found.rule,
-                    &file.label,
-                    node.span,
-                    pointer,
-                    format!("{} ({}) is written into the client manifest", found.what, found.preview),
-                    "remove and rotate it; every client reads secrets from the environment or its own store (`${VAR}`, `${VAR:-}`, `${user_config.x}`)",
-                ));
+    fn walk(
+        node: &Node,
+        key: Option<&str>,
+        pointer: &str,
+        found: &mut dyn FnMut(&Node, &str, secrets::Detection),
+    ) {
+        match &node.value {
+            json::Value::String(value) => {
+                for detection in secrets::detect(key, value) {
+                    found(node, pointer, detection);
+                }
             }
-        }
-        json::Value::Array(items) => {
-            for (n, item) in items.iter().enumerate() {
-                secret_rules(
-                    file,
-                    item,
-                    key,
-                    &format!("{pointer}/{n}"),
-                    redactions,
-                    report,
-                );
+            json::Value::Array(items) => {
+                for (n, item) in items.iter().enumerate() {
+                    walk(item, key, &format!("{pointer}/{n}"), found);
+                }
             }
-        }
-        json::Value::Object(members) => {
-            for m in members {
-                secret_rules(
-                    file,
-                    &m.node,
-                    Some(&m.key),
-                    &format!("{pointer}/{}", m.key),
-                    redactions,
-                    report,
-                );
+            json::Value::Object(members) => {
+                for m in members {
+                    walk(
+                        &m.node,
+                        Some(&m.key),
+                        &format!("{pointer}/{}", m.key),
+                        found,
+                    );
+                }
             }
+            _ => {}
         }
-        _ => {}
     }
+    walk(node, None, "", &mut |node, pointer, found| {
+        redactions.push(node.span);
+        let message = format!("{} ({}) is written into {place}", found.what, found.preview);
+        report.add(Finding::new(
+            found.rule, label, node.span, pointer, message, help,
+        ));
+    });
 }
 
 /// The one server of an `mcpServers` node, or a `client-profile` finding.
