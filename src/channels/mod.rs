@@ -167,6 +167,16 @@ fn paths_for(value: &str, root: &str) -> String {
         .replace("${pathSeparator}", "/")
 }
 
+/// A server's string `args`, with the path variables for `root`.
+fn args_for(body: &Map<String, Value>, root: &str) -> Vec<Value> {
+    let args = body.get("args").and_then(Value::as_array);
+    args.into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(|a| json!(paths_for(a, root)))
+        .collect()
+}
+
 /// `${NAME}` when `value` is exactly one whole reference to an environment
 /// variable, with its name.
 pub fn reference(value: &str) -> Option<&str> {
@@ -243,15 +253,7 @@ pub fn claude(manifest: &Value, author: &str) -> Result<Value, DeriveError> {
                 "command".into(),
                 json!(paths_for(command.unwrap_or_default(), CLAUDE_ROOT)),
             );
-            let args: Vec<Value> = server
-                .body
-                .get("args")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .map(|a| json!(paths_for(a, CLAUDE_ROOT)))
-                .collect();
+            let args = args_for(server.body, CLAUDE_ROOT);
             if !args.is_empty() {
                 body.insert("args".into(), Value::Array(args));
             }
@@ -321,15 +323,7 @@ pub fn mcpb(manifest: &Value, author: &str, platform: Option<&str>) -> Result<Va
         ServerKind::Binary => ("binary", "dist/main"),
     };
     let command = server.body.get("command").and_then(Value::as_str);
-    let args: Vec<Value> = server
-        .body
-        .get("args")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(|a| json!(paths_for(a, "${__dirname}")))
-        .collect();
+    let args = args_for(server.body, "${__dirname}");
     let mut env = Map::new();
     let mut user_config = Map::new();
     for (var, value) in env_of(server.body) {

@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{PackageError, PackageSettings, Pending, WrittenArchive, stage, write};
+use super::{PackageError, PackageSettings, Pending, WrittenArchive, stage, write, write_linted};
 use crate::{
     channels::{self, Client, mcpb, npm, registry},
-    lint::{self, Report, Severity},
+    lint,
 };
 
 /// What `--clients`, `--npm`, `--npm-name`, `--registry` and
@@ -207,50 +207,6 @@ fn write_npm(
         "npm",
         &|path, report| lint::archive::lint_archive(path, report).map(|_| ()),
     )
-}
-
-/// Writes `files` as `format` to a temporary file beside `final_path`,
-/// lints it with `check`, and keeps it only when it has no error.
-fn write_linted(
-    settings: &PackageSettings,
-    files: &[stage::StagedFile],
-    format: write::Format,
-    epoch: u64,
-    final_path: PathBuf,
-    kind: &'static str,
-    check: &dyn Fn(&Path, &mut Report) -> Result<(), lint::LintError>,
-) -> Result<Pending, PackageError> {
-    let io = |source| PackageError::Io {
-        path: final_path.clone(),
-        source,
-    };
-    std::fs::create_dir_all(&settings.out_dir).map_err(io)?;
-    let suffix = final_path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .and_then(|n| n.rsplit_once('.'))
-        .map(|(_, ext)| format!(".{ext}"))
-        .unwrap_or_default();
-    let mut temporary = tempfile::Builder::new()
-        .prefix(".ecp-package-")
-        .suffix(&suffix)
-        .tempfile_in(&settings.out_dir)
-        .map_err(io)?;
-    let sha256 = write::write_archive(format, files, epoch, temporary.as_file_mut()).map_err(io)?;
-    let mut report = Report::default();
-    check(temporary.path(), &mut report).map_err(PackageError::Lint)?;
-    if let Some(finding) = report
-        .findings
-        .iter()
-        .find(|f| f.severity == Severity::Error)
-    {
-        return Err(PackageError::ArchiveLint {
-            path: final_path,
-            message: format!("[{}] {}", finding.rule, finding.message),
-        });
-    }
-    let bytes = temporary.as_file().metadata().map(|m| m.len()).unwrap_or(0);
-    Ok((temporary, final_path, kind, sha256, bytes))
 }
 
 /// `server.json` for `--registry`, validated against the published schema

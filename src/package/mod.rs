@@ -728,20 +728,55 @@ pub(super) fn write_checked(
     format: Format,
     final_path: PathBuf,
 ) -> Result<Pending, PackageError> {
+    let check =
+        |path: &Path, report: &mut Report| lint::archive::lint_archive(path, report).map(|_| ());
+    write_linted(
+        settings,
+        files,
+        format,
+        settings.epoch,
+        final_path,
+        format.extension(),
+        &check,
+    )
+}
+
+/// Writes `files` as `format` with entry times `epoch` to a temporary file
+/// beside `final_path` (named like it, so that the check reads it as the
+/// same kind), checks it with `check`, and keeps it only when it has no
+/// error; `kind` is what the summary calls it.
+pub(super) fn write_linted(
+    settings: &PackageSettings,
+    files: &[stage::StagedFile],
+    format: Format,
+    epoch: u64,
+    final_path: PathBuf,
+    kind: &'static str,
+    check: &dyn Fn(&Path, &mut Report) -> Result<(), lint::LintError>,
+) -> Result<Pending, PackageError> {
     let io = |source| PackageError::Io {
         path: final_path.clone(),
         source,
     };
+    std::fs::create_dir_all(&settings.out_dir).map_err(io)?;
+    let name = final_path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    let suffix = match name.rsplit_once('.') {
+        _ if name.ends_with(".tar.gz") => ".tar.gz".to_owned(),
+        Some((_, extension)) => format!(".{extension}"),
+        None => String::new(),
+    };
     let mut temporary = tempfile::Builder::new()
         .prefix(".ecp-package-")
-        .suffix(&format!(".{}", format.extension()))
+        .suffix(&suffix)
         .tempfile_in(&settings.out_dir)
         .map_err(io)?;
-    let sha256 =
-        write::write_archive(format, files, settings.epoch, temporary.as_file_mut()).map_err(io)?;
-    let mut check = Report::default();
-    lint::archive::lint_archive(temporary.path(), &mut check).map_err(PackageError::Lint)?;
-    if let Some(finding) = check
+    let sha256 = write::write_archive(format, files, epoch, temporary.as_file_mut()).map_err(io)?;
+    let mut report = Report::default();
+    check(temporary.path(), &mut report).map_err(PackageError::Lint)?;
+    if let Some(finding) = report
         .findings
         .iter()
         .find(|f| f.severity == Severity::Error)
@@ -752,7 +787,7 @@ pub(super) fn write_checked(
         });
     }
     let bytes = temporary.as_file().metadata().map(|m| m.len()).unwrap_or(0);
-    Ok((temporary, final_path, format.extension(), sha256, bytes))
+    Ok((temporary, final_path, kind, sha256, bytes))
 }
 
 fn write_atomically(path: &Path, text: &str) -> Result<(), PackageError> {
