@@ -358,7 +358,7 @@ pub fn lint_path_with(
         crate::channels::mcpb::lint(path, &mut report)?;
     } else if name == crate::channels::registry::FILE && metadata.is_file() {
         let text = read(path, None)?;
-        let folder = path.parent().unwrap_or(Path::new("."));
+        let folder = folder_of(path);
         let bundles = bundles_beside(folder);
         crate::channels::registry::lint(&display(path), &text, &bundles, &mut report);
     } else if name.ends_with(".tar.gz") || name.ends_with(".tgz") || name.ends_with(".zip") {
@@ -380,7 +380,7 @@ pub fn lint_path_with(
     } else {
         let text = read(path, None)?;
         let found = lint_manifest_text(&display(path), &text, &mut report)?;
-        let folder = path.parent().unwrap_or(Path::new("."));
+        let folder = folder_of(path);
         folder_rules(folder, &display(path), &found, &mut report)?;
         if let Some(tag) = tag {
             tag_rule(&display(path), tag, &found, &mut report);
@@ -389,6 +389,15 @@ pub fn lint_path_with(
     }
     report.sort();
     Ok((report, facts))
+}
+
+/// The folder a file given on its own sits in: `.` for a bare file name
+/// (whose `parent()` is the empty path, which names no folder).
+fn folder_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    }
 }
 
 /// `--release-tag`: the tag names the manifest's version.

@@ -474,6 +474,24 @@ fn lint_judges_npm_packages_and_registry_files_it_did_not_write() {
         !clean && report.to_string().contains("clients refuse the download"),
         "{report}"
     );
+    // The same, named bare from its own folder (whose parent is the empty
+    // path), and a bare qwen-extension.json beside its project.
+    let bare = |dir: &Path, file: &str| {
+        Command::new(env!("CARGO_BIN_EXE_ecp"))
+            .args(["lint", file, "--format", "json"])
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let output = bare(&folder, "server.json");
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("clients refuse the download"),
+        "{}",
+        show(&output)
+    );
+    let output = bare(&dir, "qwen-extension.json");
+    assert!(output.status.success(), "{}", show(&output));
     let mut refused = good.clone();
     refused["name"] = json!("acme context");
     refused["description"] = json!("x".repeat(101));
