@@ -320,6 +320,8 @@ pub fn mcpb(manifest: &Value, author: &str, platform: Option<&str>) -> Result<Va
             ));
         }
         ServerKind::Node => ("node", "dist/main.js"),
+        // Qwen and the bundle's client both start `main.exe` on Windows.
+        ServerKind::Binary if platform == Some("win32") => ("binary", "dist/main.exe"),
         ServerKind::Binary => ("binary", "dist/main"),
     };
     let command = server.body.get("command").and_then(Value::as_str);
@@ -348,10 +350,11 @@ pub fn mcpb(manifest: &Value, author: &str, platform: Option<&str>) -> Result<Va
         }
     }
     let mut mcp_config = Map::new();
-    mcp_config.insert(
-        "command".into(),
-        json!(paths_for(command.unwrap_or_default(), "${__dirname}")),
-    );
+    let command = match server.kind {
+        ServerKind::Binary => format!("${{__dirname}}/{entry}"),
+        _ => paths_for(command.unwrap_or_default(), "${__dirname}"),
+    };
+    mcp_config.insert("command".into(), json!(command));
     mcp_config.insert("args".into(), Value::Array(args));
     if !env.is_empty() {
         mcp_config.insert("env".into(), Value::Object(env));

@@ -129,10 +129,10 @@ pub fn problems(value: &Value, bundles: &[(String, String)]) -> Vec<(String, Str
     match schema_validator() {
         Ok(validator) => {
             for error in validator.iter_errors(value) {
-                found.push((
-                    error.instance_path().to_string(),
-                    format!("the 2025-12-11 schema refuses it: {error}"),
-                ));
+                // Masked: the plain message quotes the value, which may be
+                // a secret.
+                let message = format!("the 2025-12-11 schema refuses it: {}", error.masked());
+                found.push((error.instance_path().to_string(), message));
             }
         }
         Err(error) => found.push((

@@ -463,6 +463,23 @@ fn claude_server_rules(label: &str, server: &Node, pointer: &str, report: &mut R
 
 /// A `.mcp.json` beside a Claude plugin: Qwen reads only the wrapped form.
 fn claude_mcp_rules(label: &str, text: &str, report: &mut Report) {
+    let mut redactions = Vec::new();
+    if let Ok(root) = json::parse(text) {
+        let help = "remove and rotate it; Claude Code reads `${VAR:-}` from the environment";
+        secret_findings(
+            label,
+            &root,
+            "the plugin's .mcp.json",
+            help,
+            &mut redactions,
+            report,
+        );
+    }
+    report.sources.push(Source {
+        file: label.to_owned(),
+        text: text.to_owned(),
+        redactions,
+    });
     let Ok(root) = json::parse(text) else {
         report.add(Finding::about(
             Rule::ClientClaude,
@@ -527,8 +544,13 @@ fn mcpb_rules(file: &File, place: &Place, report: &mut Report) {
         return file.refuse(report, Some(root), "", "it is not a JSON object".into());
     };
     let version = root.get("manifest_version");
-    if !matches!(version.and_then(Node::as_str), Some("0.1" | "0.2" | "0.3")) {
-        let message = "unrecognized or unsupported manifest version (0.3 is current)";
+    let legacy = root.get("dxt_version").and_then(Node::as_str).is_some();
+    let known = matches!(
+        version.and_then(Node::as_str),
+        Some("0.1" | "0.2" | "0.3" | "0.4")
+    );
+    if !(known || (version.is_none() && legacy)) {
+        let message = "unrecognized or unsupported manifest version (0.1 to 0.4)";
         file.refuse(report, version, "/manifest_version", message.into());
     }
     for field in ["name", "version", "description"] {
@@ -582,14 +604,26 @@ fn mcpb_server(file: &File, place: &Place, report: &mut Report) {
         );
     }
     match find(root, "/server/entry_point").and_then(Node::as_str) {
-        None => file.refuse(report, server, "/server/entry_point", "server.entry_point: Required".into()),
-        Some(entry) if place.shipped && !(place.exists)(entry) => report.add(file.at(
+        None => file.refuse(
+            report,
+            server,
+            "/server/entry_point",
+            "server.entry_point: Required".into(),
+        ),
+        // A Windows build ships `dist/main.exe` for `dist/main`.
+        Some(entry)
+            if place.shipped
+                && !(place.exists)(entry)
+                && !(place.exists)(&format!("{entry}.exe")) =>
+        {
+            report.add(file.at(
             Rule::ClientMcpb,
             find(root, "/server/entry_point"),
             "/server/entry_point",
             format!("the bundle's entry point {entry:?} is not there: the bundle cannot start (mcpb does not check this)"),
             "build it first; `ecp package` packs the built entry point",
-        )),
+        ));
+        }
         Some(_) => {}
     }
     if !is_string(find(root, "/server/mcp_config/command")) {

@@ -66,7 +66,7 @@ fn is_manifest_name(path: &str) -> bool {
     let base = path.rsplit('/').next();
     base == Some(MANIFEST)
         || (path.split('/').count() <= 3
-            && (base == Some("package.json")
+            && (path == "package/package.json"
                 || crate::channels::CLIENT_FILES
                     .iter()
                     .any(|f| path == *f || path.ends_with(&format!("/{f}")))))
@@ -858,6 +858,20 @@ fn client_entries<'e>(
     };
     let project = crate::extension::Project::default();
     crate::channels::rules::lint(&place, Some(manifest), &project, report);
+    // A client file lint did not keep (over 1 MiB, or past the budget) is
+    // said, never passed over as if it were not there.
+    let npm = root == crate::channels::npm::PREFIX;
+    let files = crate::channels::CLIENT_FILES.iter().copied();
+    for file in files.chain(npm.then_some("package.json")) {
+        if exists(file) && data_of(file).is_none() {
+            report.add(Finding::about(
+                Rule::ArchiveLimits,
+                &label(file),
+                format!("{file} was not read: it is larger than 1 MiB, or the archive's other manifests used up what lint reads (8 MiB)"),
+                "keep the client manifests small; ecp writes each in well under a kilobyte",
+            ));
+        }
+    }
     if root == crate::channels::npm::PREFIX
         && let Some(package_json) = data_of("package.json")
     {

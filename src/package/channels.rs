@@ -54,12 +54,91 @@ pub(super) fn write_clients(
 /// Stages every client manifest of the folder: the archive then serves
 /// Gemini CLI and Claude Code as an unpacked folder too.
 pub(super) fn stage_clients(stage: &mut stage::Stage, folder: &Path) -> Result<(), PackageError> {
+    let plugin = std::fs::symlink_metadata(folder.join(channels::CLAUDE)).is_ok();
     for file in channels::CLIENT_FILES {
+        // A `.mcp.json` without a plugin is Claude Code's project file (it
+        // may hold the developer's own tokens): never shipped.
+        if *file == channels::CLAUDE_MCP && !plugin {
+            continue;
+        }
         if std::fs::symlink_metadata(folder.join(file)).is_ok() {
             stage.add(file, true)?;
         }
     }
     Ok(())
+}
+
+/// What `--npm` and `--registry` need, checked before anything is built
+/// or written, so that a refusal leaves the output folder as it was; with
+/// the names of the files this run may write besides the archives (a
+/// failed run removes what an earlier run left under them).
+pub(super) fn preflight(
+    settings: &PackageSettings,
+    facts: &lint::manifest::ManifestFacts,
+    platform: Option<&str>,
+) -> Result<Vec<String>, PackageError> {
+    let folder = &settings.folder;
+    let name = facts.name.clone().unwrap_or_default();
+    let mut outputs = Vec::new();
+    if has_bundle(folder) {
+        outputs.push(mcpb::file_name(&name, platform));
+    }
+    let wanted = settings.channels.npm.is_some() || settings.channels.registry.is_some();
+    if !wanted {
+        return Ok(outputs);
+    }
+    let (manifest, project) = source(folder)?;
+    let native = facts
+        .entry_point
+        .as_ref()
+        .is_some_and(|e| e.kind == lint::manifest::EntryKind::Native);
+    if let Some(explicit) = &settings.channels.npm {
+        if native {
+            return Err(refused(
+                "an npm package installs on every platform, and this extension's dist/main is built for one: publish its GitHub release archives (ecp package without --npm); --npm is for a TypeScript or a remote extension",
+            ));
+        }
+        let npm_name = npm::name(explicit.as_deref(), &project).map_err(|e| refused(e.0))?;
+        outputs.push(npm::file_name(
+            &npm_name,
+            facts.version.as_deref().unwrap_or_default(),
+        ));
+    }
+    if let Some(registry_name) = &settings.channels.registry {
+        // Everything but the bundle's digest, which is known once it is
+        // written.
+        let local = facts.entry_point.is_some();
+        let bundle = match (local, has_bundle(folder), &settings.channels.download_url) {
+            (false, _, _) => None,
+            (true, false, _) => {
+                return Err(refused(
+                    "a local extension is listed in the registry by its MCP Bundle: add `--clients mcpb` (and --download-url)",
+                ));
+            }
+            (true, true, None) => {
+                return Err(refused(
+                    "server.json names the bundle's download URL: give --download-url (for example https://github.com/OWNER/REPO/releases/download/vX.Y.Z)",
+                ));
+            }
+            (true, true, Some(base)) if !base.starts_with("https://") => {
+                return Err(refused(format!(
+                    "--download-url must be an https URL, not {base:?}"
+                )));
+            }
+            (true, true, Some(base)) => Some(registry::Bundle {
+                url: format!(
+                    "{}/{}",
+                    base.trim_end_matches('/'),
+                    mcpb::file_name(&name, platform)
+                ),
+                sha256: "0".repeat(64),
+            }),
+        };
+        registry::server_json(registry_name, &manifest, bundle.as_ref())
+            .map_err(|e| refused(e.0))?;
+        outputs.push(registry::FILE.to_owned());
+    }
+    Ok(outputs)
 }
 
 /// The folder's Qwen manifest as JSON, and its project.
@@ -149,7 +228,30 @@ fn write_bundle(
         source,
     };
     std::fs::write(&manifest_path, channels::render(&bundle_manifest)).map_err(io)?;
-    let staged = mcpb::staged(files, &entry, &manifest_path).map_err(io)?;
+    let mut staged = mcpb::staged(files, &entry, &manifest_path).map_err(io)?;
+    // Node decides how `dist/main.js` loads from the nearest package.json:
+    // an ES module bundle needs its `type` in the bundle too.
+    let module_type = project
+        .package_json
+        .as_ref()
+        .and_then(|p| p.get("type"))
+        .cloned();
+    if let Some(module_type) = module_type {
+        let path = scratch.join("bundle-package.json");
+        std::fs::write(
+            &path,
+            channels::render(&serde_json::json!({ "type": module_type })),
+        )
+        .map_err(io)?;
+        let size = std::fs::metadata(&path).map_err(io)?.len();
+        staged.push(stage::StagedFile {
+            name: "package.json".into(),
+            source: path,
+            mode: 0o644,
+            size,
+        });
+        staged.sort_by(|a, b| a.name.cmp(&b.name));
+    }
     let final_path = settings.out_dir.join(mcpb::file_name(&name, platform));
     write_linted(
         settings,

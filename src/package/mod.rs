@@ -326,6 +326,15 @@ fn run(
     let (report, facts, toolchain) =
         build_bundle(settings, &plan, report, facts.unwrap_or_default(), log)?;
     gate(settings, &plan, &report, log)?;
+    let platform_name = match platform_of(&plan.triple) {
+        Ok((os, arch)) if plan.native => Some(format!("{os}.{arch}")),
+        _ => None,
+    };
+    would_replace.extend(channels::preflight(
+        settings,
+        &facts,
+        platform_name.as_deref(),
+    )?);
     build::interrupted("ecp lint")?;
     // 2. The entry point (built, given, or none for a manifest-only
     // extension) and the staged tree.

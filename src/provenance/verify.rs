@@ -621,7 +621,13 @@ fn signature_step(found: &Found, key: Option<&VerifyingKey>, beside: &[Provenanc
 
 fn lint_step(archive: &Path) -> Step {
     let mut report = lint::Report::default();
-    match lint::archive::lint_archive(archive, &mut report) {
+    // An MCP Bundle is a zip by another name, with a bundle's manifest.
+    let read = if archive.to_string_lossy().ends_with(".mcpb") {
+        crate::channels::mcpb::lint(archive, &mut report)
+    } else {
+        lint::archive::lint_archive(archive, &mut report).map(|_| ())
+    };
+    match read {
         Err(error) => step(
             "lint",
             Status::Failed,
@@ -801,6 +807,13 @@ fn rebuild_step(
     log: &mut dyn FnMut(&str),
 ) -> Step {
     let failed = |detail: String| step("rebuild", Status::Failed, detail);
+    if name.ends_with(".tgz") {
+        // The package's name and registry are not in the statement yet.
+        return failed(
+            "--rebuild does not rebuild an npm package (the statement does not record its name); verify the package without --rebuild, and rebuild one of the release's archives"
+                .into(),
+        );
+    }
     let recorded = match Recorded::read(statement) {
         Ok(recorded) => recorded,
         Err(why) => return failed(why),

@@ -525,6 +525,15 @@ fn lint_judges_npm_packages_and_registry_files_it_did_not_write() {
         !clean && rules(&report).iter().any(|r| r.starts_with("secret-")),
         "{report}"
     );
+    // The schema's own message would quote the object, token and all.
+    token["remotes"][0]["type"] = json!("bogus");
+    write_json(&server, &token);
+    let output = ecp(&["lint", server.to_str().unwrap()]);
+    let shown = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    assert!(shown.contains("schema refuses"), "{shown}");
+    assert!(!shown.contains("0123456789abcdefABCDEF"), "{shown}");
+    token["remotes"][0]["type"] = json!("streamable-http");
     token["remotes"][0]["headers"][0] = json!({"name": "Authorization", "value": "Bearer {token}", "isSecret": true, "variables": {"token": {"isSecret": true, "isRequired": true}}});
     write_json(&server, &token);
     let (clean, report) = lint_json(&server);
@@ -666,4 +675,71 @@ fn a_native_extension_is_refused_an_npm_package_and_its_bundle_names_its_platfor
         "${__dirname}/dist/main"
     );
     assert_eq!(manifest["compatibility"]["platforms"], json!(["linux"]));
+
+    // A Windows build: the bundle starts `dist/main.exe`, as the archive
+    // holds it. A lone .mcp.json (Claude Code's project file, tokens and
+    // all) is never shipped.
+    std::fs::write(
+        dir.join(".mcp.json"),
+        r#"{"mcpServers":{"x":{"command":"x","env":{"GITHUB_TOKEN":"ghp_0123456789abcdefghijABCDEFGHIJ012345"}}}}"#,
+    )
+    .unwrap();
+    let output = package(
+        &dir,
+        &out,
+        &[
+            "--binary",
+            binary.to_str().unwrap(),
+            "--target",
+            "x86_64-pc-windows-msvc",
+        ],
+    );
+    assert!(output.status.success(), "{}", show(&output));
+    let bundle = out.join("acme-context-win32-x64.mcpb");
+    let (clean, report) = lint_json(&bundle);
+    assert!(clean, "{report}");
+    let unzip = Command::new("unzip")
+        .arg("-l")
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&unzip.stdout).contains("dist/main.exe"));
+    let unzip = Command::new("unzip")
+        .arg("-p")
+        .arg(&bundle)
+        .arg("manifest.json")
+        .output()
+        .unwrap();
+    let manifest: Value = serde_json::from_slice(&unzip.stdout).unwrap();
+    assert_eq!(manifest["server"]["entry_point"], "dist/main.exe");
+    assert_eq!(manifest["compatibility"]["platforms"], json!(["win32"]));
+    let listing = Command::new("unzip")
+        .arg("-l")
+        .arg(out.join("win32.x64.acme-context.zip"))
+        .output()
+        .unwrap();
+    let listing = String::from_utf8_lossy(&listing.stdout);
+    assert!(
+        listing.contains("manifest.json") && !listing.contains(".mcp.json"),
+        "{listing}"
+    );
+
+    // --registry for a local extension without a bundle is refused before
+    // anything is written.
+    let empty = work.path().join("empty");
+    let output = package(
+        &dir,
+        &empty,
+        &[
+            "--binary",
+            binary.to_str().unwrap(),
+            "--registry",
+            "io.github.acme/x",
+        ],
+    );
+    assert!(!output.status.success(), "{}", show(&output));
+    let left: Vec<_> = std::fs::read_dir(&empty)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
 }
