@@ -495,6 +495,20 @@ fn floor(args: &[String]) {
     }
 }
 
+/// `--ceiling --main DIST_MAIN`: the HTTP comparison's adapter and hyper
+/// rounds only, printed.
+fn ceiling(main: &Path) {
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let fixed = items_json(3, 300);
+    let upstream = tokio.block_on(Upstream::start(move |_| Reply::json(fixed.clone())));
+    let mut report = Report::default();
+    remote::ceiling(main, &upstream.base_url, &mut report);
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--floor") {
@@ -502,6 +516,9 @@ fn main() {
     }
     if args.get(1).is_some_and(|a| a == "--hyper-ceiling") {
         return remote::hyper_ceiling(&args);
+    }
+    if args.iter().any(|a| a == "--ceiling") {
+        return ceiling(&arg(&args, "--main"));
     }
     let settings = Settings {
         quick: args.iter().any(|a| a == "--quick"),

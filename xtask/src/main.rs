@@ -9,7 +9,8 @@
 //! - `bench [--quick]`: measure the runtime and the packager against the
 //!   TypeScript SDK, a stdio floor, `tar | gzip` and `mcpb`, and the
 //!   edit-check loop; writes `bench/RESULTS.md`. `bench --edit-loop`
-//!   measures only the loop and prints it.
+//!   measures only the loop and prints it; `bench --ceiling` only the
+//!   remote adapter against the hyper ceiling.
 //! - `fuzz [--time N] [--build] [--sanitizer none|address]`: run every
 //!   `cargo fuzz` target of `fuzz/` for N seconds each (default 60) from its
 //!   seed corpus in `fuzz/seeds/`; fails on a crash, a timeout or an
@@ -198,7 +199,10 @@ const MCPB: &str = "@anthropic-ai/mcpb@2.1.2";
 /// The Python peer of the HTTP comparison, from PyPI.
 const FASTMCP: &str = "fastmcp==4.2.3";
 
-fn bench(quick: bool) -> Result<(), String> {
+/// Builds ecp and the bench program for release, and a fresh `ecp new`
+/// extension (rebuilt only when a generated file changed); returns ecp,
+/// the extension's release binary and its folder.
+fn bench_extension() -> Result<(PathBuf, PathBuf, PathBuf), String> {
     let target = root().join("target");
     run(
         "cargo",
@@ -248,6 +252,14 @@ fn bench(quick: bool) -> Result<(), String> {
         return Err("building the generated extension failed".into());
     }
     let main = target.join("generated/release/acme-context");
+    Ok((ecp, main, extension))
+}
+
+fn bench(quick: bool) -> Result<(), String> {
+    let (ecp, main, extension) = bench_extension()?;
+    let target = root().join("target");
+    let ecp_str = ecp.to_str().ok_or("non-UTF-8 path")?;
+    let work = target.join("bench-work");
 
     // The TypeScript template, generated and packaged (npm ci, npm run build).
     let ts_extension = work.join("typescript/acme-context");
@@ -329,6 +341,22 @@ fn bench(quick: bool) -> Result<(), String> {
         std::fs::read_to_string(&results).map_err(|e| format!("{}: {e}", results.display()))?;
     std::fs::write(&results, format!("{text}{section}"))
         .map_err(|e| format!("{}: {e}", results.display()))
+}
+
+/// `cargo xtask bench --ceiling`: only the remote adapter with OAuth against
+/// the hyper fixed-body ceiling, the rounds of the full bench's HTTP
+/// comparison, printed (a minute, for working on the HTTP path).
+fn bench_ceiling() -> Result<(), String> {
+    let (_, main, _) = bench_extension()?;
+    let bench = root().join("target/release/examples/bench");
+    run(
+        bench.to_str().ok_or("non-UTF-8 path")?,
+        &[
+            "--ceiling",
+            "--main",
+            main.to_str().ok_or("non-UTF-8 path")?,
+        ],
+    )
 }
 
 /// `cargo xtask bench --edit-loop`: only the edit-check loop, printed.
@@ -841,9 +869,10 @@ fn main() -> ExitCode {
         ["bench"] => bench(false),
         ["bench", "--quick"] => bench(true),
         ["bench", "--edit-loop"] => bench_edit_loop(),
+        ["bench", "--ceiling"] => bench_ceiling(),
         ["fuzz", rest @ ..] => fuzz_command(rest),
         _ => Err(
-            "usage: cargo xtask <ci | codegen [--check] | demo [--install] | rmcp-next | ts-history | e2e [--prepare] | bench [--quick | --edit-loop] | fuzz [--time N] [--build] [--sanitizer none|address]>"
+            "usage: cargo xtask <ci | codegen [--check] | demo [--install] | rmcp-next | ts-history | e2e [--prepare] | bench [--quick | --edit-loop | --ceiling] | fuzz [--time N] [--build] [--sanitizer none|address]>"
                 .to_owned(),
         ),
     };
