@@ -4,14 +4,16 @@
 //! more for it (the first channel owns its stdio), with the same program,
 //! arguments and environment; an HTTP target gets plain POSTs. Whatever
 //! the target writes is read bounded: one line or body of at most
-//! [`MAX_MESSAGE`] bytes, an answer within [`ANSWER_TIME`].
+//! [`MAX_MESSAGE`] bytes, an answer within [`ANSWER_TIME`]. A second
+//! process's stderr is watched as the first one's is, for the redaction
+//! check.
 
 use std::{process::Stdio, time::Duration};
 
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
-use super::target::Launch;
+use super::target::{Launch, WatchedStderr};
 use crate::children::Group;
 
 /// The longest line or body read as one answer.
@@ -90,6 +92,7 @@ impl Answer {
 /// A process started for the probe.
 struct Started {
     child: tokio::process::Child,
+    stderr: Option<(WatchedStderr, tokio::task::JoinHandle<()>)>,
     stdin: tokio::process::ChildStdin,
     stdout: BufReader<tokio::process::ChildStdout>,
     _group: Option<Group>,
@@ -99,6 +102,13 @@ struct Started {
 pub struct Probe {
     channel: Channel,
     call_timeout: Duration,
+}
+
+/// What a probe leaves for the later checks.
+#[derive(Default)]
+pub struct Closed {
+    /// The second process's stderr, when the probe started one.
+    pub stderr: Option<WatchedStderr>,
 }
 
 enum Channel {
@@ -138,8 +148,8 @@ impl Probe {
         self.channel.request(request, headers, limit).await
     }
 
-    pub async fn close(self) {
-        self.channel.close().await;
+    pub async fn close(self) -> Closed {
+        self.channel.close().await
     }
 }
 
@@ -148,15 +158,20 @@ impl Channel {
         match target {
             ProbeTarget::Process(launch) => {
                 let mut child = launch
-                    .command(Stdio::null())
+                    .command(Stdio::piped())
                     .spawn()
                     .map_err(|e| format!("cannot start {} again: {e}", launch.program))?;
                 let group = child.id().map(Group::new);
+                let stderr = child
+                    .stderr
+                    .take()
+                    .map(|stderr| WatchedStderr::read(launch, stderr));
                 let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
                     return Err("no stdio pipes".into());
                 };
                 Ok(Channel::Process(Box::new(Started {
                     child,
+                    stderr,
                     stdin,
                     stdout: BufReader::new(stdout),
                     _group: group,
@@ -209,19 +224,32 @@ impl Channel {
         answer.map_err(|_| format!("no answer within {} ms", limit.as_millis()))?
     }
 
-    async fn close(self) {
-        if let Channel::Process(started) = self {
-            let Started {
-                mut child, stdin, ..
-            } = *started;
-            drop(stdin);
-            if tokio::time::timeout(Duration::from_secs(2), child.wait())
-                .await
-                .is_err()
-            {
-                let _ = child.kill().await;
-            }
+    async fn close(self) -> Closed {
+        let Channel::Process(started) = self else {
+            return Closed::default();
+        };
+        let Started {
+            mut child,
+            stdin,
+            stderr,
+            ..
+        } = *started;
+        drop(stdin);
+        if tokio::time::timeout(Duration::from_secs(2), child.wait())
+            .await
+            .is_err()
+        {
+            let _ = child.kill().await;
         }
+        let stderr = match stderr {
+            // Its last words may still be in the pipe.
+            Some((stderr, reader)) => {
+                let _ = tokio::time::timeout(Duration::from_secs(2), reader).await;
+                Some(stderr)
+            }
+            None => None,
+        };
+        Closed { stderr }
     }
 }
 
@@ -268,18 +296,24 @@ async fn exchange_http(post: reqwest::RequestBuilder, id: &Value) -> Result<Answ
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/event-stream"));
     let mut body = Vec::new();
+    let mut events = EventStream::default();
     while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
         body.extend_from_slice(&chunk);
         if body.len() > MAX_MESSAGE {
             return Err(format!("a body over {MAX_MESSAGE} bytes"));
         }
+        // A stream may stay open after the answer (the server SHOULD close
+        // it, and need not): the answer's event ends the read.
+        if event_stream && let Some(message) = events.push(&chunk, id) {
+            return Ok(Answer {
+                status: Some(status),
+                message: Some(message),
+            });
+        }
     }
     let message = if event_stream {
-        // The data lines of each event, one message an event.
-        body.split(|&b| b == b'\n')
-            .filter_map(|line| line.strip_prefix(b"data:"))
-            .filter_map(|data| parse(data.trim_ascii()))
-            .find(|m| answers(m, id))
+        // The stream's end dispatches nothing half-received (the SSE rules).
+        None
     } else {
         parse(&body).filter(|m| answers(m, id))
     };
@@ -287,6 +321,62 @@ async fn exchange_http(post: reqwest::RequestBuilder, id: &Value) -> Result<Answ
         status: Some(status),
         message,
     })
+}
+
+/// An SSE stream read as the HTML standard's event-stream rules read it:
+/// lines end at CRLF, LF or CR; an event's `data:` lines are joined with
+/// LF (one space after the colon dropped); a blank line dispatches it; an
+/// event cut off by the end of the stream is never dispatched.
+#[derive(Default)]
+struct EventStream {
+    /// The unfinished line.
+    line: Vec<u8>,
+    /// The event's data so far, and whether it has a data line.
+    data: Vec<u8>,
+    has_data: bool,
+    /// The last byte was a CR: an LF right after it ends nothing more.
+    after_cr: bool,
+}
+
+impl EventStream {
+    /// Reads `chunk`; the first dispatched message answering `id`.
+    fn push(&mut self, chunk: &[u8], id: &Value) -> Option<Value> {
+        for &byte in chunk {
+            let after_cr = std::mem::replace(&mut self.after_cr, byte == b'\r');
+            if byte == b'\n' && after_cr {
+                continue;
+            }
+            if byte != b'\n' && byte != b'\r' {
+                self.line.push(byte);
+                continue;
+            }
+            let line = std::mem::take(&mut self.line);
+            if line.is_empty() {
+                let data = std::mem::take(&mut self.data);
+                if std::mem::take(&mut self.has_data)
+                    && let Some(message) = parse(&data).filter(|m| answers(m, id))
+                {
+                    return Some(message);
+                }
+                continue;
+            }
+            let (field, value) = match line.iter().position(|&b| b == b':') {
+                Some(colon) => {
+                    let value = &line[colon + 1..];
+                    (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
+                }
+                None => (line.as_slice(), &[][..]),
+            };
+            if field == b"data" {
+                if self.has_data {
+                    self.data.push(b'\n');
+                }
+                self.data.extend_from_slice(value);
+                self.has_data = true;
+            }
+        }
+        None
+    }
 }
 
 /// A JSON object as `JSON.parse` reads it (lone surrogates included).
@@ -302,4 +392,48 @@ fn parse(bytes: &[u8]) -> Option<Value> {
 fn answers(message: &Value, id: &Value) -> bool {
     message.get("id") == Some(id)
         && (message.get("result").is_some() || message.get("error").is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn read(chunks: &[&str]) -> Option<Value> {
+        let mut stream = EventStream::default();
+        chunks
+            .iter()
+            .find_map(|chunk| stream.push(chunk.as_bytes(), &json!(7)))
+    }
+
+    #[test]
+    fn events_are_read_as_the_sse_rules_read_them() {
+        let answer = json!({"jsonrpc": "2.0", "id": 7, "result": {"a": 1}});
+        // One data line, with and without the space; CRLF and CR endings.
+        for stream in [
+            "data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"a\":1}}\n\n",
+            "event: message\r\ndata:{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"a\":1}}\r\n\r\n",
+            "id: 1\rdata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"a\":1}}\r\r",
+        ] {
+            assert_eq!(read(&[stream]), Some(answer.clone()), "{stream:?}");
+        }
+        // A message split over data lines, and over chunks (a CRLF too).
+        let split = [
+            ": a comment\r",
+            "\ndata: {\"jsonrpc\":\"2.0\",\r\ndata: \"id\":7,",
+            "\"result\":\ndata: {\"a\":1}}\n",
+            "\n",
+        ];
+        assert_eq!(read(&split), Some(answer.clone()));
+        // Another request's answer and a notification are passed over.
+        let others = "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n\
+            data: {\"jsonrpc\":\"2.0\",\"id\":8,\"result\":{}}\n\n\
+            data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"a\":1}}\n\n";
+        assert_eq!(read(&[others]), Some(answer));
+        // An event the stream's end cuts off is never dispatched.
+        assert_eq!(
+            read(&["data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}\n"]),
+            None
+        );
+    }
 }

@@ -422,7 +422,56 @@ struct Stderr {
     carry: Vec<u8>,
 }
 
+/// The stderr of a second process of the same target (the protocol
+/// group's probe), watched for the same texts as the session's.
+#[derive(Clone)]
+pub struct WatchedStderr(Arc<Mutex<Stderr>>);
+
+impl WatchedStderr {
+    /// Starts reading `stderr` of a process started from `launch`; the
+    /// task ends when the pipe closes.
+    pub fn read(
+        launch: &Launch,
+        stderr: tokio::process::ChildStderr,
+    ) -> (WatchedStderr, tokio::task::JoinHandle<()>) {
+        let buffer = Arc::new(Mutex::new(Stderr::for_launch(launch)));
+        let reader = read_stderr(stderr, buffer.clone());
+        (WatchedStderr(buffer), reader)
+    }
+
+    /// Whether the process wrote `text` to stderr at any point (as
+    /// [`Session::stderr_holds`]).
+    pub fn holds(&self, text: &str) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .holds(text)
+    }
+
+    /// Whether it wrote anything.
+    pub fn is_empty(&self) -> bool {
+        let stderr = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        stderr.tail.dropped() == 0 && stderr.tail.text().is_empty()
+    }
+}
+
 impl Stderr {
+    /// Watched in all of stderr: the check's canaries and every value
+    /// handed to the server (a base URL is watched without its scheme).
+    fn for_launch(launch: &Launch) -> Stderr {
+        Stderr::new(
+            [QUERY_CANARY, TOKEN_CANARY, BODY_CANARY]
+                .map(str::to_owned)
+                .into_iter()
+                .chain(
+                    launch
+                        .env
+                        .values()
+                        .flat_map(|v| [v.clone(), v.trim_start_matches("http://").to_owned()]),
+                ),
+        )
+    }
+
     fn new(watched: impl IntoIterator<Item = String>) -> Stderr {
         Stderr {
             tail: Tail::new(STDERR_KEPT),
@@ -628,18 +677,7 @@ impl Session {
             .spawn()
             .map_err(|e| spawn_error(&launch.program, &e))?;
         let group = child.id().map(Group::new);
-        // Watched in all of stderr: the check's canaries and every value
-        // handed to the server (a base URL is watched without its scheme).
-        let watched = [QUERY_CANARY, TOKEN_CANARY, BODY_CANARY]
-            .map(str::to_owned)
-            .into_iter()
-            .chain(
-                launch
-                    .env
-                    .values()
-                    .flat_map(|v| [v.clone(), v.trim_start_matches("http://").to_owned()]),
-            );
-        let buffer = Arc::new(Mutex::new(Stderr::new(watched)));
+        let buffer = Arc::new(Mutex::new(Stderr::for_launch(launch)));
         let reader = child
             .stderr
             .take()

@@ -584,7 +584,8 @@ fn all(status: &str, except: &[(&str, &str)]) -> Vec<(String, String)> {
 fn the_2026_07_28_rules_are_judged_by_the_revision_a_target_speaks() {
     let server = python_server();
     let http = PythonHttp::start(&[]);
-    // Four runs at once: ecp's own runtime and the independent Python
+    let held = PythonHttp::start(&["--defect", "sse-held"]);
+    // Six runs at once: ecp's own runtime and the independent Python
     // server speaking 2026-07-28 beside initialize (over stdio, and the
     // Python one over HTTP), and the Python server of the initialize
     // revisions only.
@@ -612,6 +613,9 @@ fn the_2026_07_28_rules_are_judged_by_the_revision_a_target_speaks() {
             "--defect".into(),
             "unknown-as-invalid-params".into(),
         ],
+        // The Python server over HTTP answering 2026-07-28 requests with
+        // event streams held open past the probe's answer time.
+        vec!["--url".into(), held.url.clone()],
     ];
     let reports: Vec<(Option<i32>, Value)> = std::thread::scope(|scope| {
         let handles: Vec<_> = runs
@@ -634,15 +638,16 @@ fn the_2026_07_28_rules_are_judged_by_the_revision_a_target_speaks() {
             all("pass", &[("http-headers", "skip")])
         );
     }
-    let (_, report) = &reports[2];
-    assert_eq!(report["revisions"], both);
-    // Its upstream is dead: the call answers isError, nothing to judge.
-    assert_eq!(
-        protocol_statuses(report),
-        all("pass", &[("stateless-call", "skip")]),
-        "{report:#}"
-    );
-    assert!(reason(report, "stateless-call").contains("no envelope to judge"));
+    for (_, report) in [&reports[2], &reports[5]] {
+        assert_eq!(report["revisions"], both);
+        // Its upstream is dead: the call answers isError, nothing to judge.
+        assert_eq!(
+            protocol_statuses(report),
+            all("pass", &[("stateless-call", "skip")]),
+            "{report:#}"
+        );
+        assert!(reason(report, "stateless-call").contains("no envelope to judge"));
+    }
 
     // A server of the initialize revisions only is judged by its revision,
     // whatever error it gives the method it does not know.
@@ -681,6 +686,20 @@ fn each_2026_07_28_defect_is_named_by_its_check() {
             })
         })
         .collect();
+    // The second process's stderr is watched as the first one's is.
+    let leak = {
+        let server = server.clone();
+        std::thread::spawn(move || {
+            check(&[
+                "--",
+                "python3",
+                &server,
+                "--stateless",
+                "--defect",
+                "discover-logs-token",
+            ])
+        })
+    };
     let http = PythonHttp::start(&["--defect", "ignore-headers"]);
     let (_, report) = check(&["--url", &http.url]);
     assert_eq!(
@@ -705,4 +724,23 @@ fn each_2026_07_28_defect_is_named_by_its_check() {
         );
         assert_eq!(code, Some(1), "{defect}");
     }
+    let (code, report) = leak.join().unwrap();
+    assert_eq!(
+        protocol_statuses(&report),
+        all("pass", &[("http-headers", "skip")]),
+        "{report:#}"
+    );
+    let redaction = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "redaction")
+        .unwrap();
+    assert_eq!(redaction["status"], "fail", "{report:#}");
+    assert_eq!(
+        reason(&report, "redaction"),
+        "stderr of the protocol group's second process holds the token",
+        "{report:#}"
+    );
+    assert_eq!(code, Some(1));
 }

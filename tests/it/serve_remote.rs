@@ -1320,9 +1320,10 @@ async fn batched_request_lines_all_arrive_and_none_is_lost_at_shutdown() {
 }
 
 /// On one core (`taskset -c 0`, as a container's CPU limit reads) the
-/// adapter serves on one thread: a call whose upstream never answers
-/// leaves the others answered while it waits out the budget, and twenty at
-/// a time all succeed.
+/// adapter serves on one thread, tokio's current-thread runtime (no
+/// worker threads, where the same server on more cores has them): a call
+/// whose upstream never answers leaves the others answered while it waits
+/// out the budget, and twenty at a time all succeed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_one_core_a_slow_call_does_not_hold_the_others() {
     let upstream = Upstream::start(echo).await;
@@ -1341,6 +1342,24 @@ async fn on_one_core_a_slow_call_does_not_hold_the_others() {
         ],
     )
     .await;
+    let worker = |names: &[String]| names.iter().any(|name| name == "tokio-rt-worker");
+    let names = server.thread_names();
+    assert!(!worker(&names), "{names:?}");
+    if std::thread::available_parallelism().is_ok_and(|n| n.get() > 1) {
+        let auth = auth_args(&jwks);
+        let mut args = vec!["--http"];
+        args.extend(auth.iter().map(String::as_str));
+        let wide = RemoteServer::start(
+            &args,
+            &[
+                ("PROVIDER_CONTEXT_BASE_URL", upstream.base_url.as_str()),
+                ("PROVIDER_CONTEXT_TOKEN", UPSTREAM_TOKEN),
+            ],
+        )
+        .await;
+        let names = wide.thread_names();
+        assert!(worker(&names), "{names:?}");
+    }
     let token = signer.token(&claims(&server.url));
     let client = http();
     let held = tokio::spawn(tools_call(&client, &server.url, Some(&token), "hang").send());

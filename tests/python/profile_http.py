@@ -7,11 +7,18 @@ From 2026-07-28 on (by the MCP-Protocol-Version header) the standard
 headers must agree with the body: Mcp-Method with the method, Mcp-Name
 with a tools/call's tool name, and the header's revision with the body's
 _meta (400, -32020). The defect ignore-headers serves them anyway.
+
+Not a defect, sse-held: from 2026-07-28 on, a 200 answer comes as a
+server-sent event stream (chunked; the message indented, a data line for
+each of its lines, CRLF line ends, a comment and a notification first) that stays open for
+12 s after the answer, as the transport allows (the server SHOULD close it
+and need not): a client must take the answer's event, not the stream's end.
 """
 
 import json
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import sys
+import time
 
 STATELESS_REVISION = "2026-07-28"
 MAX_BODY = 4 * 1024 * 1024
@@ -55,6 +62,27 @@ def serve(port, handle, sink, defect):
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+
+        def stream(self, body):
+            """body as one held-open event stream (sse-held)."""
+            # Indented: one data line a line of JSON, joined again with LF.
+            lines = json.dumps(body, indent=1).split("\n")
+            notification = {"jsonrpc": "2.0", "method": "notifications/message",
+                            "params": {"level": "info", "data": "held"}}
+            events = (": held open\r\n\r\n"
+                      + "data: " + json.dumps(notification) + "\r\n\r\n"
+                      + "event: message\r\n"
+                      + "".join("data:" + line + "\r\n" for line in lines)
+                      + "\r\n")
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            data = events.encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+            time.sleep(12)
+            self.wfile.write(b"0\r\n\r\n")
 
         def refuse_method(self):
             self.respond(405, extra=[("Allow", "POST")])
@@ -106,6 +134,10 @@ def serve(port, handle, sink, defect):
                 status = 404
             else:
                 status = 200
+            version = self.headers.get("MCP-Protocol-Version") or ""
+            if defect == "sse-held" and status == 200 and version >= STATELESS_REVISION:
+                self.stream(answer)
+                return
             self.respond(status, answer)
 
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)

@@ -46,7 +46,9 @@ checked) and prints its endpoint URL on stdout. Defects of the revision,
 for the protocol checks: no-result-type, no-cache-hints, anonymous-discover
 (no serverInfo), lax-meta (a missing `_meta` or an unknown revision is
 served), ignore-headers (HTTP headers that disagree with the body are
-served), stateless-unescaped (a 2026-07-28 call leaves `<` in its text);
+served), stateless-unescaped (a 2026-07-28 call leaves `<` in its text),
+discover-logs-token (`server/discover` writes the upstream token to
+stderr: only the protocol group's second process sees that request);
 and, not a defect, unknown-as-invalid-params: an unknown method answered
 with -32602, as the Python MCP SDK does.
 """
@@ -726,6 +728,9 @@ def handle(message, base, token, threaded=True):
         }
         if DEFECT != "anonymous-discover":
             result["_meta"] = {"io.modelcontextprotocol/serverInfo": SERVER_INFO}
+        if DEFECT == "discover-logs-token":
+            sys.stderr.write("discover with token %s\n" % os.environ.get("PROVIDER_CONTEXT_TOKEN", ""))
+            sys.stderr.flush()
         reply(request_id, cache_hints(result), True)
     elif method == "ping":
         reply(request_id, {}, bool(stateless))

@@ -166,6 +166,21 @@ impl RemoteServer {
             .collect()
     }
 
+    /// The names of the process's threads (`/proc/PID/task/*/comm`; a
+    /// tokio worker is `tokio-rt-worker`).
+    pub fn thread_names(&self) -> Vec<String> {
+        let pid = self.child.id().expect("still running");
+        let mut names: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .unwrap()
+            .map(|task| {
+                let comm = task.unwrap().path().join("comm");
+                std::fs::read_to_string(comm).unwrap().trim_end().to_owned()
+            })
+            .collect();
+        names.sort();
+        names
+    }
+
     pub fn terminate(&self) {
         let pid = self.child.id().expect("still running").to_string();
         let status = std::process::Command::new("kill")

@@ -26,7 +26,7 @@ use super::{
     embedded::Embedded,
     probe::ProbeTarget,
     schema,
-    target::Session,
+    target::{Session, WatchedStderr},
     upstream::{Reply, SeenRequest, Upstream},
 };
 use crate::profile::{self, ContextItem, ecmascript::utf16_len};
@@ -100,6 +100,8 @@ pub struct Suite<'a> {
     progress: Progress<'a>,
     /// How to reach the target a second time, for the protocol checks.
     probe: Option<ProbeTarget>,
+    /// The probe's second process's stderr, once the probe closed.
+    probe_stderr: Option<WatchedStderr>,
     /// The stateless revision the target was judged by, when it speaks one.
     revision: Option<&'static str>,
 }
@@ -128,6 +130,7 @@ impl<'a> Suite<'a> {
             successes: 0,
             progress,
             probe,
+            probe_stderr: None,
             revision: None,
         }
     }

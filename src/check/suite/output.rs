@@ -196,11 +196,25 @@ impl Suite<'_> {
                 Some(format!("a result holds {}", describe(secret)))
             } else if self.session.stderr_holds(secret) {
                 Some(format!("stderr holds {}", describe(secret)))
+            } else if self
+                .probe_stderr
+                .as_ref()
+                .is_some_and(|stderr| stderr.holds(secret))
+            {
+                Some(format!(
+                    "stderr of the protocol group's second process holds {}",
+                    describe(secret)
+                ))
             } else {
                 None
             }
         });
-        let checked = if self.session.stderr().is_empty() && self.upstream.is_none() {
+        let probe_wrote = self
+            .probe_stderr
+            .as_ref()
+            .is_some_and(|stderr| !stderr.is_empty());
+        let checked = if self.session.stderr().is_empty() && !probe_wrote && self.upstream.is_none()
+        {
             "results"
         } else {
             "results and stderr"

@@ -146,7 +146,7 @@ impl Suite<'_> {
             }
         };
         self.stateless_checks(&mut probe, query).await;
-        probe.close().await;
+        self.probe_stderr = probe.close().await.stderr;
     }
 
     async fn stateless_checks(&mut self, probe: &mut Probe, query: &str) {
