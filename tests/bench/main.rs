@@ -498,6 +498,14 @@ fn floor(args: &[String]) {
 /// `--ceiling --main DIST_MAIN`: the HTTP comparison's adapter and hyper
 /// rounds only, printed.
 fn ceiling(main: &Path) {
+    let (_tokio, upstream) = scripted_upstream();
+    let mut report = Report::default();
+    remote::ceiling(main, &upstream.base_url, &mut report);
+}
+
+/// The scripted upstream every measured call reaches (3 items of 300 code
+/// points), on a runtime of its own that lives as long as it is used.
+fn scripted_upstream() -> (tokio::runtime::Runtime, Upstream) {
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -505,8 +513,7 @@ fn ceiling(main: &Path) {
         .unwrap();
     let fixed = items_json(3, 300);
     let upstream = tokio.block_on(Upstream::start(move |_| Reply::json(fixed.clone())));
-    let mut report = Report::default();
-    remote::ceiling(main, &upstream.base_url, &mut report);
+    (tokio, upstream)
 }
 
 fn main() {
@@ -531,13 +538,7 @@ fn main() {
         out: arg(&args, "--out"),
     };
     let (rounds, calls) = if settings.quick { (3, 200) } else { (15, 1000) };
-    let tokio = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let fixed = items_json(3, 300);
-    let upstream = tokio.block_on(Upstream::start(move |_| Reply::json(fixed.clone())));
+    let (tokio, upstream) = scripted_upstream();
     let base_url = upstream.base_url.clone();
 
     let main_cmd = vec![settings.main.display().to_string()];

@@ -345,18 +345,9 @@ pub fn bench(
     peers: &Peers,
     report: &mut Report,
 ) {
-    ecp::runtime::install_tls_provider();
-    // The clients get their own threads, apart from the upstream's runtime.
-    let tokio = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let signer = jwt::Signer::es256("bench");
-    let dir = tempfile::tempdir().unwrap();
-    let jwks = dir.path().join("jwks.json");
-    std::fs::write(&jwks, jwt::jwks(&[&signer])).unwrap();
-    let jwks_file = jwks.to_str().unwrap();
+    let load_side = Clients::new();
+    let (tokio, signer) = (&load_side.tokio, &load_side.signer);
+    let jwks_file = load_side.jwks.to_str().unwrap();
     let servers = [
         HttpServer::spawn(main, base_url, Some(jwks_file), None),
         HttpServer::spawn(main, base_url, Some(jwks_file), None),
@@ -410,13 +401,13 @@ pub fn bench(
     drop(servers);
     drop(open_server);
     let rounds = if calls < 1000 { 5 } else { 15 };
-    start_time(main, base_url, &tokio, &signer, rounds, report);
+    start_time(main, base_url, tokio, signer, rounds, report);
     compare(
         main,
         base_url,
         calls,
-        &tokio,
-        &signer,
+        tokio,
+        signer,
         jwks_file,
         Some(peers),
         report,
@@ -426,26 +417,47 @@ pub fn bench(
 /// `bench --ceiling`: only the adapter with OAuth (one process and two)
 /// against the hyper ceiling, the full bench's rounds.
 pub fn ceiling(main: &Path, base_url: &str, report: &mut Report) {
-    ecp::runtime::install_tls_provider();
-    let tokio = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let signer = jwt::Signer::es256("bench");
-    let dir = tempfile::tempdir().unwrap();
-    let jwks = dir.path().join("jwks.json");
-    std::fs::write(&jwks, jwt::jwks(&[&signer])).unwrap();
+    let load_side = Clients::new();
     compare(
         main,
         base_url,
         1000,
-        &tokio,
-        &signer,
-        jwks.to_str().unwrap(),
+        &load_side.tokio,
+        &load_side.signer,
+        load_side.jwks.to_str().unwrap(),
         None,
         report,
     );
+}
+
+/// What the load needs: the clients' runtime (threads of their own, apart
+/// from the upstream's), the token signer and its key set in a file.
+struct Clients {
+    tokio: tokio::runtime::Runtime,
+    signer: jwt::Signer,
+    jwks: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Clients {
+    fn new() -> Clients {
+        ecp::runtime::install_tls_provider();
+        let tokio = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let signer = jwt::Signer::es256("bench");
+        let dir = tempfile::tempdir().unwrap();
+        let jwks = dir.path().join("jwks.json");
+        std::fs::write(&jwks, jwt::jwks(&[&signer])).unwrap();
+        Clients {
+            tokio,
+            signer,
+            jwks,
+            _dir: dir,
+        }
+    }
 }
 
 /// Process start to the first answered `initialize`, the key set fetched
