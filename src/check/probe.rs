@@ -107,8 +107,9 @@ pub struct Probe {
 /// What a probe leaves for the later checks.
 #[derive(Default)]
 pub struct Closed {
-    /// The second process's stderr, when the probe started one.
-    pub stderr: Option<WatchedStderr>,
+    /// The second process's stderr, when the probe started one, and
+    /// whether it was read to its end.
+    pub stderr: Option<(WatchedStderr, bool)>,
 }
 
 enum Channel {
@@ -232,6 +233,7 @@ impl Channel {
             mut child,
             stdin,
             stderr,
+            _group: group,
             ..
         } = *started;
         drop(stdin);
@@ -241,11 +243,15 @@ impl Channel {
         {
             let _ = child.kill().await;
         }
+        // Whatever it started goes too, so that no one holds the pipe open.
+        drop(group);
         let stderr = match stderr {
             // Its last words may still be in the pipe.
             Some((stderr, reader)) => {
-                let _ = tokio::time::timeout(Duration::from_secs(2), reader).await;
-                Some(stderr)
+                let read_whole = tokio::time::timeout(Duration::from_secs(2), reader)
+                    .await
+                    .is_ok();
+                Some((stderr, read_whole))
             }
             None => None,
         };
@@ -294,29 +300,36 @@ async fn exchange_http(post: reqwest::RequestBuilder, id: &Value) -> Result<Answ
         .headers()
         .get("content-type")
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/event-stream"));
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("text/event-stream"));
     let mut body = Vec::new();
     let mut events = EventStream::default();
     while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
+        if event_stream {
+            // A stream may stay open after the answer (the server SHOULD
+            // close it, and need not): the answer's event ends the read.
+            // What it holds at once is bounded, not what it sends in all
+            // (notifications may come first, within the answer's time).
+            match events.push(&chunk, id) {
+                Ok(Some(message)) => {
+                    return Ok(Answer {
+                        status: Some(status),
+                        message: Some(message),
+                    });
+                }
+                Ok(None) => continue,
+                Err(too_long) => return Err(too_long),
+            }
+        }
         body.extend_from_slice(&chunk);
         if body.len() > MAX_MESSAGE {
             return Err(format!("a body over {MAX_MESSAGE} bytes"));
         }
-        // A stream may stay open after the answer (the server SHOULD close
-        // it, and need not): the answer's event ends the read.
-        if event_stream && let Some(message) = events.push(&chunk, id) {
-            return Ok(Answer {
-                status: Some(status),
-                message: Some(message),
-            });
-        }
     }
-    let message = if event_stream {
-        // The stream's end dispatches nothing half-received (the SSE rules).
-        None
-    } else {
-        parse(&body).filter(|m| answers(m, id))
-    };
+    // The stream's end dispatches nothing half-received (the SSE rules).
+    let message = (!event_stream)
+        .then(|| parse(&body).filter(|m| answers(m, id)))
+        .flatten();
     Ok(Answer {
         status: Some(status),
         message,
@@ -324,11 +337,18 @@ async fn exchange_http(post: reqwest::RequestBuilder, id: &Value) -> Result<Answ
 }
 
 /// An SSE stream read as the HTML standard's event-stream rules read it:
-/// lines end at CRLF, LF or CR; an event's `data:` lines are joined with
-/// LF (one space after the colon dropped); a blank line dispatches it; an
-/// event cut off by the end of the stream is never dispatched.
+/// a leading byte order mark dropped; lines end at CRLF, LF or CR; an
+/// event's `data:` lines are joined with LF (one space after the colon
+/// dropped; a line without a colon is a field with an empty value); a
+/// blank line dispatches it, decoded as UTF-8 with U+FFFD for what is not;
+/// an event cut off by the end of the stream is never dispatched. A line
+/// or an event's data over [`MAX_MESSAGE`] bytes ends the read.
 #[derive(Default)]
 struct EventStream {
+    /// How many bytes of the stream's start were the byte order mark's
+    /// (until a byte says otherwise), and whether the start is past.
+    bom_seen: usize,
+    started: bool,
     /// The unfinished line.
     line: Vec<u8>,
     /// The event's data so far, and whether it has a data line.
@@ -338,44 +358,69 @@ struct EventStream {
     after_cr: bool,
 }
 
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
 impl EventStream {
     /// Reads `chunk`; the first dispatched message answering `id`.
-    fn push(&mut self, chunk: &[u8], id: &Value) -> Option<Value> {
+    fn push(&mut self, chunk: &[u8], id: &Value) -> Result<Option<Value>, String> {
         for &byte in chunk {
+            if !self.started {
+                if BOM.get(self.bom_seen) == Some(&byte) {
+                    self.bom_seen += 1;
+                    self.started = self.bom_seen == BOM.len();
+                    continue;
+                }
+                // Not the mark after all: what was taken for it is text.
+                self.started = true;
+                self.line.extend_from_slice(&BOM[..self.bom_seen]);
+            }
             let after_cr = std::mem::replace(&mut self.after_cr, byte == b'\r');
             if byte == b'\n' && after_cr {
                 continue;
             }
             if byte != b'\n' && byte != b'\r' {
                 self.line.push(byte);
-                continue;
-            }
-            let line = std::mem::take(&mut self.line);
-            if line.is_empty() {
-                let data = std::mem::take(&mut self.data);
-                if std::mem::take(&mut self.has_data)
-                    && let Some(message) = parse(&data).filter(|m| answers(m, id))
-                {
-                    return Some(message);
+                if self.line.len() > MAX_MESSAGE {
+                    return Err(format!("an event-stream line over {MAX_MESSAGE} bytes"));
                 }
                 continue;
             }
-            let (field, value) = match line.iter().position(|&b| b == b':') {
-                Some(colon) => {
-                    let value = &line[colon + 1..];
-                    (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
-                }
-                None => (line.as_slice(), &[][..]),
-            };
-            if field == b"data" {
-                if self.has_data {
-                    self.data.push(b'\n');
-                }
-                self.data.extend_from_slice(value);
-                self.has_data = true;
+            if let Some(message) = self.end_line(id)? {
+                return Ok(Some(message));
             }
         }
-        None
+        Ok(None)
+    }
+
+    /// The line just ended: a field, or the blank line that dispatches.
+    fn end_line(&mut self, id: &Value) -> Result<Option<Value>, String> {
+        let line = std::mem::take(&mut self.line);
+        if line.is_empty() {
+            let data = std::mem::take(&mut self.data);
+            if !std::mem::take(&mut self.has_data) {
+                return Ok(None);
+            }
+            let data = String::from_utf8_lossy(&data);
+            return Ok(parse(data.as_bytes()).filter(|m| answers(m, id)));
+        }
+        let (field, value) = match line.iter().position(|&b| b == b':') {
+            Some(colon) => {
+                let value = &line[colon + 1..];
+                (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
+            }
+            None => (line.as_slice(), &[][..]),
+        };
+        if field == b"data" {
+            if self.has_data {
+                self.data.push(b'\n');
+            }
+            self.data.extend_from_slice(value);
+            self.has_data = true;
+            if self.data.len() > MAX_MESSAGE {
+                return Err(format!("an event's data over {MAX_MESSAGE} bytes"));
+            }
+        }
+        Ok(None)
     }
 }
 
@@ -399,11 +444,15 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn read(chunks: &[&str]) -> Option<Value> {
+    fn read_bytes(chunks: &[&[u8]]) -> Option<Value> {
         let mut stream = EventStream::default();
         chunks
             .iter()
-            .find_map(|chunk| stream.push(chunk.as_bytes(), &json!(7)))
+            .find_map(|chunk| stream.push(chunk, &json!(7)).unwrap())
+    }
+
+    fn read(chunks: &[&str]) -> Option<Value> {
+        read_bytes(&chunks.iter().map(|c| c.as_bytes()).collect::<Vec<_>>())
     }
 
     #[test]
@@ -429,7 +478,26 @@ mod tests {
         let others = "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n\
             data: {\"jsonrpc\":\"2.0\",\"id\":8,\"result\":{}}\n\n\
             data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"a\":1}}\n\n";
-        assert_eq!(read(&[others]), Some(answer));
+        assert_eq!(read(&[others]), Some(answer.clone()));
+        // A byte order mark at the start, whole or split; a CR ending one
+        // chunk and another starting the next; a bare `data` line.
+        let answer_line = br#"data: {"jsonrpc":"2.0","id":7,"result":{"a":1}}"#;
+        let with_bom = [b"\xEF\xBB\xBF".as_slice(), answer_line, b"\n\n"].concat();
+        assert_eq!(read_bytes(&[&with_bom]), Some(answer.clone()));
+        assert_eq!(
+            read_bytes(&[b"\xEF", b"\xBB\xBF", answer_line, b"\r", b"\r"]),
+            Some(answer.clone())
+        );
+        let bare = "data\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"a\":1}}\n\n";
+        // The bare line's empty value and an LF come first: still JSON.
+        assert_eq!(read(&[bare]), Some(answer.clone()));
+        // A mark anywhere else is text: the field is not `data`.
+        let late = [b"\n".as_slice(), b"\xEF\xBB\xBF", answer_line, b"\n\n"].concat();
+        assert_eq!(read_bytes(&[&late]), None);
+        // A line past the cap ends the read.
+        let mut stream = EventStream::default();
+        let long = vec![b'x'; MAX_MESSAGE + 1];
+        assert!(stream.push(&long, &json!(7)).is_err());
         // An event the stream's end cuts off is never dispatched.
         assert_eq!(
             read(&["data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}\n"]),

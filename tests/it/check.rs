@@ -686,20 +686,14 @@ fn each_2026_07_28_defect_is_named_by_its_check() {
             })
         })
         .collect();
-    // The second process's stderr is watched as the first one's is.
-    let leak = {
+    // The second process's stderr is watched as the first one's is, and
+    // the verdict says when it could not be read to its end.
+    let [leak, kept] = ["discover-logs-token", "discover-keeps-stderr"].map(|defect| {
         let server = server.clone();
         std::thread::spawn(move || {
-            check(&[
-                "--",
-                "python3",
-                &server,
-                "--stateless",
-                "--defect",
-                "discover-logs-token",
-            ])
+            check(&["--", "python3", &server, "--stateless", "--defect", defect])
         })
-    };
+    });
     let http = PythonHttp::start(&["--defect", "ignore-headers"]);
     let (_, report) = check(&["--url", &http.url]);
     assert_eq!(
@@ -743,4 +737,10 @@ fn each_2026_07_28_defect_is_named_by_its_check() {
         "{report:#}"
     );
     assert_eq!(code, Some(1));
+    let (_, report) = kept.join().unwrap();
+    assert_eq!(
+        reason(&report, "redaction"),
+        "results and stderr clean (the protocol group's second process's stderr not read to its end: a process it started held it open)",
+        "{report:#}"
+    );
 }

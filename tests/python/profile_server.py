@@ -48,7 +48,9 @@ for the protocol checks: no-result-type, no-cache-hints, anonymous-discover
 served), ignore-headers (HTTP headers that disagree with the body are
 served), stateless-unescaped (a 2026-07-28 call leaves `<` in its text),
 discover-logs-token (`server/discover` writes the upstream token to
-stderr: only the protocol group's second process sees that request);
+stderr: only the protocol group's second process sees that request),
+discover-keeps-stderr (`server/discover` starts a process in a session
+of its own that holds stderr open for 30 s);
 and, not a defect, unknown-as-invalid-params: an unknown method answered
 with -32602, as the Python MCP SDK does.
 """
@@ -728,6 +730,9 @@ def handle(message, base, token, threaded=True):
         }
         if DEFECT != "anonymous-discover":
             result["_meta"] = {"io.modelcontextprotocol/serverInfo": SERVER_INFO}
+        if DEFECT == "discover-keeps-stderr":
+            import subprocess
+            subprocess.Popen(["sleep", "30"], start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
         if DEFECT == "discover-logs-token":
             sys.stderr.write("discover with token %s\n" % os.environ.get("PROVIDER_CONTEXT_TOKEN", ""))
             sys.stderr.flush()

@@ -170,12 +170,11 @@ impl RemoteServer {
     /// tokio worker is `tokio-rt-worker`).
     pub fn thread_names(&self) -> Vec<String> {
         let pid = self.child.id().expect("still running");
+        // A thread may end between the listing and the read: skipped.
         let mut names: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
             .unwrap()
-            .map(|task| {
-                let comm = task.unwrap().path().join("comm");
-                std::fs::read_to_string(comm).unwrap().trim_end().to_owned()
-            })
+            .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+            .map(|comm| comm.trim_end().to_owned())
             .collect();
         names.sort();
         names

@@ -100,8 +100,9 @@ pub struct Suite<'a> {
     progress: Progress<'a>,
     /// How to reach the target a second time, for the protocol checks.
     probe: Option<ProbeTarget>,
-    /// The probe's second process's stderr, once the probe closed.
-    probe_stderr: Option<WatchedStderr>,
+    /// The probe's second process's stderr once the probe closed, and
+    /// whether it was read to its end.
+    probe_stderr: Option<(WatchedStderr, bool)>,
     /// The stateless revision the target was judged by, when it speaks one.
     revision: Option<&'static str>,
 }

@@ -199,7 +199,7 @@ impl Suite<'_> {
             } else if self
                 .probe_stderr
                 .as_ref()
-                .is_some_and(|stderr| stderr.holds(secret))
+                .is_some_and(|(stderr, _)| stderr.holds(secret))
             {
                 Some(format!(
                     "stderr of the protocol group's second process holds {}",
@@ -212,16 +212,24 @@ impl Suite<'_> {
         let probe_wrote = self
             .probe_stderr
             .as_ref()
-            .is_some_and(|stderr| !stderr.is_empty());
+            .is_some_and(|(stderr, _)| !stderr.is_empty());
         let checked = if self.session.stderr().is_empty() && !probe_wrote && self.upstream.is_none()
         {
             "results"
         } else {
             "results and stderr"
         };
+        // A second process whose stderr stayed open past its end (a child
+        // it left behind) was not read whole: say so.
+        let partly = match &self.probe_stderr {
+            Some((_, false)) => {
+                " (the protocol group's second process's stderr not read to its end: a process it started held it open)"
+            }
+            _ => "",
+        };
         self.record(
             Check::Redaction,
-            leak.map_or_else(|| Ok(format!("{} clean", checked)), Err),
+            leak.map_or_else(|| Ok(format!("{checked} clean{partly}")), Err),
         );
     }
 }
