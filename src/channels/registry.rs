@@ -228,7 +228,7 @@ pub fn lint(label: &str, text: &str, bundles: &[(String, String)], report: &mut 
     let published = "server.json, which the registry publishes";
     super::rules::secret_findings(label, &root, published, help, &mut redactions, report);
     for (pointer, message) in problems(&value, bundles) {
-        let node = node_at(&root, &pointer);
+        let node = root.pointer(&pointer);
         let help = "`ecp package --registry NAME` writes a server.json the schema accepts";
         report.add(match node {
             Some(node) => Finding::new(
@@ -247,17 +247,6 @@ pub fn lint(label: &str, text: &str, bundles: &[(String, String)], report: &mut 
         text: text.to_owned(),
         redactions,
     });
-}
-
-fn node_at<'n>(root: &'n spans::Node, pointer: &str) -> Option<&'n spans::Node> {
-    let mut node = root;
-    for part in pointer.split('/').skip(1) {
-        node = match node.as_array() {
-            Some(items) => items.get(part.parse::<usize>().ok()?)?,
-            None => node.get(&part.replace("~1", "/").replace("~0", "~"))?,
-        };
-    }
-    Some(node)
 }
 
 #[cfg(test)]

@@ -73,18 +73,6 @@ impl File<'_> {
     }
 }
 
-/// The node at a JSON pointer of plain keys and indexes.
-fn find<'n>(root: &'n Node, pointer: &str) -> Option<&'n Node> {
-    let mut node = root;
-    for part in pointer.split('/').skip(1) {
-        node = match node.as_array() {
-            Some(items) => items.get(part.parse::<usize>().ok()?)?,
-            None => node.get(part)?,
-        };
-    }
-    Some(node)
-}
-
 /// Lints every client manifest present at `place`; `qwen` is the text of
 /// its `qwen-extension.json` (for `client-drift`), when there is one.
 pub fn lint(
@@ -603,7 +591,7 @@ fn mcpb_server(file: &File, place: &Place, report: &mut Report) {
             "server.type must be node, python or binary".into(),
         );
     }
-    match find(root, "/server/entry_point").and_then(Node::as_str) {
+    match root.pointer("/server/entry_point").and_then(Node::as_str) {
         None => file.refuse(
             report,
             server,
@@ -618,7 +606,7 @@ fn mcpb_server(file: &File, place: &Place, report: &mut Report) {
         {
             report.add(file.at(
             Rule::ClientMcpb,
-            find(root, "/server/entry_point"),
+            root.pointer("/server/entry_point"),
             "/server/entry_point",
             format!("the bundle's entry point {entry:?} is not there: the bundle cannot start (mcpb does not check this)"),
             "build it first; `ecp package` packs the built entry point",
@@ -626,7 +614,7 @@ fn mcpb_server(file: &File, place: &Place, report: &mut Report) {
         }
         Some(_) => {}
     }
-    if !is_string(find(root, "/server/mcp_config/command")) {
+    if !is_string(root.pointer("/server/mcp_config/command")) {
         let message = "server.mcp_config.command: Required";
         file.refuse(report, server, "/server/mcp_config/command", message.into());
     }
@@ -708,7 +696,7 @@ fn drift_rules(
         let shown = want.map_or_else(|| "nothing".into(), |v| secrets_masked(&v.to_string()));
         report.add(file.at(
             Rule::ClientDrift,
-            find(file.root, part),
+            file.root.pointer(part),
             part,
             format!(
                 "{part} is not what qwen-extension.json says for {}: expected {shown}",

@@ -70,6 +70,20 @@ impl Node {
         self.member(key).map(|m| &m.node)
     }
 
+    /// The node a JSON Pointer (RFC 6901) names below this one: `""` is
+    /// this node, `/a/0` member `a`'s first item; `~1` and `~0` in a part
+    /// stand for `/` and `~`.
+    pub fn pointer(&self, pointer: &str) -> Option<&Node> {
+        let mut node = self;
+        for part in pointer.split('/').skip(1) {
+            node = match node.as_array() {
+                Some(items) => items.get(part.parse::<usize>().ok()?)?,
+                None => node.get(&part.replace("~1", "/").replace("~0", "~"))?,
+            };
+        }
+        Some(node)
+    }
+
     /// A short name of the JSON type, for messages.
     pub fn type_name(&self) -> &'static str {
         match self.value {
@@ -468,6 +482,22 @@ impl Parser<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pointers_name_nodes_as_rfc_6901_does() {
+        let root = parse(r#"{"a": [{"b/c": 1, "d~e": 2, "": 3}], "a~1": 4}"#).unwrap();
+        let number = |n: &str| Some(Value::Number(n.to_owned()));
+        let at = |pointer: &str| root.pointer(pointer).map(|n| n.value.clone());
+        assert_eq!(at("/a/0/b~1c"), number("1"));
+        assert_eq!(at("/a/0/d~0e"), number("2"));
+        assert_eq!(at("/a/0/"), number("3"));
+        // `~01` is `~1` as a key, not `/`.
+        assert_eq!(at("/a~01"), number("4"));
+        assert_eq!(root.pointer(""), Some(&root));
+        for missing in ["/a/1", "/a/x", "/b", "/a/0/b/c", "/a/-1"] {
+            assert_eq!(at(missing), None, "{missing}");
+        }
+    }
 
     #[test]
     fn keeps_spans_of_keys_and_values() {
