@@ -524,6 +524,9 @@ fn main() {
     if args.get(1).is_some_and(|a| a == "--hyper-ceiling") {
         return remote::hyper_ceiling(&args);
     }
+    if args.get(1).is_some_and(|a| a == "--client-alone") {
+        return remote::client_alone(&args);
+    }
     if args.iter().any(|a| a == "--ceiling") {
         return ceiling(&arg(&args, "--main"));
     }

@@ -232,6 +232,108 @@ pub fn hyper_ceiling(args: &[String]) {
     });
 }
 
+/// `bench --client-alone reqwest|hyper BASE_URL SECONDS`: 16 tasks on one
+/// thread POST the template's request to `BASE_URL`'s search path for
+/// SECONDS, through the runtime's own upstream client (`Upstream`:
+/// reqwest, the base URL joined, the status and size rules) or through
+/// hyper's HTTP/1 connection API (a connection a task, nothing else: the
+/// least an upstream client can do); prints the requests made and this
+/// process's CPU seconds.
+pub fn client_alone(args: &[String]) {
+    use ecp::runtime::http::{Credential, Upstream};
+    use http_body_util::{BodyExt, Full};
+    let (mode, base_url) = (args[2].clone(), args[3].clone());
+    let seconds: f64 = args[4].parse().unwrap();
+    const BODY: &[u8] = br#"{"query":"deployment policy","limit":5}"#;
+    ecp::runtime::install_tls_provider();
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let requests = tokio.block_on(async move {
+        let deadline = Instant::now() + Duration::from_secs_f64(seconds);
+        let upstream = std::sync::Arc::new(
+            Upstream::new(&base_url, "BASE", &Credential::bearer("TOKEN"), Some("t")).unwrap(),
+        );
+        let uri: hyper::Uri = format!("{base_url}v1/context/search").parse().unwrap();
+        let mut tasks = tokio::task::JoinSet::new();
+        for _ in 0..16 {
+            let (mode, upstream, uri) = (mode.clone(), upstream.clone(), uri.clone());
+            tasks.spawn(async move {
+                let mut made = 0u64;
+                if mode == "reqwest" {
+                    while Instant::now() < deadline {
+                        let text = upstream
+                            .post("v1/context/search")
+                            .json_bytes(BODY.to_vec())
+                            .send_text()
+                            .await
+                            .unwrap();
+                        std::hint::black_box(text);
+                        made += 1;
+                    }
+                    return made;
+                }
+                let authority = uri.authority().unwrap().to_string();
+                let stream = tokio::net::TcpStream::connect(&authority).await.unwrap();
+                stream.set_nodelay(true).unwrap();
+                let (mut send, connection) =
+                    hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                        .await
+                        .unwrap();
+                tokio::spawn(connection);
+                while Instant::now() < deadline {
+                    send.ready().await.unwrap();
+                    let request = hyper::Request::post(uri.clone())
+                        .header("host", &authority)
+                        .header("accept", "application/json")
+                        .header("authorization", "Bearer t")
+                        .header("content-type", "application/json")
+                        .header("user-agent", "bench/0")
+                        .body(Full::new(bytes::Bytes::from_static(BODY)))
+                        .unwrap();
+                    let answer = send.send_request(request).await.unwrap();
+                    assert_eq!(answer.status().as_u16(), 200);
+                    std::hint::black_box(answer.into_body().collect().await.unwrap().to_bytes());
+                    made += 1;
+                }
+                made
+            });
+        }
+        let mut requests = 0;
+        while let Some(made) = tasks.join_next().await {
+            requests += made.unwrap();
+        }
+        requests
+    });
+    println!("{requests} {}", cpu_seconds(std::process::id()));
+}
+
+/// Server CPU a request of the runtime's upstream client and of hyper's
+/// connection API, each alone on `pin` against `base_url`: the medians of
+/// three alternating rounds, in µs.
+fn clients_alone(base_url: &str, pin: Option<&str>) -> [f64; 2] {
+    let mut rounds: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    for _ in 0..3 {
+        for (index, mode) in ["reqwest", "hyper"].iter().enumerate() {
+            let output = pinned(std::env::current_exe().unwrap(), pin)
+                .args(["--client-alone", mode, &format!("{base_url}/"), "1.5"])
+                .stderr(Stdio::inherit())
+                .output()
+                .unwrap();
+            assert!(output.status.success(), "--client-alone {mode}");
+            let text = String::from_utf8(output.stdout).unwrap();
+            let (made, cpu) = text.trim().split_once(' ').unwrap();
+            let made: f64 = made.parse().unwrap();
+            rounds[index].push(cpu.parse::<f64>().unwrap() * 1e6 / made.max(1.0));
+        }
+    }
+    rounds.map(|mut of| {
+        of.sort_by(f64::total_cmp);
+        of[of.len() / 2]
+    })
+}
+
 /// Process start to the first `initialize` answered with 200 at `port`
 /// (one new connection per attempt, every millisecond), in ms.
 fn start_to_initialize(mut command: Command, port: u16, token: &str) -> f64 {
@@ -714,6 +816,18 @@ fn compare(
         );
         measured.push((loaded.per_second, p99));
     }
+    // The upstream client alone, on the servers' CPU against the same
+    // upstream: what an upstream client on hyper's connection API could
+    // save a call at most.
+    let [runtime_client, bare] = clients_alone(base_url, pin);
+    report.row(
+        "upstream client alone, the runtime's (reqwest), 16 tasks on one thread",
+        format!("{runtime_client:.1} µs of CPU a request (median of 3 rounds of 1.5 s)"),
+    );
+    report.row(
+        "upstream client alone, hyper's HTTP/1 connection API, the same load",
+        format!("{bare:.1} µs of CPU a request (median of 3 rounds of 1.5 s)"),
+    );
     if cores >= 2 {
         pin_self(&format!("0-{}", cores - 1));
     }
