@@ -1362,8 +1362,15 @@ async fn on_one_core_a_slow_call_does_not_hold_the_others() {
             ],
         )
         .await;
-        let names = wide.thread_names();
-        // Workers start as the runtime starts; at least one has its name.
+        // Its workers start with its runtime, but a thread takes its name
+        // a moment after it starts (seen: three threads still `ecp` under
+        // load): wait for one.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        let mut names = wide.thread_names();
+        while workers(&names) == 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            names = wide.thread_names();
+        }
         assert!(workers(&names) >= 1, "{names:?}");
         drop(wide);
     }
