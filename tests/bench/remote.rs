@@ -232,13 +232,15 @@ pub fn hyper_ceiling(args: &[String]) {
     });
 }
 
-/// `bench --client-alone reqwest|hyper BASE_URL SECONDS`: 16 tasks on one
-/// thread POST the template's request to `BASE_URL`'s search path for
-/// SECONDS, through the runtime's own upstream client (`Upstream`:
-/// reqwest, the base URL joined, the status and size rules) or through
-/// hyper's HTTP/1 connection API (a connection a task, nothing else: the
-/// least an upstream client can do); prints the requests made and this
-/// process's CPU seconds.
+/// `bench --client-alone reqwest|legacy|hyper BASE_URL SECONDS`: 16 tasks
+/// on one thread POST the template's request to `BASE_URL`'s search path
+/// for SECONDS, through the runtime's own upstream client (`Upstream`:
+/// reqwest, the base URL joined, the status and size rules), through
+/// hyper-util's legacy `Client` (the pool reqwest is built on, one client
+/// for all tasks, without reqwest's layers) or through hyper's HTTP/1
+/// connection API (a connection a task, nothing else: the least an
+/// upstream client can do); prints the requests made and this process's
+/// CPU seconds.
 pub fn client_alone(args: &[String]) {
     use ecp::runtime::http::{Credential, Upstream};
     use http_body_util::{BodyExt, Full};
@@ -270,6 +272,31 @@ pub fn client_alone(args: &[String]) {
                             .await
                             .unwrap();
                         std::hint::black_box(text);
+                        made += 1;
+                    }
+                    return made;
+                }
+                if mode == "legacy" {
+                    let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
+                    connector.set_nodelay(true);
+                    let client = hyper_util::client::legacy::Client::builder(
+                        hyper_util::rt::TokioExecutor::new(),
+                    )
+                    .pool_idle_timeout(Duration::from_secs(90))
+                    .build::<_, Full<bytes::Bytes>>(connector);
+                    while Instant::now() < deadline {
+                        let request = hyper::Request::post(uri.clone())
+                            .header("accept", "application/json")
+                            .header("authorization", "Bearer t")
+                            .header("content-type", "application/json")
+                            .header("user-agent", "bench/0")
+                            .body(Full::new(bytes::Bytes::from_static(BODY)))
+                            .unwrap();
+                        let answer = client.request(request).await.unwrap();
+                        assert_eq!(answer.status().as_u16(), 200);
+                        std::hint::black_box(
+                            answer.into_body().collect().await.unwrap().to_bytes(),
+                        );
                         made += 1;
                     }
                     return made;
@@ -309,13 +336,13 @@ pub fn client_alone(args: &[String]) {
     println!("{requests} {}", cpu_seconds(std::process::id()));
 }
 
-/// Server CPU a request of the runtime's upstream client and of hyper's
-/// connection API, each alone on `pin` against `base_url`: the medians of
-/// three alternating rounds, in µs.
-fn clients_alone(base_url: &str, pin: Option<&str>) -> [f64; 2] {
-    let mut rounds: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+/// Server CPU a request of the runtime's upstream client, hyper-util's
+/// legacy `Client` and hyper's connection API, each alone on `pin` against
+/// `base_url`: the medians of three alternating rounds, in µs.
+fn clients_alone(base_url: &str, pin: Option<&str>) -> [f64; 3] {
+    let mut rounds: [Vec<f64>; 3] = [Vec::new(), Vec::new(), Vec::new()];
     for _ in 0..3 {
-        for (index, mode) in ["reqwest", "hyper"].iter().enumerate() {
+        for (index, mode) in ["reqwest", "legacy", "hyper"].iter().enumerate() {
             let output = pinned(std::env::current_exe().unwrap(), pin)
                 .args(["--client-alone", mode, &format!("{base_url}/"), "1.5"])
                 .stderr(Stdio::inherit())
@@ -819,10 +846,14 @@ fn compare(
     // The upstream client alone, on the servers' CPU against the same
     // upstream: what an upstream client on hyper's connection API could
     // save a call at most.
-    let [runtime_client, bare] = clients_alone(base_url, pin);
+    let [runtime_client, legacy, bare] = clients_alone(base_url, pin);
     report.row(
         "upstream client alone, the runtime's (reqwest), 16 tasks on one thread",
         format!("{runtime_client:.1} µs of CPU a request (median of 3 rounds of 1.5 s)"),
+    );
+    report.row(
+        "upstream client alone, hyper-util's legacy Client, the same load",
+        format!("{legacy:.1} µs of CPU a request (median of 3 rounds of 1.5 s)"),
     );
     report.row(
         "upstream client alone, hyper's HTTP/1 connection API, the same load",
