@@ -243,10 +243,9 @@ pub fn hyper_ceiling(args: &[String]) {
 /// CPU seconds.
 pub fn client_alone(args: &[String]) {
     use ecp::runtime::http::{Credential, Upstream};
-    use http_body_util::{BodyExt, Full};
+    use http_body_util::Full;
     let (mode, base_url) = (args[2].clone(), args[3].clone());
     let seconds: f64 = args[4].parse().unwrap();
-    const BODY: &[u8] = br#"{"query":"deployment policy","limit":5}"#;
     ecp::runtime::install_tls_provider();
     let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -267,7 +266,7 @@ pub fn client_alone(args: &[String]) {
                     while Instant::now() < deadline {
                         let text = upstream
                             .post("v1/context/search")
-                            .json_bytes(BODY.to_vec())
+                            .json_bytes(SEARCH_BODY.to_vec())
                             .send_text()
                             .await
                             .unwrap();
@@ -285,18 +284,8 @@ pub fn client_alone(args: &[String]) {
                     .pool_idle_timeout(Duration::from_secs(90))
                     .build::<_, Full<bytes::Bytes>>(connector);
                     while Instant::now() < deadline {
-                        let request = hyper::Request::post(uri.clone())
-                            .header("accept", "application/json")
-                            .header("authorization", "Bearer t")
-                            .header("content-type", "application/json")
-                            .header("user-agent", "bench/0")
-                            .body(Full::new(bytes::Bytes::from_static(BODY)))
-                            .unwrap();
-                        let answer = client.request(request).await.unwrap();
-                        assert_eq!(answer.status().as_u16(), 200);
-                        std::hint::black_box(
-                            answer.into_body().collect().await.unwrap().to_bytes(),
-                        );
+                        let answer = client.request(search(&uri, None)).await.unwrap();
+                        drain(answer).await;
                         made += 1;
                     }
                     return made;
@@ -311,17 +300,8 @@ pub fn client_alone(args: &[String]) {
                 tokio::spawn(connection);
                 while Instant::now() < deadline {
                     send.ready().await.unwrap();
-                    let request = hyper::Request::post(uri.clone())
-                        .header("host", &authority)
-                        .header("accept", "application/json")
-                        .header("authorization", "Bearer t")
-                        .header("content-type", "application/json")
-                        .header("user-agent", "bench/0")
-                        .body(Full::new(bytes::Bytes::from_static(BODY)))
-                        .unwrap();
-                    let answer = send.send_request(request).await.unwrap();
-                    assert_eq!(answer.status().as_u16(), 200);
-                    std::hint::black_box(answer.into_body().collect().await.unwrap().to_bytes());
+                    let request = search(&uri, Some(&authority));
+                    drain(send.send_request(request).await.unwrap()).await;
                     made += 1;
                 }
                 made
@@ -334,6 +314,37 @@ pub fn client_alone(args: &[String]) {
         requests
     });
     println!("{requests} {}", cpu_seconds(std::process::id()));
+}
+
+/// The body of the template's search request.
+const SEARCH_BODY: &[u8] = br#"{"query":"deployment policy","limit":5}"#;
+
+/// The template's search request for hyper's clients; `host` where the
+/// client does not write it.
+fn search(
+    uri: &hyper::Uri,
+    host: Option<&str>,
+) -> hyper::Request<http_body_util::Full<bytes::Bytes>> {
+    let mut request = hyper::Request::post(uri.clone());
+    if let Some(host) = host {
+        request = request.header("host", host);
+    }
+    request
+        .header("accept", "application/json")
+        .header("authorization", "Bearer t")
+        .header("content-type", "application/json")
+        .header("user-agent", "bench/0")
+        .body(http_body_util::Full::new(bytes::Bytes::from_static(
+            SEARCH_BODY,
+        )))
+        .unwrap()
+}
+
+/// Reads an answer of [`search`] whole.
+async fn drain(answer: hyper::Response<hyper::body::Incoming>) {
+    use http_body_util::BodyExt;
+    assert_eq!(answer.status().as_u16(), 200);
+    std::hint::black_box(answer.into_body().collect().await.unwrap().to_bytes());
 }
 
 /// Server CPU a request of the runtime's upstream client, hyper-util's
