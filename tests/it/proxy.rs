@@ -3,7 +3,10 @@
 //! The adapter (`ecp serve --http`, the runtime every generated extension
 //! copies) goes through it when `HTTP_PROXY` names it, goes direct when
 //! `NO_PROXY` covers the host, and gives the stable error when the proxy
-//! refuses; the proxy's credentials appear nowhere.
+//! refuses; the proxy's credentials appear nowhere. An `https` upstream
+//! (nginx with a test CA in front of the recording upstream) is reached
+//! directly and through tinyproxy's `CONNECT` tunnel, and refused when its
+//! certificate is not trusted.
 
 use std::{
     net::TcpStream,
@@ -15,6 +18,8 @@ use ecp::{
     check::upstream::{Reply, Upstream},
     profile::SEARCH_FAILED,
 };
+
+use crate::nginx::{Nginx, TestCa};
 
 const PROXY_USER: &str = "proxyuser";
 const PROXY_PASSWORD: &str = "s3cretProxyPassword7f";
@@ -78,6 +83,16 @@ fn start_tinyproxy() -> Tinyproxy {
 /// `ecp call` against `ecp serve --http` with the binding pointed at
 /// `base_url` and the given proxy variables (nothing inherited).
 async fn call_through(base_url: &str, proxy_env: &[(&str, String)]) -> Output {
+    call_with(base_url, proxy_env, None).await
+}
+
+/// [`call_through`], trusting the test CA at `ca` when one is given (the
+/// platform verifier reads `SSL_CERT_FILE` on Linux).
+async fn call_with(
+    base_url: &str,
+    proxy_env: &[(&str, String)],
+    ca: Option<&std::path::Path>,
+) -> Output {
     let ecp = env!("CARGO_BIN_EXE_ecp");
     let mut command = Command::new(ecp);
     command
@@ -98,6 +113,12 @@ async fn call_through(base_url: &str, proxy_env: &[(&str, String)]) -> Output {
     }
     for (name, value) in proxy_env {
         command.env(name, value);
+    }
+    command
+        .env_remove("SSL_CERT_FILE")
+        .env_remove("SSL_CERT_DIR");
+    if let Some(ca) = ca {
+        command.env("SSL_CERT_FILE", ca);
     }
     tokio::task::spawn_blocking(move || command.output().unwrap())
         .await
@@ -207,4 +228,93 @@ async fn the_binding_goes_through_a_real_forward_proxy_as_the_environment_says()
         before,
         "a refusing proxy forwards nothing"
     );
+}
+
+/// nginx terminating TLS for `localhost` (a certificate of the test CA) on
+/// a free loopback port, in front of `upstream`.
+fn https_front(dir: &std::path::Path, upstream: &Upstream) -> (Nginx, TestCa, u16) {
+    let tls = TestCa::new(dir, "localhost");
+    let port = crate::nginx::free_port();
+    let origin = upstream.base_url.trim_end_matches('/');
+    let conf = format!(
+        "events {{}}\nhttp {{\n    access_log off;\n    server {{\n        listen 127.0.0.1:{port} ssl;\n        \
+         ssl_certificate {};\n        ssl_certificate_key {};\n        \
+         location / {{ proxy_pass {origin}; }}\n    }}\n}}\n",
+        tls.cert.display(),
+        tls.key.display()
+    );
+    let nginx = Nginx::run(&conf, dir, port);
+    (nginx, tls, port)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_https_upstream_is_reached_directly_and_through_a_connect_tunnel() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = Upstream::start(|_| {
+        Reply::json(r#"{"items":[{"id":"release-train","content":"Trains leave on Tuesdays."}]}"#)
+    })
+    .await;
+    let (_nginx, tls, port) = https_front(dir.path(), &upstream);
+    let base_url = format!("https://localhost:{port}");
+    let proxy = start_tinyproxy();
+    let tunnel = format!(
+        "http://{PROXY_USER}:{PROXY_PASSWORD}@127.0.0.1:{}",
+        proxy.port
+    );
+    let succeeded = |output: &Output| {
+        assert!(output.status.success(), "{}", all_output(output));
+        assert!(all_output(output).contains("Trains leave on Tuesdays."));
+    };
+    let failed = |output: &Output| {
+        let shown = all_output(output);
+        assert_eq!(output.status.code(), Some(1), "{shown}");
+        assert!(shown.contains(SEARCH_FAILED), "{shown}");
+        assert!(!shown.contains(PROXY_PASSWORD), "{shown}");
+    };
+
+    // Direct, trusting the test CA: TLS with SNI `localhost`, the request
+    // arrives (through nginx) with the credential.
+    succeeded(&call_with(&base_url, &[], Some(&tls.ca)).await);
+    let seen = upstream.requests();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        seen[0].header("authorization"),
+        Some("Bearer upstream-token-1234")
+    );
+
+    // Not trusting it (the system's roots only): refused before a request.
+    failed(&call_with(&base_url, &[], None).await);
+    assert_eq!(upstream.requests().len(), 1, "no request without trust");
+
+    // Through tinyproxy's CONNECT tunnel: its credentials on the CONNECT
+    // (wrong ones or a dead proxy fail, so the tunnel is really the path),
+    // TLS end to end inside it.
+    succeeded(&call_with(&base_url, &[("HTTPS_PROXY", tunnel.clone())], Some(&tls.ca)).await);
+    assert_eq!(upstream.requests().len(), 2);
+    let wrong = format!(
+        "http://{PROXY_USER}:wrong-{PROXY_PASSWORD}@127.0.0.1:{}",
+        proxy.port
+    );
+    let dead = format!("http://127.0.0.1:{}", free_port());
+    for proxy_url in [wrong, dead] {
+        failed(&call_with(&base_url, &[("HTTPS_PROXY", proxy_url)], Some(&tls.ca)).await);
+    }
+    assert_eq!(
+        upstream.requests().len(),
+        2,
+        "a refused tunnel sends nothing"
+    );
+    // The HTTP proxy serves https when HTTPS_PROXY is unset; NO_PROXY
+    // sends the request direct past a dead one.
+    succeeded(&call_with(&base_url, &[("HTTP_PROXY", tunnel)], Some(&tls.ca)).await);
+    let dead = format!("http://127.0.0.1:{}", free_port());
+    succeeded(
+        &call_with(
+            &base_url,
+            &[("HTTPS_PROXY", dead), ("NO_PROXY", "localhost".to_owned())],
+            Some(&tls.ca),
+        )
+        .await,
+    );
+    assert_eq!(upstream.requests().len(), 4);
 }

@@ -181,8 +181,14 @@ impl Nginx {
             assert!(conf.contains(&example), "{conf}");
             conf = conf.replace(&example, &format!("server {replica} "));
         }
+        Nginx::run(&conf, dir, port)
+    }
+
+    /// nginx with `conf` (its scratch folders moved under `dir`), once it
+    /// listens on 127.0.0.1:`port`.
+    pub fn run(conf: &str, dir: &Path, port: u16) -> Nginx {
         let path = dir.join("nginx.conf");
-        std::fs::write(&path, scratch_paths(&conf, dir)).unwrap();
+        std::fs::write(&path, scratch_paths(conf, dir)).unwrap();
         let child = Command::new("nginx")
             .arg("-c")
             .arg(&path)

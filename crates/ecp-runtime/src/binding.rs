@@ -46,7 +46,7 @@ impl std::fmt::Debug for HttpSearchConfig {
 
 /// The search endpoint for a base URL, or the rule it breaks. The binding
 /// keeps the profile's rule of a base without a path (`/` or empty).
-pub fn search_endpoint(base_url: &str) -> Result<reqwest::Url, &'static str> {
+pub fn search_endpoint(base_url: &str) -> Result<url::Url, &'static str> {
     let url = crate::client::base_url(base_url)?;
     if url.path() != "/" {
         return Err("its path must be empty or /; the binding appends /v1/context/search");

@@ -9,10 +9,11 @@
 //!   it (no `..`, no absolute path or URL).
 //! - The credential comes from the environment too, sent as a bearer
 //!   `authorization` or under another header name; it is a sensitive header
-//!   value (never logged by reqwest) and never part of an error.
+//!   value and never part of an error.
 //! - No redirect is followed (a 3xx is [`ProviderError::Redirect`]), nothing
 //!   is retried, `HTTP_PROXY`/`HTTPS_PROXY`/`NO_PROXY` are honoured as the
-//!   reference honours them ([`crate::proxy`]).
+//!   reference honours them ([`crate::proxy`]); TLS, TCP and the connection
+//!   pool are the runtime's one outbound client's (`outbound.rs`).
 //! - The body is read up to [`MAX_BODY_BYTES`] (a larger declared length or a
 //!   longer body is [`ProviderError::Oversized`]; exactly the cap is fine),
 //!   must be strict UTF-8 after a leading BOM is dropped, and is parsed the
@@ -27,13 +28,21 @@
 
 use std::{fmt::Display, sync::OnceLock};
 
-use reqwest::{
-    Method, Url,
-    header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderValue},
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::{
+    Method, StatusCode,
+    header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderValue, USER_AGENT},
 };
 use serde_json::Value;
+use url::Url;
 
-use crate::{ProviderError, profile::ecmascript::javascript_compatible, proxy::ProxyEnv};
+use crate::{
+    ProviderError,
+    outbound::{BodyError, HttpClient, read_body},
+    profile::ecmascript::javascript_compatible,
+    proxy::ProxyEnv,
+};
 
 /// Largest accepted response body (exactly this many bytes is fine).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -175,7 +184,7 @@ pub struct Upstream {
     credential: Option<(HeaderName, HeaderValue)>,
     /// Built on the first request: loading the TLS roots is most of an
     /// adapter's start-up time, and `initialize` should not wait for it.
-    client: OnceLock<Option<reqwest::Client>>,
+    client: OnceLock<Option<HttpClient>>,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -264,9 +273,11 @@ impl Upstream {
         }
     }
 
-    fn client(&self) -> Result<&reqwest::Client, ProviderError> {
+    /// The client, through the proxy the environment names for the base
+    /// URL (every request goes under it, so one decision holds for all).
+    fn client(&self) -> Result<&HttpClient, ProviderError> {
         self.client
-            .get_or_init(build_client)
+            .get_or_init(|| HttpClient::new(ProxyEnv::from_env().proxy_for(&self.base), None).ok())
             .as_ref()
             .ok_or(ProviderError::Internal)
     }
@@ -293,26 +304,6 @@ fn credential_header(
     let mut value = HeaderValue::from_str(&format!("{prefix}{secret}")).map_err(|_| invalid())?;
     value.set_sensitive(true);
     Ok((name, value))
-}
-
-fn build_client() -> Option<reqwest::Client> {
-    install_tls_provider();
-    let builder = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .retry(reqwest::retry::never())
-        // reqwest's own reading of the environment differs from the
-        // reference's; ours is explicit.
-        .no_proxy()
-        .user_agent(concat!(
-            env!("CARGO_PKG_NAME"),
-            "/",
-            env!("CARGO_PKG_VERSION")
-        ));
-    let builder = match ProxyEnv::from_env().into_reqwest() {
-        Some(proxy) => builder.proxy(proxy),
-        None => builder,
-    };
-    builder.build().ok()
 }
 
 /// One request being built; nothing is sent before [`Request::send`].
@@ -407,53 +398,57 @@ impl Request<'_> {
 
     async fn send_bytes(self) -> Result<Vec<u8>, ProviderError> {
         let url = self.url.ok_or(ProviderError::Internal)?;
-        let mut request = self
-            .upstream
-            .client()?
-            .request(self.method, url)
-            .header(ACCEPT, "application/json");
+        let uri: hyper::Uri = url.as_str().parse().map_err(|_| ProviderError::Internal)?;
+        let mut request =
+            hyper::Request::new(Full::new(self.body.map(Bytes::from).unwrap_or_default()));
+        *request.method_mut() = self.method;
+        *request.uri_mut() = uri;
+        let headers = request.headers_mut();
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        headers.insert(
+            USER_AGENT,
+            HeaderValue::from_static(concat!(
+                env!("CARGO_PKG_NAME"),
+                "/",
+                env!("CARGO_PKG_VERSION")
+            )),
+        );
         if let Some((name, value)) = &self.upstream.credential {
-            request = request.header(name.clone(), value.clone());
+            headers.insert(name.clone(), value.clone());
         }
         for (name, value) in self.headers {
-            request = request.header(name, value);
+            headers.append(name, value);
         }
-        if let Some(body) = self.body {
-            request = request.body(body);
-        }
-        let response = request.send().await.map_err(|_| ProviderError::Transport)?;
+        let response = self
+            .upstream
+            .client()?
+            .send(request)
+            .await
+            .map_err(|_| ProviderError::Transport)?;
         read_response(response).await
     }
 }
 
 /// The status rules, then the body up to the cap.
-async fn read_response(mut response: reqwest::Response) -> Result<Vec<u8>, ProviderError> {
+async fn read_response(
+    response: hyper::Response<hyper::body::Incoming>,
+) -> Result<Vec<u8>, ProviderError> {
     let status = response.status();
     if status.is_redirection() {
         return Err(ProviderError::Redirect(status.as_u16()));
     }
-    if status == reqwest::StatusCode::TOO_MANY_REQUESTS {
+    if status == StatusCode::TOO_MANY_REQUESTS {
         return Err(ProviderError::RateLimited);
     }
     if !status.is_success() {
         return Err(ProviderError::Status(status.as_u16()));
     }
-    let declared = response.content_length().unwrap_or(0);
-    if declared > MAX_BODY_BYTES as u64 {
-        return Err(ProviderError::Oversized);
-    }
-    let mut body = Vec::with_capacity(declared as usize);
-    while let Some(chunk) = response
-        .chunk()
+    read_body(response, MAX_BODY_BYTES)
         .await
-        .map_err(|_| ProviderError::Transport)?
-    {
-        if body.len() + chunk.len() > MAX_BODY_BYTES {
-            return Err(ProviderError::Oversized);
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
+        .map_err(|error| match error {
+            BodyError::TooLarge => ProviderError::Oversized,
+            BodyError::Transport => ProviderError::Transport,
+        })
 }
 
 /// `JSON.parse` for the documents serde_json refuses but JavaScript reads:
@@ -473,7 +468,7 @@ pub fn string(value: &Value, key: &str) -> Option<String> {
     value.get(key).and_then(Value::as_str).map(str::to_owned)
 }
 
-/// Makes ring the TLS crypto provider of the process (reqwest is built
+/// Makes ring the TLS crypto provider of the process (rustls is built
 /// without a default one). Call it before building an HTTP client; calling
 /// it again is harmless.
 pub fn install_tls_provider() {

@@ -42,6 +42,7 @@ mod framing;
 #[doc(hidden)]
 pub mod internal;
 mod log;
+mod outbound;
 pub mod profile;
 #[doc(hidden)] // an old path, see below
 pub mod proxy;

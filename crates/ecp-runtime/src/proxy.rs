@@ -18,7 +18,7 @@
 //! Basic`. It is a credential: nothing here formats it, and the adapter's
 //! errors never carry it (they are the stable message).
 
-use reqwest::Url;
+use url::Url;
 
 /// One `NO_PROXY` entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,7 +149,9 @@ impl ProxyEnv {
         (!self.bypassed(url)).then_some(proxy)
     }
 
-    /// The settings as a reqwest proxy; `None` when no proxy is set.
+    /// The settings as a reqwest proxy; `None` when no proxy is set. Kept
+    /// for provider code an earlier ecp generated (the runtime itself goes
+    /// through `proxy_for`); gone in 1.0.
     pub fn into_reqwest(self) -> Option<reqwest::Proxy> {
         if self.is_empty() {
             return None;

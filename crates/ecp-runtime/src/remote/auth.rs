@@ -17,6 +17,8 @@ use ring::signature::{self, RsaPublicKeyComponents, UnparsedPublicKey};
 use serde_json::Value;
 use url::Url;
 
+use crate::outbound::{BodyError, HttpClient, describe, read_body};
+
 /// The scope every token must carry.
 pub const REQUIRED_SCOPE: &str = "context.read";
 /// Clock skew tolerated on `exp` and `nbf`.
@@ -280,7 +282,7 @@ impl std::fmt::Display for JwksSource {
 /// A key set fetched over HTTP, kept fresh.
 struct RemoteKeys {
     url: Url,
-    client: reqwest::Client,
+    client: HttpClient,
     current: tokio::sync::RwLock<(Arc<KeySet>, Instant)>,
     /// Held while fetching, so concurrent unknown `kid`s cause one fetch.
     fetching: tokio::sync::Mutex<()>,
@@ -293,30 +295,38 @@ struct RemoteKeys {
 const JWKS_CONNECT_LIMIT: Duration = Duration::from_secs(1);
 /// How long the first fetch of the key set may take in all.
 const JWKS_STARTUP_LIMIT: Duration = Duration::from_secs(3);
+/// How long any fetch of the key set may take in all.
+const JWKS_FETCH_LIMIT: Duration = Duration::from_secs(10);
 
 impl RemoteKeys {
-    async fn fetch(client: &reqwest::Client, url: &Url) -> Result<KeySet, KeySetError> {
+    async fn fetch(client: &HttpClient, url: &Url) -> Result<KeySet, KeySetError> {
         let fail = |what: String| KeySetError(format!("cannot fetch the key set {url}: {what}"));
-        let mut response = client
-            .get(url.clone())
-            .header(reqwest::header::ACCEPT, "application/json")
-            .send()
-            .await
-            .map_err(|error| fail(error.to_string()))?;
-        if !response.status().is_success() {
-            return Err(fail(format!("HTTP {}", response.status().as_u16())));
-        }
-        let mut body = Vec::new();
-        while let Some(chunk) = response
-            .chunk()
-            .await
-            .map_err(|error| fail(error.to_string()))?
-        {
-            if body.len() + chunk.len() > MAX_JWKS_BYTES {
-                return Err(fail("the document is larger than 1 MiB".to_owned()));
+        let fetch = async {
+            let uri: hyper::Uri = url
+                .as_str()
+                .parse()
+                .map_err(|_| fail("not a URL an HTTP request can name".to_owned()))?;
+            let request = hyper::Request::get(uri)
+                .header(hyper::header::ACCEPT, "application/json")
+                .body(Default::default())
+                .map_err(|error| fail(error.to_string()))?;
+            let response = client
+                .send(request)
+                .await
+                .map_err(|error| fail(describe(&error)))?;
+            if !response.status().is_success() {
+                return Err(fail(format!("HTTP {}", response.status().as_u16())));
             }
-            body.extend_from_slice(&chunk);
-        }
+            read_body(response, MAX_JWKS_BYTES)
+                .await
+                .map_err(|error| match error {
+                    BodyError::TooLarge => fail("the document is larger than 1 MiB".to_owned()),
+                    BodyError::Transport => fail("the connection failed".to_owned()),
+                })
+        };
+        let body = tokio::time::timeout(JWKS_FETCH_LIMIT, fetch)
+            .await
+            .map_err(|_| fail(format!("no answer within {} s", JWKS_FETCH_LIMIT.as_secs())))??;
         let text = String::from_utf8(body).map_err(|_| fail("not UTF-8".to_owned()))?;
         KeySet::parse(&text).map_err(|error| fail(error.0))
     }
@@ -351,7 +361,7 @@ impl RemoteKeys {
 
 enum Keys {
     Fixed(KeySet),
-    Remote(RemoteKeys),
+    Remote(Box<RemoteKeys>),
 }
 
 /// What a token must satisfy.
@@ -438,18 +448,10 @@ impl Authenticator {
                 )
             }
             JwksSource::Url(url) => {
-                // reqwest is built without a TLS crypto provider.
-                crate::client::install_tls_provider();
-                let client = reqwest::Client::builder()
-                    .no_proxy()
-                    .redirect(reqwest::redirect::Policy::none())
-                    .retry(reqwest::retry::never())
-                    .connect_timeout(JWKS_CONNECT_LIMIT)
-                    .timeout(Duration::from_secs(10))
-                    .build()
-                    .map_err(|error| {
-                        KeySetError(format!("cannot build an HTTP client: {error}"))
-                    })?;
+                // Direct (no proxy), no redirect, no retry.
+                let client = HttpClient::new(None, Some(JWKS_CONNECT_LIMIT)).map_err(|error| {
+                    KeySetError(format!("cannot build an HTTP client: {error}"))
+                })?;
                 // A replica must answer its first `initialize` well inside a
                 // client's discovery timeout (Qwen's is 5 s): an unreachable
                 // key set is said within 1 s, a slow one within 3 s.
@@ -465,13 +467,13 @@ impl Authenticator {
                             )));
                         }
                     };
-                Keys::Remote(RemoteKeys {
+                Keys::Remote(Box::new(RemoteKeys {
                     url: url.clone(),
                     client,
                     current: tokio::sync::RwLock::new((Arc::new(keys), Instant::now())),
                     fetching: tokio::sync::Mutex::new(()),
                     generation: std::sync::atomic::AtomicU64::new(0),
-                })
+                }))
             }
         };
         Ok(Authenticator {
