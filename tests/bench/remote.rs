@@ -232,12 +232,12 @@ pub fn hyper_ceiling(args: &[String]) {
     });
 }
 
-/// `bench --client-alone reqwest|legacy|hyper BASE_URL SECONDS`: 16 tasks
+/// `bench --client-alone runtime|legacy|hyper BASE_URL SECONDS`: 16 tasks
 /// on one thread POST the template's request to `BASE_URL`'s search path
 /// for SECONDS, through the runtime's own upstream client (`Upstream`:
-/// reqwest, the base URL joined, the status and size rules), through
-/// hyper-util's legacy `Client` (the pool reqwest is built on, one client
-/// for all tasks, without reqwest's layers) or through hyper's HTTP/1
+/// hyper-util's pool behind the runtime's connector, the base URL joined,
+/// the status and size rules; reqwest until runtime 0.4.2), through
+/// hyper-util's legacy `Client` bare (a client a task) or through hyper's HTTP/1
 /// connection API (a connection a task, nothing else: the least an
 /// upstream client can do); prints the requests made and this process's
 /// CPU seconds.
@@ -262,7 +262,7 @@ pub fn client_alone(args: &[String]) {
             let (mode, upstream, uri) = (mode.clone(), upstream.clone(), uri.clone());
             tasks.spawn(async move {
                 let mut made = 0u64;
-                if mode == "reqwest" {
+                if mode == "runtime" {
                     while Instant::now() < deadline {
                         let text = upstream
                             .post("v1/context/search")
@@ -353,7 +353,7 @@ async fn drain(answer: hyper::Response<hyper::body::Incoming>) {
 fn clients_alone(base_url: &str, pin: Option<&str>) -> [f64; 3] {
     let mut rounds: [Vec<f64>; 3] = [Vec::new(), Vec::new(), Vec::new()];
     for _ in 0..3 {
-        for (index, mode) in ["reqwest", "legacy", "hyper"].iter().enumerate() {
+        for (index, mode) in ["runtime", "legacy", "hyper"].iter().enumerate() {
             let output = pinned(std::env::current_exe().unwrap(), pin)
                 .args(["--client-alone", mode, &format!("{base_url}/"), "1.5"])
                 .stderr(Stdio::inherit())
@@ -859,7 +859,7 @@ fn compare(
     // save a call at most.
     let [runtime_client, legacy, bare] = clients_alone(base_url, pin);
     report.row(
-        "upstream client alone, the runtime's (reqwest), 16 tasks on one thread",
+        "upstream client alone, the runtime's, 16 tasks on one thread",
         format!("{runtime_client:.1} µs of CPU a request (median of 3 rounds of 1.5 s)"),
     );
     report.row(

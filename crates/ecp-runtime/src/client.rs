@@ -167,9 +167,20 @@ pub fn base_url(text: &str) -> Result<Url, &'static str> {
 /// [`Request::query`]).
 fn is_relative_path(path: &str) -> bool {
     // `%2e` is a dot to the URL parser: `%2e%2e` leaves the base as `..` does.
+    // Read without allocating: this runs on every request.
     let dot_segment = |segment: &str| {
-        let lower = segment.to_ascii_lowercase().replace("%2e", ".");
-        lower == "." || lower == ".."
+        let (mut rest, mut dots) = (segment.as_bytes(), 0);
+        while !rest.is_empty() {
+            if rest[0] == b'.' {
+                rest = &rest[1..];
+            } else if rest.len() >= 3 && rest[..3].eq_ignore_ascii_case(b"%2e") {
+                rest = &rest[3..];
+            } else {
+                return false;
+            }
+            dots += 1;
+        }
+        dots == 1 || dots == 2
     };
     !path.starts_with('/')
         && !path.contains([':', '?', '#', '\\'])
@@ -492,6 +503,9 @@ mod tests {
             let upstream = Upstream::new(base, "B", &Credential::None, None).unwrap();
             upstream.get(path).url.map(|u| u.to_string())
         };
+        for fine in ["😀/x", "a..b/...", "%2e%2e%2e", "%2ex", "v1/.well-known"] {
+            assert!(join("https://x.example/api", fine).is_some(), "{fine}");
+        }
         assert_eq!(
             join("https://x.example", "db/docs.json").as_deref(),
             Some("https://x.example/db/docs.json")
@@ -516,6 +530,8 @@ mod tests {
             "%2e/x",
             ".%2E/x",
             "a\nb",
+            "%2E%2e",
+            "x/.%2e",
         ] {
             assert_eq!(join("https://x.example/api", bad), None, "{bad}");
         }

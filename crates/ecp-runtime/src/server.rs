@@ -1,7 +1,7 @@
 //! The rmcp `ServerHandler` for `context_search`: argument checks, the
 //! provider call under budget and cancellation, and result rendering.
 
-use std::{borrow::Cow, sync::Arc};
+use std::{borrow::Cow, future::Future, panic::AssertUnwindSafe, sync::Arc, task::Poll};
 
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
@@ -13,7 +13,6 @@ use rmcp::{
     service::RequestContext,
 };
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::AbortOnDropHandle;
 
 use super::{
     Provider, ProviderError, RuntimeConfig, context_search_tool,
@@ -90,22 +89,25 @@ impl<P: Provider> ContextSearchServer<P> {
     }
 
     async fn search(&self, query: String, cancelled: CancellationToken) -> Outcome {
-        let provider = self.provider.clone();
-        // Dropped when the call stops waiting for it (budget, cancellation,
-        // the call itself dropped), which aborts the provider task and with it
-        // any in-flight upstream request.
-        let mut task = AbortOnDropHandle::new(tokio::spawn(async move {
-            provider.search(&query, PROVIDER_LIMIT).await
-        }));
+        // Polled in the call's own task (a task of its own cost a spawn and
+        // a wake-up a call) and dropped when the call stops waiting for it
+        // (budget, cancellation, the call itself dropped), which drops any
+        // in-flight upstream request and closes its connection. A panic in
+        // the mapping is a failed search, never a dead server; the future is
+        // not polled again after it.
+        let mut search = std::pin::pin!(self.provider.search(&query, PROVIDER_LIMIT));
+        let guarded = std::future::poll_fn(|cx| {
+            std::panic::catch_unwind(AssertUnwindSafe(|| search.as_mut().poll(cx)))
+                .unwrap_or(Poll::Ready(Err(ProviderError::Internal)))
+        });
         tokio::select! {
             biased;
             () = cancelled.cancelled() => Outcome::Cancelled,
-            finished = tokio::time::timeout(self.config.budget.duration(), &mut task) => {
+            finished = tokio::time::timeout(self.config.budget.duration(), guarded) => {
                 match finished {
                     Err(_elapsed) => Outcome::Failed(ProviderError::Timeout),
-                    Ok(Err(_join_error)) => Outcome::Failed(ProviderError::Internal),
-                    Ok(Ok(Err(error))) => Outcome::Failed(error),
-                    Ok(Ok(Ok(mut items))) => {
+                    Ok(Err(error)) => Outcome::Failed(error),
+                    Ok(Ok(mut items)) => {
                         // Invalid items are dropped before the renderer
                         // keeps the first five, as the V1 binding does, so
                         // that a mapping need neither filter nor limit.

@@ -182,7 +182,10 @@ pub(super) async fn answer_logged<P: Provider>(
         server,
         armed: true,
     };
-    let answer = server.answer(arguments, cancel.child_token()).await;
+    // The drain's token itself (a clone shares it): nothing cancels one
+    // call alone here, and a child token would lock the parent's tree twice
+    // a call.
+    let answer = server.answer(arguments, cancel.clone()).await;
     left_early.armed = false;
     answer
 }
