@@ -141,7 +141,7 @@ impl<P: Provider> ContextSearchServer<P> {
             Err(error) => return Answer::Failure(error.message()),
         };
         match self.search(query, cancelled).await {
-            Outcome::Found(items) => Answer::Envelope(Rendered::new(&items)),
+            Outcome::Found(items) => Answer::Envelope(Rendered::from_items(items)),
             Outcome::Failed(error) => {
                 self.log(
                     "context_search_failed",

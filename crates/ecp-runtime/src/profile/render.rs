@@ -106,6 +106,18 @@ fn bounded_optional(s: &Option<String>, max_code_points: usize) -> Option<String
         .map(|s| truncate(s, max_code_points).to_owned())
 }
 
+/// [`truncate`] in place: the string is kept, not copied.
+fn truncated(mut s: String, max_code_points: usize) -> String {
+    let end = truncate(&s, max_code_points).len();
+    s.truncate(end);
+    s
+}
+
+fn bounded_owned(s: Option<String>, max_code_points: usize) -> Option<String> {
+    s.filter(|s| !s.is_empty())
+        .map(|s| truncated(s, max_code_points))
+}
+
 impl ContextItem {
     /// Step 3 of the algorithm: truncate every field to its bound, keep only a
     /// finite score, drop empty optional strings. `None` for an item whose id
@@ -121,6 +133,23 @@ impl ContextItem {
             uri: bounded_optional(&item.uri, MAX_URI),
             score: item.score.filter(|score| score.is_finite()),
             updated_at: bounded_optional(&item.updated_at, MAX_UPDATED_AT),
+        })
+    }
+
+    /// [`Self::compact`] of an item the caller gives up: its strings are
+    /// moved and cut in place, not copied (what the server does with a
+    /// provider's answer).
+    fn compact_owned(item: ProviderItem) -> Option<ContextItem> {
+        if item.id.is_empty() || item.content.is_empty() {
+            return None;
+        }
+        Some(ContextItem {
+            id: truncated(item.id, MAX_ID),
+            content: truncated(item.content, MAX_CONTENT),
+            title: bounded_owned(item.title, MAX_TITLE),
+            uri: bounded_owned(item.uri, MAX_URI),
+            score: item.score.filter(|score| score.is_finite()),
+            updated_at: bounded_owned(item.updated_at, MAX_UPDATED_AT),
         })
     }
 
@@ -294,13 +323,34 @@ pub struct Rendered {
 impl Rendered {
     /// Renders provider items, in provider order, into the bounded envelope.
     pub fn new(provider_items: &[ProviderItem]) -> Rendered {
+        // Slice first, filter after: an invalid item among the first five
+        // still takes one of the five places.
+        Rendered::from_compacted(
+            provider_items
+                .iter()
+                .take(MAX_ITEMS)
+                .map(ContextItem::compact),
+        )
+    }
+
+    /// [`Rendered::new`] of items the caller gives up (no string copied
+    /// but the envelope's own).
+    pub fn from_items(provider_items: Vec<ProviderItem>) -> Rendered {
+        Rendered::from_compacted(
+            provider_items
+                .into_iter()
+                .take(MAX_ITEMS)
+                .map(ContextItem::compact_owned),
+        )
+    }
+
+    /// Steps 4 and on, from the compacted first five.
+    fn from_compacted(compacted: impl Iterator<Item = Option<ContextItem>>) -> Rendered {
         let mut items: Vec<ContextItem> = Vec::with_capacity(MAX_ITEMS);
         let mut scores: Vec<Option<String>> = Vec::with_capacity(MAX_ITEMS);
         let mut used = envelope_utf16_len_without_items();
-        // Slice first, filter after: an invalid item among the first five
-        // still takes one of the five places.
-        for provider_item in provider_items.iter().take(MAX_ITEMS) {
-            let Some(item) = ContextItem::compact(provider_item) else {
+        for item in compacted {
+            let Some(item) = item else {
                 continue;
             };
             let separator = usize::from(!items.is_empty());
@@ -395,6 +445,33 @@ mod tests {
             id: id.into(),
             content: content.into(),
             ..ProviderItem::default()
+        }
+    }
+
+    #[test]
+    fn owned_items_render_as_borrowed_ones_do() {
+        let long = "é<\"x".repeat(9_000);
+        let full = |id: &str, content: &str| ProviderItem {
+            id: id.into(),
+            content: content.into(),
+            title: Some(long.clone()),
+            uri: Some(String::new()),
+            score: Some(f64::NAN),
+            updated_at: Some(long[..40].to_owned()),
+        };
+        let sets = [
+            vec![],
+            vec![item("a", "b")],
+            vec![
+                item("", "x"),
+                full("id", &long),
+                item("b", ""),
+                full(&long, "c"),
+            ],
+            (0..7).map(|n| full(&n.to_string(), &long)).collect(),
+        ];
+        for items in sets {
+            assert_eq!(Rendered::from_items(items.clone()), Rendered::new(&items));
         }
     }
 
