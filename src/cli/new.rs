@@ -102,6 +102,13 @@ fn settings(args: &NewArgs, interactive: bool) -> Result<NewSettings, String> {
     } else if args.endpoint.is_some() {
         return Err("--endpoint applies to --template remote only".into());
     }
+    if args.server && template != Template::Local {
+        return Err(
+            "--server applies to --template local only (the Rust adapter a remote endpoint runs; `ecp new NAME-adapter --server`)"
+                .into(),
+        );
+    }
+    settings.server = args.server;
     Ok(settings)
 }
 

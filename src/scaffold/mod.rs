@@ -51,6 +51,9 @@ pub struct NewSettings {
     pub env_prefix: String,
     /// The remote endpoint (remote template only).
     pub endpoint: Option<String>,
+    /// dist/main built to serve over HTTP rather than small (local template
+    /// only): `opt-level = 3` in the release profile.
+    pub server: bool,
 }
 
 /// One file of the generated tree.
@@ -180,6 +183,7 @@ impl NewSettings {
             description: default_description(name),
             env_prefix: env_prefix(name),
             endpoint: (template == Template::Remote).then(|| default_endpoint(name)),
+            server: false,
         }
     }
 
@@ -221,6 +225,8 @@ struct TemplateContext<'a> {
     /// The commit of this ecp when it is known (the action is pinned to
     /// it), else its tag.
     ecp_action_ref: String,
+    /// The release profile built to serve over HTTP (`ecp new --server`).
+    server: bool,
     /// The vendored runtime's version and tree checksum.
     runtime_version: &'static str,
     runtime_sha256: String,
@@ -292,6 +298,7 @@ fn template_context(settings: &NewSettings) -> Result<tera::Context, ScaffoldErr
         ecp_action_ref: option_env!("ECP_SOURCE_COMMIT")
             .map(str::to_owned)
             .unwrap_or_else(|| format!("v{}", env!("CARGO_PKG_VERSION"))),
+        server: settings.server,
         runtime_version: vendor::RUNTIME_VERSION,
         runtime_sha256: vendor::runtime_sha256(),
     };

@@ -29,6 +29,9 @@ struct Settings {
     quick: bool,
     ecp: PathBuf,
     main: PathBuf,
+    /// The same extension made with `ecp new --server` (`opt-level = 3`):
+    /// the build a remote deployment runs, which the HTTP rows measure.
+    server_main: PathBuf,
     /// The generated extension's folder (for the fresh build).
     extension: PathBuf,
     node_server: PathBuf,
@@ -495,8 +498,8 @@ fn floor(args: &[String]) {
     }
 }
 
-/// `--ceiling --main DIST_MAIN`: the HTTP comparison's adapter and hyper
-/// rounds only, printed.
+/// `--ceiling --main SERVER_MAIN`: the HTTP comparison's adapter (the
+/// `--server` build) and hyper rounds only, printed.
 fn ceiling(main: &Path) {
     let (_tokio, upstream) = scripted_upstream();
     let mut report = Report::default();
@@ -534,6 +537,7 @@ fn main() {
         quick: args.iter().any(|a| a == "--quick"),
         ecp: arg(&args, "--ecp"),
         main: arg(&args, "--main"),
+        server_main: arg(&args, "--server-main"),
         extension: arg(&args, "--extension"),
         node_server: arg(&args, "--node-server"),
         ts_extension: arg(&args, "--ts-extension"),
@@ -680,7 +684,7 @@ fn main() {
         fastmcp_server: arg(&args, "--fastmcp-server"),
     };
     remote::bench(
-        &settings.main,
+        &settings.server_main,
         &base_url,
         calls,
         main_p50,

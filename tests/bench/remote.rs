@@ -1,4 +1,5 @@
-//! The remote adapter (`dist/main --listen`) over Streamable HTTP on
+//! The remote adapter (`--listen`, the extension made with `ecp new
+//! --server`, as a remote deployment builds it) over Streamable HTTP on
 //! loopback: per-call latency with one client, then requests per second and
 //! p99 with concurrent clients against one process and two (round-robin by
 //! client), every call carrying a JWT the server verifies. Reported as
@@ -476,7 +477,8 @@ async fn load_until(
     }
 }
 
-/// Measures and reports; `stdio_p50` is dist/main's stdio per-call p50 (µs).
+/// Measures and reports `main` (the `--server` build); `stdio_p50` is the
+/// default build's stdio per-call p50 (µs).
 pub fn bench(
     main: &Path,
     base_url: &str,
@@ -768,13 +770,13 @@ fn compare(
     type Run<'a> = (&'a str, Vec<(String, String)>, Vec<u32>, bool);
     let mut runs: Vec<Run> = vec![
         (
-            "ecp dist/main, OAuth, 1 process",
+            "ecp adapter (--server build), OAuth, 1 process",
             ours[..1].to_vec(),
             vec![servers[0].child.id()],
             false,
         ),
         (
-            "ecp dist/main, OAuth, 2 processes",
+            "ecp adapter (--server build), OAuth, 2 processes",
             ours.clone(),
             servers.iter().map(|s| s.child.id()).collect(),
             false,

@@ -153,12 +153,33 @@ fn remote_template_is_a_clean_manifest_only_extension() {
     let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
     for expected in [
         "--resource-url https://context.acme.dev/mcp",
-        "ecp new acme-context-adapter --template local",
+        "ecp new acme-context-adapter --template local --server",
         "export ACME_CONTEXT_ADAPTER_BASE_URL=",
         "context.acme.dev {",
         "ecp check --url https://context.acme.dev/mcp --token-env",
     ] {
         assert!(readme.contains(expected), "{expected}:\n{readme}");
+    }
+}
+
+#[test]
+fn server_builds_trade_size_for_speed_and_stdio_ones_stay_small() {
+    let temp = tempfile::tempdir().unwrap();
+    let release_profile = |extra: &[&str]| {
+        let dir = temp.path().join(format!("acme-context-{}", extra.len()));
+        assert!(generate(&dir, extra).status.success());
+        lint_is_clean(&dir);
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        let parsed: toml::Table = manifest.parse().unwrap();
+        parsed["profile"]["release"].clone()
+    };
+    let small = release_profile(&[]);
+    assert_eq!(small["opt-level"].as_str(), Some("s"));
+    let server = release_profile(&["--server"]);
+    assert_eq!(server["opt-level"].as_integer(), Some(3));
+    // Everything else about the release build is the same.
+    for key in ["lto", "codegen-units", "strip"] {
+        assert_eq!(small[key], server[key], "{key}");
     }
 }
 
@@ -271,6 +292,8 @@ fn refusals_leave_nothing_behind() {
         ][..],
         &["--env-prefix", "acme"][..],
         &["--endpoint", "https://context.acme.dev/mcp"][..],
+        &["--template", "remote", "--server"][..],
+        &["--template", "local-ts", "--server"][..],
     ] {
         let output = generate(&temp.path().join("x"), extra);
         assert_eq!(output.status.code(), Some(1), "{extra:?}");

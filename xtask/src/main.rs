@@ -199,10 +199,13 @@ const MCPB: &str = "@anthropic-ai/mcpb@2.1.2";
 /// The Python peer of the HTTP comparison, from PyPI.
 const FASTMCP: &str = "fastmcp==4.2.3";
 
-/// Builds ecp and the bench program for release, and a fresh `ecp new`
-/// extension (rebuilt only when a generated file changed); returns ecp,
-/// the extension's release binary and its folder.
-fn bench_extension() -> Result<(PathBuf, PathBuf, PathBuf), String> {
+/// Builds ecp and the bench program for release, and two fresh `ecp new`
+/// extensions (each rebuilt only when a generated file changed): the
+/// default one, whose `dist/main` the stdio rows and the size and build
+/// targets measure, and one made with `--server`, the build a remote
+/// deployment runs, which the HTTP rows measure. Returns ecp, the two
+/// release binaries and the default extension's folder.
+fn bench_extension() -> Result<(PathBuf, PathBuf, PathBuf, PathBuf), String> {
     let target = root().join("target");
     run(
         "cargo",
@@ -217,25 +220,34 @@ fn bench_extension() -> Result<(PathBuf, PathBuf, PathBuf), String> {
         ],
     )?;
     let ecp = target.join("release/ecp");
-    let ecp_str = ecp.to_str().ok_or("non-UTF-8 path")?;
+    let (main, extension) = generated_extension(&ecp, "acme-context", &[])?;
+    let (server_main, _) = generated_extension(&ecp, "acme-server", &["--server"])?;
+    Ok((ecp, main, server_main, extension))
+}
 
-    // The adapter measured: a fresh `ecp new` extension, built for release.
-    // It is generated anew every run but only replaces the previous one when
-    // a file differs, so an unchanged extension is not rebuilt.
+/// `ecp new NAME --yes EXTRA` under `target/bench-work`, built for release
+/// into `target/generated`: the binary and the folder. It is generated
+/// anew every run but only replaces the previous one when a file differs,
+/// so an unchanged extension is not rebuilt.
+fn generated_extension(
+    ecp: &Path,
+    name: &str,
+    extra: &[&str],
+) -> Result<(PathBuf, PathBuf), String> {
+    let target = root().join("target");
     let work = target.join("bench-work");
-    let extension = work.join("acme-context");
+    let extension = work.join(name);
     let fresh = work.join("fresh");
     let _ = std::fs::remove_dir_all(&fresh);
-    run(
-        ecp_str,
-        &[
-            "new",
-            "acme-context",
-            "--yes",
-            "--dir",
-            fresh.to_str().ok_or("non-UTF-8 path")?,
-        ],
-    )?;
+    let mut args = vec![
+        "new",
+        name,
+        "--yes",
+        "--dir",
+        fresh.to_str().ok_or("non-UTF-8 path")?,
+    ];
+    args.extend_from_slice(extra);
+    run(ecp.to_str().ok_or("non-UTF-8 path")?, &args)?;
     if same_tree(&fresh, &extension) {
         let _ = std::fs::remove_dir_all(&fresh);
     } else {
@@ -249,14 +261,13 @@ fn bench_extension() -> Result<(PathBuf, PathBuf, PathBuf), String> {
         .status()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
     if !status.success() {
-        return Err("building the generated extension failed".into());
+        return Err(format!("building the generated extension {name} failed"));
     }
-    let main = target.join("generated/release/acme-context");
-    Ok((ecp, main, extension))
+    Ok((target.join("generated/release").join(name), extension))
 }
 
 fn bench(quick: bool) -> Result<(), String> {
-    let (ecp, main, extension) = bench_extension()?;
+    let (ecp, main, server_main, extension) = bench_extension()?;
     let target = root().join("target");
     let ecp_str = ecp.to_str().ok_or("non-UTF-8 path")?;
     let work = target.join("bench-work");
@@ -318,6 +329,8 @@ fn bench(quick: bool) -> Result<(), String> {
         ecp_str.to_owned(),
         "--main".to_owned(),
         main.display().to_string(),
+        "--server-main".to_owned(),
+        server_main.display().to_string(),
         "--extension".to_owned(),
         extension.display().to_string(),
         "--node-server".to_owned(),
@@ -347,14 +360,14 @@ fn bench(quick: bool) -> Result<(), String> {
 /// the hyper fixed-body ceiling, the rounds of the full bench's HTTP
 /// comparison, printed (a minute, for working on the HTTP path).
 fn bench_ceiling() -> Result<(), String> {
-    let (_, main, _) = bench_extension()?;
+    let (_, _, server_main, _) = bench_extension()?;
     let bench = root().join("target/release/examples/bench");
     run(
         bench.to_str().ok_or("non-UTF-8 path")?,
         &[
             "--ceiling",
             "--main",
-            main.to_str().ok_or("non-UTF-8 path")?,
+            server_main.to_str().ok_or("non-UTF-8 path")?,
         ],
     )
 }
