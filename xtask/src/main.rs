@@ -221,22 +221,26 @@ fn bench_extension() -> Result<(PathBuf, PathBuf, PathBuf, PathBuf), String> {
     )?;
     let ecp = target.join("release/ecp");
     let (main, extension) = generated_extension(&ecp, "acme-context", &[])?;
-    let (server_main, _) = generated_extension(&ecp, "acme-server", &["--server"])?;
+    // The same name (so the same environment variables), its own folder
+    // and target folder.
+    let (server_main, _) = generated_extension(&ecp, "acme-context-server", &["--server"])?;
     Ok((ecp, main, server_main, extension))
 }
 
-/// `ecp new NAME --yes EXTRA` under `target/bench-work`, built for release
-/// into `target/generated`: the binary and the folder. It is generated
-/// anew every run but only replaces the previous one when a file differs,
-/// so an unchanged extension is not rebuilt.
+/// `ecp new acme-context --yes EXTRA` in `target/bench-work/FOLDER`, built
+/// for release into `target/generated` (`target/generated-FOLDER` for
+/// another folder): the binary and the folder. It is generated anew every
+/// run but only replaces the previous one when a file differs, so an
+/// unchanged extension is not rebuilt.
 fn generated_extension(
     ecp: &Path,
-    name: &str,
+    folder: &str,
     extra: &[&str],
 ) -> Result<(PathBuf, PathBuf), String> {
+    let name = "acme-context";
     let target = root().join("target");
     let work = target.join("bench-work");
-    let extension = work.join(name);
+    let extension = work.join(folder);
     let fresh = work.join("fresh");
     let _ = std::fs::remove_dir_all(&fresh);
     let mut args = vec![
@@ -254,16 +258,22 @@ fn generated_extension(
         let _ = std::fs::remove_dir_all(&extension);
         std::fs::rename(&fresh, &extension).map_err(|e| format!("{}: {e}", extension.display()))?;
     }
+    let target_dir = match folder {
+        "acme-context" => target.join("generated"),
+        other => target.join(format!("generated-{other}")),
+    };
     let status = Command::new("cargo")
         .args(["build", "--release", "--quiet"])
         .current_dir(&extension)
-        .env("CARGO_TARGET_DIR", target.join("generated"))
+        .env("CARGO_TARGET_DIR", &target_dir)
         .status()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
     if !status.success() {
-        return Err(format!("building the generated extension {name} failed"));
+        return Err(format!(
+            "building the generated extension in {folder} failed"
+        ));
     }
-    Ok((target.join("generated/release").join(name), extension))
+    Ok((target_dir.join("release").join(name), extension))
 }
 
 fn bench(quick: bool) -> Result<(), String> {
