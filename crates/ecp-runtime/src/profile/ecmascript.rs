@@ -102,6 +102,39 @@ fn scientific_parts(formatted: &str) -> (String, i32) {
     (digits, exponent.parse().unwrap_or(0))
 }
 
+/// A short text formatted on the stack: a score is rendered on every call,
+/// and `format!` would allocate twice for each.
+struct StackText {
+    bytes: [u8; 40],
+    len: usize,
+}
+
+impl StackText {
+    fn of(args: std::fmt::Arguments<'_>) -> Option<StackText> {
+        let mut text = StackText {
+            bytes: [0; 40],
+            len: 0,
+        };
+        std::fmt::write(&mut text, args).ok()?;
+        Some(text)
+    }
+
+    fn as_str(&self) -> &str {
+        // Only whole `&str`s are ever copied in.
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")
+    }
+}
+
+impl std::fmt::Write for StackText {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        let slot = self.bytes.get_mut(self.len..end).ok_or(std::fmt::Error)?;
+        slot.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
 /// The shortest digits that read back as `x` (positive and finite), and
 /// the exponent of the first digit, chosen as ECMAScript's Number::toString
 /// chooses them.
@@ -111,12 +144,19 @@ fn scientific_parts(formatted: &str) -> (String, i32) {
 /// ECMAScript takes the even one (`1826280094248744.25` is `...744.2` in
 /// JavaScript, `...744.3` in Rust).
 fn shortest_digits(x: f64) -> (String, i32) {
-    let (digits, exponent) = scientific_parts(&format!("{x:e}"));
+    // At most 17 digits, a point and `e-324`: always fits on the stack.
+    let (digits, exponent) = match StackText::of(format_args!("{x:e}")) {
+        Some(text) => scientific_parts(text.as_str()),
+        None => scientific_parts(&format!("{x:e}")),
+    };
     let k = digits.len();
     // A tie needs x to be exactly k+1 significant digits ending in 5; the
     // correctly rounded k+1-digit form is a cheap first filter.
-    let (near, _) = scientific_parts(&format!("{x:.k$e}"));
-    if !near.ends_with('5') || k >= 19 {
+    let near_ends_in_5 = match StackText::of(format_args!("{x:.k$e}")) {
+        Some(text) => text.as_str().split('e').next().unwrap_or("").ends_with('5'),
+        None => scientific_parts(&format!("{x:.k$e}")).0.ends_with('5'),
+    };
+    if !near_ends_in_5 || k >= 19 {
         return (digits, exponent);
     }
     // 800 digits hold the exact decimal expansion of any double.
