@@ -60,36 +60,64 @@ pub fn quoted_utf16_len(s: &str) -> usize {
         .sum::<usize>()
 }
 
+/// Whether any byte of `word` is one [`write_json_string`] escapes: a
+/// quote, a backslash, `<`, `>` or below 0x20 (the classic zero-byte test:
+/// it never misses one).
+fn word_needs_escape(word: u64) -> bool {
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    let zero_in = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
+    let equal_in = |byte: u8| zero_in(word ^ (ONES * u64::from(byte)));
+    (equal_in(b'"')
+        | equal_in(b'\\')
+        | equal_in(b'<')
+        | equal_in(b'>')
+        | (word.wrapping_sub(ONES * 0x20) & !word & HIGHS))
+        != 0
+}
+
 /// Appends `s` as a quoted JSON string the way `JSON.stringify` writes it,
 /// then with every `<` as `\u003c` and every `>` as `\u003e`.
 pub fn write_json_string(out: &mut String, s: &str) {
     out.reserve(s.len() + 2);
     out.push('"');
-    let mut clean_from = 0;
-    // Every byte that needs an escape is ASCII, so `at` is always a
-    // character boundary.
-    for (at, b) in s.bytes().enumerate() {
-        let escape: Option<&str> = match b {
-            b'"' => Some("\\\""),
-            b'\\' => Some("\\\\"),
-            0x08 => Some("\\b"),
-            0x0C => Some("\\f"),
-            b'\n' => Some("\\n"),
-            b'\r' => Some("\\r"),
-            b'\t' => Some("\\t"),
-            b'<' => Some("\\u003c"),
-            b'>' => Some("\\u003e"),
-            0x00..=0x1F => None,
-            _ => continue,
-        };
-        out.push_str(&s[clean_from..at]);
-        match escape {
-            Some(escape) => out.push_str(escape),
-            None => {
-                let _ = write!(out, "\\u{b:04x}");
+    // Every byte that needs an escape is ASCII, so every cut is at a
+    // character boundary. Words of eight bytes with none are skipped whole.
+    let bytes = s.as_bytes();
+    let (mut clean_from, mut at) = (0, 0);
+    while at < bytes.len() {
+        if let Some(chunk) = bytes.get(at..at + 8) {
+            let word = u64::from_ne_bytes(chunk.try_into().unwrap_or([0; 8]));
+            if !word_needs_escape(word) {
+                at += 8;
+                continue;
             }
         }
-        clean_from = at + 1;
+        let end = (at + 8).min(bytes.len());
+        for (offset, &b) in bytes[at..end].iter().enumerate() {
+            let escape: Option<&str> = match b {
+                b'"' => Some("\\\""),
+                b'\\' => Some("\\\\"),
+                0x08 => Some("\\b"),
+                0x0C => Some("\\f"),
+                b'\n' => Some("\\n"),
+                b'\r' => Some("\\r"),
+                b'\t' => Some("\\t"),
+                b'<' => Some("\\u003c"),
+                b'>' => Some("\\u003e"),
+                0x00..=0x1F => None,
+                _ => continue,
+            };
+            out.push_str(&s[clean_from..at + offset]);
+            match escape {
+                Some(escape) => out.push_str(escape),
+                None => {
+                    let _ = write!(out, "\\u{b:04x}");
+                }
+            }
+            clean_from = at + offset + 1;
+        }
+        at = end;
     }
     out.push_str(&s[clean_from..]);
     out.push('"');
@@ -373,6 +401,45 @@ mod tests {
         assert_eq!(quoted("\u{0}\u{1f}\u{7f}"), "\"\\u0000\\u001f\u{7f}\"");
         assert_eq!(quoted("<b>"), r#""\u003cb\u003e""#);
         assert_eq!(quoted("\u{2028}/é😀"), "\"\u{2028}/é😀\"");
+    }
+
+    /// The word-at-a-time writer against the escapes one character at a
+    /// time: every ASCII byte at every offset of a word, alone and in runs,
+    /// beside multi-byte characters.
+    #[test]
+    fn words_skipped_whole_escape_as_characters_do() {
+        let by_character = |s: &str| {
+            let mut out = String::from('"');
+            for c in s.chars() {
+                match c {
+                    '"' => out.push_str("\\\""),
+                    '\\' => out.push_str("\\\\"),
+                    '\u{8}' => out.push_str("\\b"),
+                    '\u{c}' => out.push_str("\\f"),
+                    '\n' => out.push_str("\\n"),
+                    '\r' => out.push_str("\\r"),
+                    '\t' => out.push_str("\\t"),
+                    '<' => out.push_str("\\u003c"),
+                    '>' => out.push_str("\\u003e"),
+                    c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                    c => out.push(c),
+                }
+            }
+            out.push('"');
+            out
+        };
+        for byte in 0u8..0x80 {
+            for offset in 0..17 {
+                let c = char::from(byte);
+                for s in [
+                    format!("{}{c}bcdefghij", "a".repeat(offset)),
+                    c.to_string().repeat(offset),
+                    format!("{}{c}😀", "é".repeat(offset)),
+                ] {
+                    assert_eq!(quoted(&s), by_character(&s), "{s:?}");
+                }
+            }
+        }
     }
 
     #[test]

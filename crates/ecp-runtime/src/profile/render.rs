@@ -404,7 +404,7 @@ impl Rendered {
     /// (its escaping, its numbers), without building the value.
     pub fn write_structured(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
         out.extend_from_slice(br#"{"untrusted_external_context":{"notice":"#);
-        serde_json::to_writer(&mut *out, NOTICE)?;
+        write_json_str(out, NOTICE);
         out.extend_from_slice(br#","items":["#);
         for (index, (item, score)) in self.items.iter().zip(&self.scores).enumerate() {
             if index > 0 {
@@ -412,7 +412,8 @@ impl Rendered {
             }
             let field = |out: &mut Vec<u8>, key: &[u8], value: &str| {
                 out.extend_from_slice(key);
-                serde_json::to_writer(&mut *out, value)
+                write_json_str(out, value);
+                Ok::<(), serde_json::Error>(())
             };
             field(out, br#"{"id":"#, &item.id)?;
             field(out, br#","content":"#, &item.content)?;
@@ -436,6 +437,66 @@ impl Rendered {
     }
 }
 
+/// Appends `s` as a quoted JSON string exactly as serde_json writes it
+/// (`\"`, `\\`, `\b`, `\t`, `\n`, `\f`, `\r`, other controls as
+/// `\u00xx`; nothing else escaped), eight bytes at a time: the answer of
+/// every call writes its envelope this way, once as `text` (already
+/// escaped once, so quotes and backslashes are frequent) and once as
+/// `structuredContent`.
+pub(crate) fn write_json_str(out: &mut Vec<u8>, s: &str) {
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    // Whether any byte of `word` is a quote, a backslash or below 0x20 (the
+    // classic zero-byte test: never a false "no").
+    let needs_escape = |word: u64| {
+        let zero_in = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
+        (zero_in(word ^ (ONES * u64::from(b'"')))
+            | zero_in(word ^ (ONES * u64::from(b'\\')))
+            | (word.wrapping_sub(ONES * 0x20) & !word & HIGHS))
+            != 0
+    };
+    let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let (mut clean_from, mut at) = (0, 0);
+    while at < bytes.len() {
+        if let Some(chunk) = bytes.get(at..at + 8) {
+            let word = u64::from_ne_bytes(chunk.try_into().unwrap_or([0; 8]));
+            if !needs_escape(word) {
+                at += 8;
+                continue;
+            }
+        }
+        let end = (at + 8).min(bytes.len());
+        for (offset, &byte) in bytes[at..end].iter().enumerate() {
+            let escape: &[u8] = match byte {
+                b'"' => b"\\\"",
+                b'\\' => b"\\\\",
+                0x08 => b"\\b",
+                b'\t' => b"\\t",
+                b'\n' => b"\\n",
+                0x0C => b"\\f",
+                b'\r' => b"\\r",
+                0x00..=0x1F => b"",
+                _ => continue,
+            };
+            out.extend_from_slice(&bytes[clean_from..at + offset]);
+            if escape.is_empty() {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[usize::from(byte >> 4)]);
+                out.push(HEX[usize::from(byte & 0xF)]);
+            } else {
+                out.extend_from_slice(escape);
+            }
+            clean_from = at + offset + 1;
+        }
+        at = end;
+    }
+    out.extend_from_slice(&bytes[clean_from..]);
+    out.push(b'"');
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -445,6 +506,52 @@ mod tests {
             id: id.into(),
             content: content.into(),
             ..ProviderItem::default()
+        }
+    }
+
+    #[test]
+    fn strings_are_escaped_as_serde_json_escapes_them() {
+        let same = |text: &str| {
+            let mut ours = Vec::new();
+            write_json_str(&mut ours, text);
+            assert_eq!(
+                String::from_utf8(ours).unwrap(),
+                serde_json::to_string(text).unwrap(),
+                "{text:?}"
+            );
+        };
+        // Every ASCII byte at every offset of a word, alone and in runs.
+        for byte in 0u8..0x80 {
+            for offset in 0..17 {
+                let mut text = "a".repeat(offset);
+                text.push(char::from(byte));
+                text.push_str("bcdefghij");
+                same(&text);
+                same(&char::from(byte).to_string().repeat(offset));
+            }
+        }
+        // Multi-byte characters (their bytes are all 0x80 and above) beside
+        // escapes, across word boundaries; an envelope's text.
+        for text in [
+            "",
+            "é\"ü\\€\n😀<>\u{7f}\u{1f}\u{2028}x",
+            "😀😀😀\"",
+            &"é\"\\\t".repeat(50),
+            r#"{"untrusted_external_context":{"notice":"x","items":[{"id":"a\u003cb","content":"c\"d"}]}}"#,
+        ] {
+            same(text);
+        }
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        for _ in 0..2000 {
+            let text: String = (0..(seed % 40))
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    ['a', '"', '\\', '\n', '\u{1}', 'é', '😀', ' ', '\u{7f}'][(seed % 9) as usize]
+                })
+                .collect();
+            same(&text);
         }
     }
 

@@ -208,7 +208,7 @@ fn success(id: &RequestId, rendered: &Rendered) -> Result<Vec<u8>, serde_json::E
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     serde_json::to_writer(&mut out, id)?;
     out.extend_from_slice(br#","result":{"content":[{"type":"text","text":"#);
-    serde_json::to_writer(&mut out, rendered.text())?;
+    crate::profile::render::write_json_str(&mut out, rendered.text());
     out.extend_from_slice(br#"}],"structuredContent":"#);
     rendered.write_structured(&mut out)?;
     out.extend_from_slice(br#","isError":false}}"#);
