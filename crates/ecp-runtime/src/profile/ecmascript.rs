@@ -60,20 +60,41 @@ pub fn quoted_utf16_len(s: &str) -> usize {
         .sum::<usize>()
 }
 
-/// Whether any byte of `word` is one [`write_json_string`] escapes: a
-/// quote, a backslash, `<`, `>` or below 0x20 (the classic zero-byte test:
-/// it never misses one).
-fn word_needs_escape(word: u64) -> bool {
+/// Whether any byte of `word` is one of `these` or below 0x20 (the
+/// classic zero-byte test: it never misses one).
+pub(crate) fn word_has_any_or_control(word: u64, these: &[u8]) -> bool {
     const ONES: u64 = u64::from_ne_bytes([1; 8]);
     const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
     let zero_in = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
-    let equal_in = |byte: u8| zero_in(word ^ (ONES * u64::from(byte)));
-    (equal_in(b'"')
-        | equal_in(b'\\')
-        | equal_in(b'<')
-        | equal_in(b'>')
-        | (word.wrapping_sub(ONES * 0x20) & !word & HIGHS))
-        != 0
+    let control = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
+    these.iter().fold(control, |found, &byte| {
+        found | zero_in(word ^ (ONES * u64::from(byte)))
+    }) != 0
+}
+
+/// Calls `each(at, byte)` for every byte of `bytes` that may need an
+/// escape: words of eight bytes that `flagged` clears are skipped whole,
+/// every byte of the others (and of the tail) is passed.
+pub(crate) fn scan_words(
+    bytes: &[u8],
+    flagged: impl Fn(u64) -> bool,
+    mut each: impl FnMut(usize, u8),
+) {
+    let mut at = 0;
+    while at < bytes.len() {
+        if let Some(chunk) = bytes.get(at..at + 8) {
+            let word = u64::from_ne_bytes(chunk.try_into().unwrap_or([0; 8]));
+            if !flagged(word) {
+                at += 8;
+                continue;
+            }
+        }
+        let end = (at + 8).min(bytes.len());
+        for (offset, &byte) in bytes[at..end].iter().enumerate() {
+            each(at + offset, byte);
+        }
+        at = end;
+    }
 }
 
 /// Appends `s` as a quoted JSON string the way `JSON.stringify` writes it,
@@ -82,43 +103,32 @@ pub fn write_json_string(out: &mut String, s: &str) {
     out.reserve(s.len() + 2);
     out.push('"');
     // Every byte that needs an escape is ASCII, so every cut is at a
-    // character boundary. Words of eight bytes with none are skipped whole.
-    let bytes = s.as_bytes();
-    let (mut clean_from, mut at) = (0, 0);
-    while at < bytes.len() {
-        if let Some(chunk) = bytes.get(at..at + 8) {
-            let word = u64::from_ne_bytes(chunk.try_into().unwrap_or([0; 8]));
-            if !word_needs_escape(word) {
-                at += 8;
-                continue;
+    // character boundary.
+    let mut clean_from = 0;
+    let flagged = |word| word_has_any_or_control(word, b"\"\\<>");
+    scan_words(s.as_bytes(), flagged, |at, b| {
+        let escape: Option<&str> = match b {
+            b'"' => Some("\\\""),
+            b'\\' => Some("\\\\"),
+            0x08 => Some("\\b"),
+            0x0C => Some("\\f"),
+            b'\n' => Some("\\n"),
+            b'\r' => Some("\\r"),
+            b'\t' => Some("\\t"),
+            b'<' => Some("\\u003c"),
+            b'>' => Some("\\u003e"),
+            0x00..=0x1F => None,
+            _ => return,
+        };
+        out.push_str(&s[clean_from..at]);
+        match escape {
+            Some(escape) => out.push_str(escape),
+            None => {
+                let _ = write!(out, "\\u{b:04x}");
             }
         }
-        let end = (at + 8).min(bytes.len());
-        for (offset, &b) in bytes[at..end].iter().enumerate() {
-            let escape: Option<&str> = match b {
-                b'"' => Some("\\\""),
-                b'\\' => Some("\\\\"),
-                0x08 => Some("\\b"),
-                0x0C => Some("\\f"),
-                b'\n' => Some("\\n"),
-                b'\r' => Some("\\r"),
-                b'\t' => Some("\\t"),
-                b'<' => Some("\\u003c"),
-                b'>' => Some("\\u003e"),
-                0x00..=0x1F => None,
-                _ => continue,
-            };
-            out.push_str(&s[clean_from..at + offset]);
-            match escape {
-                Some(escape) => out.push_str(escape),
-                None => {
-                    let _ = write!(out, "\\u{b:04x}");
-                }
-            }
-            clean_from = at + offset + 1;
-        }
-        at = end;
-    }
+        clean_from = at + 1;
+    });
     out.push_str(&s[clean_from..]);
     out.push('"');
 }
@@ -403,31 +413,34 @@ mod tests {
         assert_eq!(quoted("\u{2028}/é😀"), "\"\u{2028}/é😀\"");
     }
 
+    /// `JSON.stringify`'s escapes and the angle brackets, one character at a
+    /// time: what [`write_json_string`] must write.
+    fn by_character(s: &str) -> String {
+        let mut out = String::from('"');
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\u{8}' => out.push_str("\\b"),
+                '\u{c}' => out.push_str("\\f"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                '<' => out.push_str("\\u003c"),
+                '>' => out.push_str("\\u003e"),
+                c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        out
+    }
+
     /// The word-at-a-time writer against the escapes one character at a
     /// time: every ASCII byte at every offset of a word, alone and in runs,
     /// beside multi-byte characters.
     #[test]
     fn words_skipped_whole_escape_as_characters_do() {
-        let by_character = |s: &str| {
-            let mut out = String::from('"');
-            for c in s.chars() {
-                match c {
-                    '"' => out.push_str("\\\""),
-                    '\\' => out.push_str("\\\\"),
-                    '\u{8}' => out.push_str("\\b"),
-                    '\u{c}' => out.push_str("\\f"),
-                    '\n' => out.push_str("\\n"),
-                    '\r' => out.push_str("\\r"),
-                    '\t' => out.push_str("\\t"),
-                    '<' => out.push_str("\\u003c"),
-                    '>' => out.push_str("\\u003e"),
-                    c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-                    c => out.push(c),
-                }
-            }
-            out.push('"');
-            out
-        };
         for byte in 0u8..0x80 {
             for offset in 0..17 {
                 let c = char::from(byte);
@@ -479,24 +492,7 @@ mod tests {
             assert_eq!(utf16_len(&s), chars_utf16, "{s:?}");
             let escaped: usize = s.chars().map(escaped_char_utf16_len).sum();
             assert_eq!(quoted_utf16_len(&s), escaped + 2, "{s:?}");
-            let mut by_char = String::from("\"");
-            for c in s.chars() {
-                match c {
-                    '"' => by_char.push_str("\\\""),
-                    '\\' => by_char.push_str("\\\\"),
-                    '\u{8}' => by_char.push_str("\\b"),
-                    '\u{c}' => by_char.push_str("\\f"),
-                    '\n' => by_char.push_str("\\n"),
-                    '\r' => by_char.push_str("\\r"),
-                    '\t' => by_char.push_str("\\t"),
-                    '<' => by_char.push_str("\\u003c"),
-                    '>' => by_char.push_str("\\u003e"),
-                    c if (c as u32) < 0x20 => by_char.push_str(&format!("\\u{:04x}", c as u32)),
-                    c => by_char.push(c),
-                }
-            }
-            by_char.push('"');
-            assert_eq!(quoted(&s), by_char, "{s:?}");
+            assert_eq!(quoted(&s), by_character(&s), "{s:?}");
         }
     }
 }

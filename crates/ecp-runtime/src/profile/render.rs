@@ -11,7 +11,8 @@
 use serde_json::{Map, Value};
 
 use super::ecmascript::{
-    escaped_char_utf16_len, format_number, quoted_utf16_len, utf16_len, write_json_string,
+    escaped_char_utf16_len, format_number, quoted_utf16_len, scan_words, utf16_len,
+    word_has_any_or_control, write_json_string,
 };
 
 /// The exact notice every envelope carries.
@@ -444,55 +445,34 @@ impl Rendered {
 /// escaped once, so quotes and backslashes are frequent) and once as
 /// `structuredContent`.
 pub(crate) fn write_json_str(out: &mut Vec<u8>, s: &str) {
-    const ONES: u64 = u64::from_ne_bytes([1; 8]);
-    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
-    // Whether any byte of `word` is a quote, a backslash or below 0x20 (the
-    // classic zero-byte test: never a false "no").
-    let needs_escape = |word: u64| {
-        let zero_in = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
-        (zero_in(word ^ (ONES * u64::from(b'"')))
-            | zero_in(word ^ (ONES * u64::from(b'\\')))
-            | (word.wrapping_sub(ONES * 0x20) & !word & HIGHS))
-            != 0
-    };
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
-    let (mut clean_from, mut at) = (0, 0);
-    while at < bytes.len() {
-        if let Some(chunk) = bytes.get(at..at + 8) {
-            let word = u64::from_ne_bytes(chunk.try_into().unwrap_or([0; 8]));
-            if !needs_escape(word) {
-                at += 8;
-                continue;
-            }
+    let mut clean_from = 0;
+    let flagged = |word| word_has_any_or_control(word, b"\"\\");
+    scan_words(bytes, flagged, |at, byte| {
+        let escape: &[u8] = match byte {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            0x08 => b"\\b",
+            b'\t' => b"\\t",
+            b'\n' => b"\\n",
+            0x0C => b"\\f",
+            b'\r' => b"\\r",
+            0x00..=0x1F => b"",
+            _ => return,
+        };
+        out.extend_from_slice(&bytes[clean_from..at]);
+        if escape.is_empty() {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.extend_from_slice(b"\\u00");
+            out.push(HEX[usize::from(byte >> 4)]);
+            out.push(HEX[usize::from(byte & 0xF)]);
+        } else {
+            out.extend_from_slice(escape);
         }
-        let end = (at + 8).min(bytes.len());
-        for (offset, &byte) in bytes[at..end].iter().enumerate() {
-            let escape: &[u8] = match byte {
-                b'"' => b"\\\"",
-                b'\\' => b"\\\\",
-                0x08 => b"\\b",
-                b'\t' => b"\\t",
-                b'\n' => b"\\n",
-                0x0C => b"\\f",
-                b'\r' => b"\\r",
-                0x00..=0x1F => b"",
-                _ => continue,
-            };
-            out.extend_from_slice(&bytes[clean_from..at + offset]);
-            if escape.is_empty() {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.extend_from_slice(b"\\u00");
-                out.push(HEX[usize::from(byte >> 4)]);
-                out.push(HEX[usize::from(byte & 0xF)]);
-            } else {
-                out.extend_from_slice(escape);
-            }
-            clean_from = at + offset + 1;
-        }
-        at = end;
-    }
+        clean_from = at + 1;
+    });
     out.extend_from_slice(&bytes[clean_from..]);
     out.push(b'"');
 }
