@@ -1,5 +1,6 @@
 //! The runtime in-process over `tokio::io::duplex`, with providers that
-//! misbehave in ways an HTTP upstream cannot: panics and slow futures.
+//! misbehave in ways an HTTP upstream cannot: panics, slow futures and a
+//! mapping that blocks its thread.
 
 use std::time::Duration;
 
@@ -16,6 +17,8 @@ enum Behaviour {
     Items,
     Panic,
     Sleep(Duration),
+    /// Blocks the thread polling it (a synchronous call in a mapping).
+    Block(Duration),
     Fail(ProviderError),
 }
 
@@ -32,6 +35,10 @@ impl Provider for TestProvider {
             Behaviour::Panic => panic!("provider bug holding {query}"),
             Behaviour::Sleep(duration) => {
                 tokio::time::sleep(*duration).await;
+                Ok(Vec::new())
+            }
+            Behaviour::Block(duration) => {
+                std::thread::sleep(*duration);
                 Ok(Vec::new())
             }
             Behaviour::Fail(error) => Err(error.clone()),
@@ -79,6 +86,21 @@ async fn the_budget_ends_a_slow_provider() {
     let client = connect(Behaviour::Sleep(Duration::from_secs(60)), 200).await;
     let result = call(&client, json!({"query": "q"})).await;
     assert_eq!(text_of(&result), SEARCH_FAILED);
+}
+
+/// With several threads the provider runs in a task of its own, so the
+/// budget ends the call while a mapping blocks its thread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_budget_ends_a_mapping_that_blocks_its_thread() {
+    let client = connect(Behaviour::Block(Duration::from_secs(6)), 300).await;
+    let started = std::time::Instant::now();
+    let result = call(&client, json!({"query": "q"})).await;
+    assert_eq!(text_of(&result), SEARCH_FAILED);
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "answered at the budget, not after the 6 s block: {:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test]

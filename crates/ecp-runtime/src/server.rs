@@ -12,13 +12,16 @@ use rmcp::{
     },
     service::RequestContext,
 };
-use tokio_util::sync::CancellationToken;
+use tokio::runtime::{Handle, RuntimeFlavor};
+use tokio_util::{sync::CancellationToken, task::AbortOnDropHandle};
 
 use super::{
     Provider, ProviderError, RuntimeConfig, context_search_tool,
     log::{self, Level, LogFormat},
 };
-use crate::profile::{PROVIDER_LIMIT, Rendered, SEARCH_FAILED, TOOL_NAME, query_from_arguments};
+use crate::profile::{
+    PROVIDER_LIMIT, ProviderItem, Rendered, SEARCH_FAILED, TOOL_NAME, query_from_arguments,
+};
 
 /// The newest protocol revision served: 2026-07-28 (`server/discover`,
 /// self-contained requests, no `initialize`, negotiated by rmcp); older ones
@@ -88,18 +91,36 @@ impl<P: Provider> ContextSearchServer<P> {
         self
     }
 
+    /// The provider's answer to `query`; dropped, it drops the provider's
+    /// future, and with it any in-flight upstream request (its connection
+    /// is closed). A panic in the mapping is a failed search, never a dead
+    /// server.
+    async fn provider_search(&self, query: String) -> Result<Vec<ProviderItem>, ProviderError> {
+        if Handle::current().runtime_flavor() == RuntimeFlavor::CurrentThread {
+            // One thread (stdio, `--listen` on one core): a task of its own
+            // would cost a spawn and a wake-up a call and protect nothing,
+            // so the future is polled in the call's task (and never again
+            // after a panic).
+            let mut search = std::pin::pin!(self.provider.search(&query, PROVIDER_LIMIT));
+            return std::future::poll_fn(|cx| {
+                std::panic::catch_unwind(AssertUnwindSafe(|| search.as_mut().poll(cx)))
+                    .unwrap_or(Poll::Ready(Err(ProviderError::Internal)))
+            })
+            .await;
+        }
+        // Several threads: a task of its own, so that the budget still ends
+        // the call on another thread while a mapping blocks its own (a
+        // synchronous call inside the mapping is a bug, but the budget is
+        // the profile's promise).
+        let provider = self.provider.clone();
+        let task = AbortOnDropHandle::new(tokio::spawn(async move {
+            provider.search(&query, PROVIDER_LIMIT).await
+        }));
+        task.await.unwrap_or(Err(ProviderError::Internal))
+    }
+
     async fn search(&self, query: String, cancelled: CancellationToken) -> Outcome {
-        // Polled in the call's own task (a task of its own cost a spawn and
-        // a wake-up a call) and dropped when the call stops waiting for it
-        // (budget, cancellation, the call itself dropped), which drops any
-        // in-flight upstream request and closes its connection. A panic in
-        // the mapping is a failed search, never a dead server; the future is
-        // not polled again after it.
-        let mut search = std::pin::pin!(self.provider.search(&query, PROVIDER_LIMIT));
-        let guarded = std::future::poll_fn(|cx| {
-            std::panic::catch_unwind(AssertUnwindSafe(|| search.as_mut().poll(cx)))
-                .unwrap_or(Poll::Ready(Err(ProviderError::Internal)))
-        });
+        let guarded = self.provider_search(query);
         tokio::select! {
             biased;
             () = cancelled.cancelled() => Outcome::Cancelled,
