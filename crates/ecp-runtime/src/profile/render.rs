@@ -101,12 +101,6 @@ fn truncate(s: &str, max_code_points: usize) -> &str {
     }
 }
 
-fn bounded_optional(s: &Option<String>, max_code_points: usize) -> Option<String> {
-    s.as_deref()
-        .filter(|s| !s.is_empty())
-        .map(|s| truncate(s, max_code_points).to_owned())
-}
-
 /// [`truncate`] in place: the string is kept, not copied.
 fn truncated(mut s: String, max_code_points: usize) -> String {
     let end = truncate(&s, max_code_points).len();
@@ -114,7 +108,8 @@ fn truncated(mut s: String, max_code_points: usize) -> String {
     s
 }
 
-fn bounded_owned(s: Option<String>, max_code_points: usize) -> Option<String> {
+/// An optional string: dropped when empty, else cut to its bound.
+fn bounded(s: Option<String>, max_code_points: usize) -> Option<String> {
     s.filter(|s| !s.is_empty())
         .map(|s| truncated(s, max_code_points))
 }
@@ -124,17 +119,7 @@ impl ContextItem {
     /// finite score, drop empty optional strings. `None` for an item whose id
     /// or content is empty.
     pub fn compact(item: &ProviderItem) -> Option<ContextItem> {
-        if item.id.is_empty() || item.content.is_empty() {
-            return None;
-        }
-        Some(ContextItem {
-            id: truncate(&item.id, MAX_ID).to_owned(),
-            content: truncate(&item.content, MAX_CONTENT).to_owned(),
-            title: bounded_optional(&item.title, MAX_TITLE),
-            uri: bounded_optional(&item.uri, MAX_URI),
-            score: item.score.filter(|score| score.is_finite()),
-            updated_at: bounded_optional(&item.updated_at, MAX_UPDATED_AT),
-        })
+        ContextItem::compact_owned(item.clone())
     }
 
     /// [`Self::compact`] of an item the caller gives up: its strings are
@@ -147,10 +132,10 @@ impl ContextItem {
         Some(ContextItem {
             id: truncated(item.id, MAX_ID),
             content: truncated(item.content, MAX_CONTENT),
-            title: bounded_owned(item.title, MAX_TITLE),
-            uri: bounded_owned(item.uri, MAX_URI),
+            title: bounded(item.title, MAX_TITLE),
+            uri: bounded(item.uri, MAX_URI),
             score: item.score.filter(|score| score.is_finite()),
-            updated_at: bounded_owned(item.updated_at, MAX_UPDATED_AT),
+            updated_at: bounded(item.updated_at, MAX_UPDATED_AT),
         })
     }
 
@@ -414,22 +399,21 @@ impl Rendered {
             let field = |out: &mut Vec<u8>, key: &[u8], value: &str| {
                 out.extend_from_slice(key);
                 write_json_str(out, value);
-                Ok::<(), serde_json::Error>(())
             };
-            field(out, br#"{"id":"#, &item.id)?;
-            field(out, br#","content":"#, &item.content)?;
+            field(out, br#"{"id":"#, &item.id);
+            field(out, br#","content":"#, &item.content);
             if let Some(title) = &item.title {
-                field(out, br#","title":"#, title)?;
+                field(out, br#","title":"#, title);
             }
             if let Some(uri) = &item.uri {
-                field(out, br#","uri":"#, uri)?;
+                field(out, br#","uri":"#, uri);
             }
             if let (Some(value), Some(text)) = (item.score, score) {
                 out.extend_from_slice(br#","score":"#);
                 serde_json::to_writer(&mut *out, &score_value(value, text))?;
             }
             if let Some(updated_at) = &item.updated_at {
-                field(out, br#","updatedAt":"#, updated_at)?;
+                field(out, br#","updatedAt":"#, updated_at);
             }
             out.push(b'}');
         }
