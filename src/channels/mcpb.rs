@@ -4,7 +4,7 @@
 //! zip itself with its reproducible writer, and the registry's
 //! `fileSha256` is the digest of those exact bytes.
 
-use std::{io::Read, path::Path};
+use std::path::Path;
 
 use crate::{
     lint::{Finding, LintError, Report, Rule},
@@ -48,57 +48,13 @@ pub fn staged(
     Ok(out)
 }
 
-/// The most entries a bundle may have for lint to read it.
-const MAX_ENTRIES: usize = 10_000;
-/// The largest manifest read.
-const MAX_MANIFEST: u64 = 1024 * 1024;
-
-/// Lints an `.mcpb` file: a zip whose `manifest.json` mcpb accepts and
-/// whose entry point is in it.
+/// Lints an `.mcpb` file: a zip whose entries pass the entry rules of
+/// every archive (`crate::lint::archive::bundle_entries`), whose
+/// `manifest.json` mcpb accepts and whose entry point is in it.
 pub fn lint(path: &Path, report: &mut Report) -> Result<(), LintError> {
     let shown = path.display().to_string();
-    let broken = |message: String| LintError::Archive {
-        path: path.to_owned(),
-        message,
-    };
-    let (file, _) = crate::files::open_regular(path, None, u64::MAX)?;
-    let mut archive =
-        zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| broken(e.to_string()))?;
-    if archive.len() > MAX_ENTRIES {
-        return Err(broken(format!(
-            "it has {} entries; lint reads at most {MAX_ENTRIES}",
-            archive.len()
-        )));
-    }
-    let names: Vec<String> = archive
-        .file_names()
-        .map(|n| n.map(|n| n.into_owned()))
-        .collect::<Result<_, _>>()
-        .map_err(|e| broken(e.to_string()))?;
-    for name in &names {
-        if name.starts_with('/') || name.split(['/', '\\']).any(|p| p == "..") {
-            report.add(Finding::about(
-                Rule::ArchivePath,
-                &format!("{shown}!/{name}"),
-                format!(
-                    "entry `{}` would extract outside the bundle folder",
-                    crate::lint::secrets::shown(name)
-                ),
-                "pack paths relative to the bundle root",
-            ));
-        }
-    }
-    let manifest = match archive.by_name(super::MCPB) {
-        Ok(mut entry) => {
-            let mut data = Vec::new();
-            (&mut entry)
-                .take(MAX_MANIFEST + 1)
-                .read_to_end(&mut data)
-                .map_err(|e| broken(e.to_string()))?;
-            (data.len() as u64 <= MAX_MANIFEST).then(|| String::from_utf8_lossy(&data).into_owned())
-        }
-        Err(_) => None,
-    };
+    let (names, manifest) = crate::lint::archive::bundle_entries(path, super::MCPB, report)?;
+    let manifest = manifest.map(|data| String::from_utf8_lossy(&data).into_owned());
     let Some(manifest) = manifest else {
         report.add(Finding::about(
             Rule::ClientMcpb,
@@ -117,10 +73,16 @@ pub fn lint(path: &Path, report: &mut Report) -> Result<(), LintError> {
     let label = |relative: &str| format!("{shown}!/{relative}");
     let read = |relative: &str| (relative == super::MCPB).then(|| manifest.clone());
     let exists = |relative: &str| names.iter().any(|n| n == relative);
+    let holds = |relative: &str| {
+        names
+            .iter()
+            .any(|n| n == relative || n.strip_prefix(relative).is_some_and(|r| r.starts_with('/')))
+    };
     let place = super::rules::Place {
         label: &label,
         read: &read,
         exists: &exists,
+        holds: &holds,
         shipped: true,
     };
     super::rules::lint(&place, None, &crate::extension::Project::default(), report);

@@ -25,6 +25,9 @@ pub struct Place<'a> {
     pub read: &'a dyn Fn(&str) -> Option<String>,
     /// Whether a relative file is there.
     pub exists: &'a dyn Fn(&str) -> bool,
+    /// Whether anything (a file, or a folder with anything in it) is at a
+    /// relative path.
+    pub holds: &'a dyn Fn(&str) -> bool,
     /// Whether this is what is shipped (an archive, a bundle): a source
     /// folder's entry point is built later, and `entry-point-missing`
     /// already says when it is not.
@@ -400,6 +403,45 @@ fn claude_rules(file: &File, place: &Place, report: &mut Report) {
         ));
     }
     claude_servers(file, place, report);
+    claude_components(file, place, report);
+}
+
+/// What a Claude Code plugin may bring besides its server, each loaded by
+/// Claude Code from a field of `plugin.json` or from its default place at
+/// the plugin root: hooks run shell commands on events (`SessionStart`,
+/// `UserPromptSubmit`, ...) outside any MCP server, an LSP server is a
+/// second process, and commands, agents and skills are instructions the
+/// model follows. A profile plugin brings one server offering
+/// `context_search` and nothing else.
+const CLAUDE_COMPONENTS: &[(&str, &str, &str)] = &[
+    ("hooks", "hooks/hooks.json", "hooks that run commands on Claude Code's events"),
+    ("lspServers", ".lsp.json", "an LSP server, a second process"),
+    ("commands", "commands", "slash commands"),
+    ("agents", "agents", "agents"),
+    ("skills", "skills", "skills"),
+];
+
+fn claude_components(file: &File, place: &Place, report: &mut Report) {
+    for (field, default, what) in CLAUDE_COMPONENTS {
+        if let Some(member) = file.root.member(field) {
+            report.add(Finding::new(
+                Rule::ClientProfile,
+                &file.label,
+                member.key_span,
+                &format!("/{field}"),
+                format!("the plugin brings {what} besides its one server: the profile's one-tool guarantee does not hold in Claude Code"),
+                "remove the field; a profile plugin declares its one MCP server only",
+            ));
+        }
+        if (place.holds)(default) {
+            report.add(Finding::about(
+                Rule::ClientProfile,
+                &(place.label)(default),
+                format!("Claude Code loads {what} from `{default}` beside the plugin's one server: the profile's one-tool guarantee does not hold there"),
+                format!("remove `{default}` from the extension"),
+            ));
+        }
+    }
 }
 
 /// A Claude plugin's servers: inline, one, `${VAR:-}`.
@@ -410,7 +452,7 @@ fn claude_servers(file: &File, place: &Place, report: &mut Report) {
             let message = "Qwen Code reads a path or list in mcpServers as the server map itself and starts a broken server named `mcpServers`; write the server inline";
             return file.refuse(report, Some(node), "/mcpServers", message.into());
         }
-        None if (place.exists)(CLAUDE_MCP) => return,
+        None if (place.holds)(CLAUDE_MCP) => return,
         None => {
             return report.add(file.at(
                 Rule::ClientProfile,
@@ -423,6 +465,15 @@ fn claude_servers(file: &File, place: &Place, report: &mut Report) {
     };
     if let Some((key, server)) = one_server(file, servers, "/mcpServers", report) {
         claude_server_rules(&file.label, server, &format!("/mcpServers/{key}"), report);
+    }
+    if (place.holds)(CLAUDE_MCP) {
+        report.add(file.at(
+            Rule::ClientProfile,
+            file.root.get("mcpServers"),
+            "/mcpServers",
+            "the plugin declares its server inline and has a .mcp.json beside it: Claude Code starts the servers of both".into(),
+            "keep the one server inline and remove .mcp.json",
+        ));
     }
 }
 

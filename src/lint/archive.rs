@@ -551,12 +551,55 @@ pub fn lint_archive_bytes(
         uncompressed_bytes: read.unpacked.max(entries.iter().map(|e| e.size).sum()),
         compressed_bytes: bytes.len(),
     });
-    let outcome = archive_rules(path, bytes, &entries, read.stopped, &shown, report);
+    let layout = if name.ends_with(".tgz") {
+        Layout::Npm
+    } else {
+        Layout::Release
+    };
+    let outcome = archive_rules(path, bytes, &entries, read.stopped, layout, report);
     // The paths move into the summary (no second copy of them at the peak).
     if let Some(summary) = report.archives.last_mut() {
         summary.paths = entries.into_iter().map(|e| e.path).collect();
     }
     outcome
+}
+
+/// What a zip-based bundle (`.mcpb`) holds, read by the same reader as a
+/// release `.zip` and judged by the same entry rules (paths, duplicates
+/// also by letter case, links, special files, secret files, limits): the
+/// normalized path of every regular file, and the bytes of the regular
+/// file at `wanted` (at most 1 MiB) when there is exactly one such entry.
+pub fn bundle_entries(
+    path: &Path,
+    wanted: &str,
+    report: &mut Report,
+) -> Result<(Vec<String>, Option<Vec<u8>>), LintError> {
+    let read = read_zip(path, Bytes::File(path))?;
+    let shown = path.display().to_string();
+    if let Some((rule, problem)) = read.stopped {
+        report.add(Finding::about(
+            rule,
+            &shown,
+            format!("the bundle was not read to its end: {problem}"),
+            "pack it again with ecp package --clients mcpb (or mcpb pack)",
+        ));
+    }
+    entry_rules(&read.entries, &shown, report);
+    let files: Vec<String> = read
+        .entries
+        .iter()
+        .filter(|e| e.kind == Kind::File)
+        .map(|e| normalized(&e.path).into_owned())
+        .collect();
+    let mut matching = read
+        .entries
+        .into_iter()
+        .filter(|e| normalized(&e.path) == wanted);
+    let data = match (matching.next(), matching.next()) {
+        (Some(entry), None) if entry.kind == Kind::File => entry.data,
+        _ => None,
+    };
+    Ok((files, data))
 }
 
 /// The rules over each entry: its path stays inside, appears once (also
@@ -752,15 +795,62 @@ fn name_for_platform(
     }
 }
 
+/// How the installer that takes an archive lays its entries out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// A release archive (`.tar.gz`, `.zip`): the manifest at the root, or
+    /// in the one top-level folder ([`manifest_root_of`]).
+    Release,
+    /// An npm package (`.tgz`): npm extracts the first path component
+    /// away, and Qwen Code's npm installer moves every `package/` entry
+    /// over the root and keeps the rest beside them; only `package/` is
+    /// what both install, so only it is judged, and anything else is
+    /// refused.
+    Npm,
+}
+
+/// The folder lint judges the manifest in, by the installer's layout.
+fn judged_root(entries: &[Entry], layout: Layout, shown: &str, report: &mut Report) -> Option<String> {
+    if layout == Layout::Release {
+        return manifest_root(entries);
+    }
+    let prefix = crate::channels::npm::PREFIX;
+    let mut outside = 0;
+    for entry in entries {
+        let path = normalized(&entry.path);
+        if path.starts_with(prefix) || path == prefix.trim_end_matches('/') {
+            continue;
+        }
+        outside += 1;
+        if outside <= 20 {
+            report.add(Finding::about(
+                Rule::NpmPackage,
+                &format!("{shown}!/{}", super::secrets::shown(&entry.path)),
+                format!(
+                    "entry `{}` is outside package/: npm strips the first folder of every path and Qwen Code installs the entry beside the package's files, so the two install different extensions",
+                    super::secrets::shown(&entry.path)
+                ),
+                "put every file of the package in package/ (npm pack and ecp package --npm do)",
+            ));
+        }
+    }
+    let manifest = format!("{prefix}{MANIFEST}");
+    entries
+        .iter()
+        .any(|e| normalized(&e.path) == manifest)
+        .then(|| prefix.to_owned())
+}
+
 /// The archive rules over the entries read, then the manifest inside.
 fn archive_rules(
     path: &Path,
     bytes: Bytes,
     entries: &[Entry],
     stopped: Option<(Rule, String)>,
-    shown: &str,
+    layout: Layout,
     report: &mut Report,
 ) -> Result<Option<ArchiveFacts>, LintError> {
+    let shown = &path.display().to_string();
     let entry_label = |entry: &str| format!("{shown}!/{entry}");
     if let Some((rule, problem)) = stopped {
         report.add(Finding::about(
@@ -772,13 +862,18 @@ fn archive_rules(
     }
     entry_rules(entries, shown, report);
 
-    let Some(root) = manifest_root(entries) else {
-        report.add(Finding::about(
-            Rule::ArchiveManifest,
-            shown,
-            format!("no {MANIFEST} at the archive root or in one top-level folder"),
-            format!("put {MANIFEST} at the root of the archive"),
-        ));
+    let Some(root) = judged_root(entries, layout, shown, report) else {
+        let (problem, help) = match layout {
+            Layout::Release => (
+                format!("no {MANIFEST} at the archive root or in one top-level folder"),
+                format!("put {MANIFEST} at the root of the archive"),
+            ),
+            Layout::Npm => (
+                format!("no package/{MANIFEST}: npm and Qwen Code install the package/ folder"),
+                format!("put {MANIFEST} in package/ (ecp package --npm does)"),
+            ),
+        };
+        report.add(Finding::about(Rule::ArchiveManifest, shown, problem, help));
         return Ok(None);
     };
     let manifest_path = format!("{root}{MANIFEST}");
@@ -807,11 +902,22 @@ fn archive_rules(
     if let Some(entry_point) = &facts.entry_point {
         binary = entry_point_rules(path, bytes, entry_point, &manifest_label, &find, report)?;
     }
+    let holds = |relative: &str| {
+        let wanted = format!("{root}{relative}");
+        entries.iter().any(|e| {
+            let path = normalized(&e.path);
+            path == wanted
+                || path
+                    .strip_prefix(wanted.as_str())
+                    .is_some_and(|rest| rest.starts_with('/'))
+        })
+    };
     client_entries(
         &root,
         &text,
         facts.version.as_deref(),
         &find,
+        &holds,
         &entry_label,
         report,
     );
@@ -840,6 +946,7 @@ fn client_entries<'e>(
     manifest: &str,
     version: Option<&str>,
     find: &dyn Fn(&str) -> Option<&'e Entry>,
+    holds: &dyn Fn(&str) -> bool,
     entry_label: &dyn Fn(&str) -> String,
     report: &mut Report,
 ) {
@@ -850,10 +957,12 @@ fn client_entries<'e>(
     };
     let label = |relative: &str| entry_label(&format!("{root}{relative}"));
     let exists = |relative: &str| find(relative).is_some();
+    let holds = |relative: &str| holds(relative);
     let place = crate::channels::rules::Place {
         label: &label,
         read: &data_of,
         exists: &exists,
+        holds: &holds,
         shipped: true,
     };
     let project = crate::extension::Project::default();

@@ -440,11 +440,22 @@ fn client_rules(folder: &Path, manifest: &str, report: &mut Report) -> Result<()
         files::read_text(&path, Some(folder), files::MAX_TEXT_BYTES).ok()
     };
     let exists = |relative: &str| folder.join(relative).is_file();
+    let holds = |relative: &str| {
+        let path = folder.join(relative);
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_dir() => std::fs::read_dir(&path)
+                .map(|mut entries| entries.next().is_some())
+                .unwrap_or(true),
+            Ok(_) => true,
+            Err(_) => false,
+        }
+    };
     let project = crate::extension::Project::read(folder)?;
     let place = crate::channels::rules::Place {
         label: &label,
         read: &read_client,
         exists: &exists,
+        holds: &holds,
         shipped: false,
     };
     crate::channels::rules::lint(&place, Some(manifest), &project, report);
