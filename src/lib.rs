@@ -16,6 +16,7 @@
 //! - [`release`]: release assets as Qwen's installer picks them, `SHA256SUMS`.
 //! - [`input`]: one wording for a missing path or manifest, in every command.
 //! - [`name`]: the extension name rules shared by `ecp new` and `ecp lint`.
+//! - [`json`]: the one JSON reader, as `JSON.parse` reads (spans kept).
 //! - [`atomic`]: files written whole or not at all.
 //! - [`children`]: the processes ecp starts, and how Ctrl-C ends them.
 //! - [`outside`]: text from outside (stderr, manifest and statement values)
@@ -35,6 +36,7 @@ pub mod doctor;
 pub mod extension;
 pub mod files;
 pub mod input;
+pub mod json;
 pub mod lint;
 pub mod managed;
 pub mod name;

@@ -31,6 +31,31 @@ pub fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
         .unwrap_or_default()
 }
 
+/// `value` as pretty JSON for a report ecp prints: the same document, with
+/// every character that must not reach a terminal as itself (C1 controls,
+/// DEL, the bidirectional overrides and isolates; serde_json already
+/// escapes C0) written as its `\uXXXX` escape. Such characters only occur
+/// inside strings, so the escape keeps every value as it was: a pipeline
+/// reads the same JSON, a terminal shows no raw control.
+pub fn json_report(value: &impl serde::Serialize) -> String {
+    let text = serde_json::to_string_pretty(value).unwrap_or_default();
+    if !text.chars().any(unsafe_char) {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if unsafe_char(c) && !matches!(c, '\n' | '\t' | '\r') {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Whether `c` must not reach a terminal as itself.
 fn unsafe_char(c: char) -> bool {
     c.is_control()
@@ -200,8 +225,21 @@ impl Tail {
 mod tests {
     use super::*;
 
+    /// What a report may hold raw: JSON's own line breaks and indentation.
+    fn unsafe_char_in_report(c: char) -> bool {
+        unsafe_char(c) && c != '\n'
+    }
+
     #[test]
     fn escapes_what_a_terminal_would_obey() {
+        let report = serde_json::json!({"name": "a\u{202e}b\u{9b}c\u{7f}\u{2066}", "n": 1});
+        let text = json_report(&report);
+        assert!(!text.chars().any(unsafe_char_in_report), "{text}");
+        assert!(text.contains(r"a\u202eb\u009bc\u007f\u2066"), "{text}");
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&text).unwrap(),
+            report
+        );
         let shown = line("a\u{1b}[2J\u{1b}]0;owned\u{7}b\u{202e}c\u{9b}d\ne", 100);
         assert_eq!(
             shown,

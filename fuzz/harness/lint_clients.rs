@@ -40,7 +40,8 @@ pub fn run(data: &[u8]) {
                     || relative == "dist/main.js"
                     || (n == 2 && relative == channels::CLAUDE)
             };
-            let holds = |relative: &str| exists(relative) || (pick & 0x40 != 0 && relative == "hooks");
+            let holds =
+                |relative: &str| exists(relative) || (pick & 0x40 != 0 && relative == "hooks");
             let place = rules::Place {
                 label: &label,
                 read: &read,

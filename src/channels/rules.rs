@@ -414,7 +414,11 @@ fn claude_rules(file: &File, place: &Place, report: &mut Report) {
 /// model follows. A profile plugin brings one server offering
 /// `context_search` and nothing else.
 const CLAUDE_COMPONENTS: &[(&str, &str, &str)] = &[
-    ("hooks", "hooks/hooks.json", "hooks that run commands on Claude Code's events"),
+    (
+        "hooks",
+        "hooks/hooks.json",
+        "hooks that run commands on Claude Code's events",
+    ),
     ("lspServers", ".lsp.json", "an LSP server, a second process"),
     ("commands", "commands", "slash commands"),
     ("agents", "agents", "agents"),

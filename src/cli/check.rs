@@ -171,10 +171,7 @@ pub fn run_check(args: CheckArgs, color: ColorChoice) -> Outcome {
             report.passed, report.warned, report.failed, report.skipped
         );
     } else {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).unwrap_or_default()
-        );
+        println!("{}", crate::outside::json_report(&report));
     }
     if report.ok() {
         Ok(Exit::Success)
@@ -241,10 +238,7 @@ pub fn run_call(args: CallArgs) -> Outcome {
     let failed = result.is_error == Some(true);
     match (&result.structured_content, failed) {
         (Some(structured), false) => {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(structured).unwrap_or_default()
-            );
+            println!("{}", crate::outside::json_report(structured));
         }
         _ => {
             // A failure's text is the server's: shown, not obeyed.

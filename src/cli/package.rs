@@ -91,10 +91,7 @@ pub fn run(args: PackageArgs, color: ColorChoice) -> Outcome {
     };
     let packaged = package::package(&settings, &mut log).map_err(|e| failure(e, color))?;
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&packaged).unwrap_or_default()
-        );
+        println!("{}", crate::outside::json_report(&packaged));
     } else {
         summary(&packaged);
     }

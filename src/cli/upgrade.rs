@@ -33,10 +33,7 @@ pub fn run(args: UpgradeArgs) -> Outcome {
         }
     };
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&outcome).unwrap_or_default()
-        );
+        println!("{}", crate::outside::json_report(&outcome));
     } else {
         summary(&outcome);
     }

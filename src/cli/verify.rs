@@ -47,10 +47,7 @@ pub fn run(args: VerifyArgs, color: ColorChoice) -> Outcome {
         Failure::new(Exit::CouldNotRun, error).help(Some(help))
     })?;
     match args.format {
-        CheckFormat::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&report).unwrap_or_default()
-        ),
+        CheckFormat::Json => println!("{}", crate::outside::json_report(&report)),
         CheckFormat::Human => {
             let color = color.for_stdout();
             println!("ecp verify: {} (sha256 {})", report.archive, report.sha256);

@@ -136,7 +136,7 @@ struct Manifest {
 
 fn manifest_of(extension: &InstalledExtension) -> Option<Manifest> {
     let text = extension.manifest.as_ref().ok()?;
-    let value: Value = serde_json::from_str(text).ok()?;
+    let value: Value = crate::json::parse_value(text).ok()?;
     Some(Manifest {
         name: value
             .get("name")
@@ -190,6 +190,14 @@ pub fn examine(machine: &Machine, name: Option<&str>) -> Report {
                 "{}: Qwen starts no MCP server on this machine ({})",
                 extension.name,
                 stopping.join(", ")
+            );
+        }
+    }
+    if findings.iter().any(|f| f.id == "cannot-judge") {
+        for extension in &mut extensions {
+            extension.verdict = format!(
+                "{}: not judged: a file Qwen reads here could not be read (cannot-judge)",
+                extension.name
             );
         }
     }
@@ -301,6 +309,20 @@ fn machine_findings(
                 fix: "correct the file (JSON with comments)".to_owned(),
             });
         }
+    }
+    let unjudged = machine.settings.iter().filter_map(|f| match &f.state {
+        crate::qwen::machine::FileState::Unjudged(why) => Some((&f.path, why)),
+        _ => None,
+    });
+    for (path, why) in unjudged.chain(machine.unjudged.iter().map(|(p, w)| (p, w))) {
+        findings.push(Finding {
+            id: "cannot-judge",
+            message: format!(
+                "{} {why}: doctor cannot say what Qwen takes from it, so no answer here is proven",
+                path.display()
+            ),
+            fix: "look at the file yourself; a settings, .env or .mcp.json file this large or this deep is no configuration a person wrote".to_owned(),
+        });
     }
     findings
 }

@@ -59,6 +59,7 @@ pub fn human(report: &Report) -> String {
             FileState::Read => "read".to_owned(),
             FileState::Ignored(why) => format!("ignored: {why}"),
             FileState::Invalid(why) => format!("invalid: {why}"),
+            FileState::Unjudged(why) => format!("not judged: {why}"),
         };
         line(
             &mut out,
@@ -186,5 +187,5 @@ pub fn json(report: &Report, exit: u8) -> String {
     if let Some(map) = value.as_object_mut() {
         map.insert("exit".to_owned(), exit.into());
     }
-    serde_json::to_string_pretty(&value).unwrap_or_default()
+    crate::outside::json_report(&value)
 }

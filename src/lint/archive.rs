@@ -810,7 +810,12 @@ enum Layout {
 }
 
 /// The folder lint judges the manifest in, by the installer's layout.
-fn judged_root(entries: &[Entry], layout: Layout, shown: &str, report: &mut Report) -> Option<String> {
+fn judged_root(
+    entries: &[Entry],
+    layout: Layout,
+    shown: &str,
+    report: &mut Report,
+) -> Option<String> {
     if layout == Layout::Release {
         return manifest_root(entries);
     }

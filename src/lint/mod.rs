@@ -11,7 +11,8 @@
 
 pub mod archive;
 pub mod bundle;
-pub mod json;
+/// The one JSON reader (moved below the commands; this path stays).
+pub use crate::json;
 pub mod manifest;
 pub mod paths;
 pub mod release;

@@ -385,7 +385,7 @@ pub fn json(report: &Report) -> String {
             "compressedBytes": a.compressed_bytes,
         })).collect::<Vec<_>>(),
     });
-    serde_json::to_string_pretty(&document).unwrap_or_default() + "\n"
+    crate::outside::json_report(&document) + "\n"
 }
 
 fn sarif_level(severity: Severity) -> &'static str {
@@ -493,5 +493,5 @@ pub fn sarif(report: &Report) -> String {
             },
         }],
     });
-    serde_json::to_string_pretty(&document).unwrap_or_default() + "\n"
+    crate::outside::json_report(&document) + "\n"
 }

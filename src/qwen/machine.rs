@@ -14,8 +14,10 @@ use serde_json::{Map, Value};
 
 use super::env_file;
 
-/// The largest settings, `.env` or state file read (Qwen's are small).
-const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+/// The largest settings, `.env`, `.mcp.json` or state file read. Qwen
+/// reads each whole, whatever its size; one larger than this is not
+/// judged, and doctor says so (`cannot-judge`), never passes it over.
+pub const MAX_CONFIG_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Where a settings layer or a server definition comes from, lowest
 /// precedence first.
@@ -63,6 +65,46 @@ pub enum FileState {
     /// Qwen would refuse it: for system and user files Qwen stops; a
     /// workspace file Qwen replaces with `{}`.
     Invalid(String),
+    /// Qwen reads it, but doctor cannot (larger than it reads, or nested
+    /// deeper): nothing it says about this machine can be trusted.
+    Unjudged(String),
+}
+
+/// Why a file Qwen reads gave doctor no value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unread {
+    /// Qwen refuses it too (not JSON, not a file).
+    Invalid(String),
+    /// Qwen reads it; doctor cannot.
+    Unjudged(String),
+}
+
+impl Unread {
+    fn into_state(self) -> FileState {
+        match self {
+            Unread::Invalid(why) => FileState::Invalid(why),
+            Unread::Unjudged(why) => FileState::Unjudged(why),
+        }
+    }
+}
+
+/// The text of a file Qwen reads whole: `Ok(None)` when absent.
+fn read_whole(path: &Path) -> Result<Option<String>, Unread> {
+    match crate::files::read_text(path, None, MAX_CONFIG_BYTES) {
+        Ok(text) => Ok(Some(text)),
+        Err(crate::files::FileProblem::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            Ok(None)
+        }
+        Err(problem @ crate::files::FileProblem::TooLarge { .. }) => {
+            Err(Unread::Unjudged(format!(
+                "{}; Qwen reads it whole",
+                crate::outside::innermost(&problem)
+            )))
+        }
+        Err(problem) => Err(Unread::Invalid(crate::outside::innermost(&problem))),
+    }
 }
 
 /// Where a variable's value comes from when Qwen starts a server.
@@ -136,6 +178,9 @@ pub struct Machine {
     pub env_files: Vec<EnvFile>,
     /// The project `.mcp.json` servers (read even when untrusted).
     pub mcp_json: Option<(PathBuf, Map<String, Value>)>,
+    /// Files Qwen reads here that doctor could not (`.env` files, the
+    /// `.mcp.json`), each with why.
+    pub unjudged: Vec<(PathBuf, String)>,
     pub extensions: Vec<InstalledExtension>,
     /// The process environment's non-empty names (values never kept).
     pub process_env: Vec<String>,
@@ -216,8 +261,9 @@ impl Machine {
                 merge(&mut merged, &file.settings);
             }
         }
-        let env_files = env_files(scope, &qwen_home, trusted && !at_home);
-        let mcp_json = read_mcp_json(&scope.workspace);
+        let mut unjudged = Vec::new();
+        let env_files = env_files(scope, &qwen_home, trusted && !at_home, &mut unjudged);
+        let mcp_json = read_mcp_json(&scope.workspace, &mut unjudged);
         let extensions = extensions(scope, &qwen_home);
         let mut machine = Machine {
             home: scope.home.clone(),
@@ -229,6 +275,7 @@ impl Machine {
             trust_rule,
             env_files,
             mcp_json,
+            unjudged,
             extensions,
             process_env: scope
                 .env
@@ -426,7 +473,7 @@ fn bootstrap(scope: &Scope, qwen_home: &Path, name: &str) -> Option<String> {
         [qwen_home.join(".env"), scope.home.join(".env")]
             .iter()
             .find_map(|file| {
-                let text = crate::files::read_text(file, None, MAX_CONFIG_BYTES).ok()?;
+                let text = read_whole(file).ok()??;
                 env_file::parse(&text)
                     .into_iter()
                     .find(|(k, v)| k == name && !v.is_empty())
@@ -503,7 +550,7 @@ fn read_settings(layer: Layer, path: PathBuf) -> SettingsFile {
             FileState::Invalid("is JSON but not an object".to_owned()),
             Map::new(),
         ),
-        Err(problem) => (FileState::Invalid(problem), Map::new()),
+        Err(problem) => (problem.into_state(), Map::new()),
     };
     SettingsFile {
         layer,
@@ -514,21 +561,21 @@ fn read_settings(layer: Layer, path: PathBuf) -> SettingsFile {
 }
 
 /// A JSON-with-comments file (`//`, `/* */`, a leading BOM), as Qwen reads
-/// its settings: `Ok(None)` when absent.
-pub fn read_jsonc(path: &Path) -> Result<Option<Value>, String> {
-    let text = match crate::files::read_text(path, None, MAX_CONFIG_BYTES) {
-        Ok(text) => text,
-        Err(crate::files::FileProblem::Io { source, .. })
-            if source.kind() == std::io::ErrorKind::NotFound =>
-        {
-            return Ok(None);
-        }
-        Err(problem) => return Err(crate::outside::innermost(&problem)),
+/// its settings, with `JSON.parse`'s rules (`crate::json`): `Ok(None)`
+/// when absent.
+pub fn read_jsonc(path: &Path) -> Result<Option<Value>, Unread> {
+    let Some(text) = read_whole(path)? else {
+        return Ok(None);
     };
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-    serde_json::from_str(&strip_comments(text))
-        .map(Some)
-        .map_err(|e| format!("is not valid JSON: {e}"))
+    match crate::json::parse_value(&strip_comments(text)) {
+        Ok(value) => Ok(Some(value)),
+        Err(error) if error.is_limit() => Err(Unread::Unjudged(format!(
+            "is nested deeper than the {} levels doctor reads; Qwen reads it",
+            crate::json::MAX_DEPTH
+        ))),
+        Err(error) => Err(Unread::Invalid(format!("is not valid JSON: {error}"))),
+    }
 }
 
 /// `text` with JSON comments blanked out (strings left as they are).
@@ -723,7 +770,12 @@ fn trust(scope: &Scope, qwen_home: &Path) -> (bool, String) {
 /// found walking up from the workspace (`.qwen/.env`, then `.env`, in each
 /// folder; not the home folder's), when the workspace is trusted; then the
 /// home files. Each with whether it is a project file, and its variables.
-fn env_files(scope: &Scope, qwen_home: &Path, project: bool) -> Vec<EnvFile> {
+fn env_files(
+    scope: &Scope,
+    qwen_home: &Path,
+    project: bool,
+    unjudged: &mut Vec<(PathBuf, String)>,
+) -> Vec<EnvFile> {
     let mut files = Vec::new();
     if project {
         let start = scope
@@ -755,7 +807,14 @@ fn env_files(scope: &Scope, qwen_home: &Path, project: bool) -> Vec<EnvFile> {
     files
         .into_iter()
         .filter_map(|(path, project)| {
-            let text = crate::files::read_text(&path, None, MAX_CONFIG_BYTES).ok()?;
+            let text = match read_whole(&path) {
+                Ok(text) => text?,
+                Err(Unread::Unjudged(why)) => {
+                    unjudged.push((path, why));
+                    return None;
+                }
+                Err(Unread::Invalid(_)) => return None,
+            };
             Some(EnvFile {
                 path,
                 project,
@@ -766,9 +825,19 @@ fn env_files(scope: &Scope, qwen_home: &Path, project: bool) -> Vec<EnvFile> {
 }
 
 /// The project's `.mcp.json` servers (`{"mcpServers": {...}}`).
-fn read_mcp_json(workspace: &Path) -> Option<(PathBuf, Map<String, Value>)> {
+fn read_mcp_json(
+    workspace: &Path,
+    unjudged: &mut Vec<(PathBuf, String)>,
+) -> Option<(PathBuf, Map<String, Value>)> {
     let path = workspace.join(".mcp.json");
-    let value = read_jsonc(&path).ok()??;
+    let value = match read_jsonc(&path) {
+        Ok(value) => value?,
+        Err(Unread::Unjudged(why)) => {
+            unjudged.push((path, why));
+            return None;
+        }
+        Err(Unread::Invalid(_)) => return None,
+    };
     let servers = value.get("mcpServers")?.as_object()?.clone();
     Some((path, servers))
 }
@@ -808,7 +877,7 @@ fn extensions(scope: &Scope, qwen_home: &Path) -> Vec<InstalledExtension> {
             let manifest_name = manifest
                 .as_ref()
                 .ok()
-                .and_then(|t| serde_json::from_str::<Value>(t).ok())
+                .and_then(|t| crate::json::parse_value(t).ok())
                 .and_then(|v| v.get("name")?.as_str().map(str::to_owned))
                 .unwrap_or_else(|| dir_name.clone());
             let (active, activation) = activation(

@@ -629,8 +629,9 @@ fn qwen_installs_the_package_folder_of_an_npm_tarball_and_lint_judges_that_one()
     );
     for rule in ["include-tools", "trust"] {
         assert!(
-            found.iter().any(|(r, file)| *r == rule
-                && file.ends_with("!/package/qwen-extension.json")),
+            found
+                .iter()
+                .any(|(r, file)| *r == rule && file.ends_with("!/package/qwen-extension.json")),
             "{rule}: {report:#}"
         );
     }

@@ -790,7 +790,10 @@ fn an_npm_tarball_is_judged_by_its_package_folder_only() {
         assert!(status.success());
         tarball
     };
-    let tarball = tar("acme-context-0.1.0.tgz", &["qwen-extension.json", "package"]);
+    let tarball = tar(
+        "acme-context-0.1.0.tgz",
+        &["qwen-extension.json", "package"],
+    );
     let (clean_lint, report) = lint_json(&tarball);
     let found: Vec<(String, String)> = report["findings"]
         .as_array()
@@ -810,7 +813,10 @@ fn an_npm_tarball_is_judged_by_its_package_folder_only() {
             .any(|(r, file)| r == rule && file.ends_with(suffix))
     };
     assert!(at("npm-package", "!/qwen-extension.json"), "{report:#}");
-    assert!(at("include-tools", "!/package/qwen-extension.json"), "{report:#}");
+    assert!(
+        at("include-tools", "!/package/qwen-extension.json"),
+        "{report:#}"
+    );
     assert!(at("trust", "!/package/qwen-extension.json"), "{report:#}");
     assert!(at("npm-package", "!/package/package.json"), "{report:#}");
 
@@ -818,7 +824,10 @@ fn an_npm_tarball_is_judged_by_its_package_folder_only() {
     let bare = tar("bare-0.1.0.tgz", &["qwen-extension.json"]);
     let (clean_lint, report) = lint_json(&bare);
     assert!(!clean_lint, "{report:#}");
-    assert!(rules(&report).contains(&"archive-manifest".to_owned()), "{report:#}");
+    assert!(
+        rules(&report).contains(&"archive-manifest".to_owned()),
+        "{report:#}"
+    );
 }
 
 /// A Claude Code plugin brings more than its server when it has hooks,
@@ -879,7 +888,8 @@ fn a_claude_plugin_with_more_than_its_one_server_breaks_the_profile() {
         );
     }
     // An empty folder brings nothing.
-    let (clean, found, report) = lint_after(|dir| std::fs::create_dir_all(dir.join("agents")).unwrap());
+    let (clean, found, report) =
+        lint_after(|dir| std::fs::create_dir_all(dir.join("agents")).unwrap());
     assert!(clean && found.is_empty(), "{report:#}");
 }
 

@@ -1,6 +1,15 @@
-//! A small JSON parser that keeps where every value and key came from, so
-//! that a finding can point at the line and column of the offending value
-//! (serde_json's `Value` forgets positions).
+//! The one JSON reader of files Qwen Code reads (manifests, client files,
+//! settings, `.mcp.json`, install records): it keeps where every value and
+//! key came from, so that a finding can point at the line and column of
+//! the offending value (serde_json's `Value` forgets positions), and it
+//! reads what `JSON.parse` reads where serde_json refuses: a number beyond
+//! f64 (`1e400` is `Infinity` to JavaScript; its literal is kept, and
+//! [`Node::to_value`] gives the largest finite f64 of its sign), a lone
+//! surrogate escape (`"\ud800"`, read as U+FFFD, what `JSON.parse` then
+//! `TextEncoder` make of it), and nesting up to [`MAX_DEPTH`] (serde_json
+//! stops at 128). Deeper nesting is refused with
+//! [`SyntaxError::is_limit`], which a caller predicting Qwen reports as
+//! "cannot judge", never as invalid: `JSON.parse` has no such limit.
 
 use std::fmt;
 
@@ -70,6 +79,29 @@ impl Node {
         self.member(key).map(|m| &m.node)
     }
 
+    /// The value as serde_json holds it: the last of duplicate keys wins
+    /// (at the first one's place, as in JavaScript), an integer that fits
+    /// 64 bits stays one, any other number is the f64 JavaScript reads,
+    /// saturated to the largest finite f64 where JavaScript has
+    /// `Infinity` (serde_json has no infinity).
+    pub fn to_value(&self) -> serde_json::Value {
+        use serde_json::Value as V;
+        match &self.value {
+            Value::Null => V::Null,
+            Value::Bool(b) => V::Bool(*b),
+            Value::String(s) => V::String(s.clone()),
+            Value::Number(literal) => V::Number(number_of(literal)),
+            Value::Array(items) => V::Array(items.iter().map(Node::to_value).collect()),
+            Value::Object(members) => {
+                let mut map = serde_json::Map::new();
+                for member in members {
+                    map.insert(member.key.clone(), member.node.to_value());
+                }
+                V::Object(map)
+            }
+        }
+    }
+
     /// The node a JSON Pointer (RFC 6901) names below this one: `""` is
     /// this node, `/a/0` member `a`'s first item; `~1` and `~0` in a part
     /// stand for `/` and `~`.
@@ -102,6 +134,14 @@ impl Node {
 pub struct SyntaxError {
     pub offset: usize,
     pub message: String,
+}
+
+impl SyntaxError {
+    /// Whether the text was refused for a limit of this reader (nesting
+    /// deeper than [`MAX_DEPTH`]) rather than for being no JSON.
+    pub fn is_limit(&self) -> bool {
+        self.message == TOO_DEEP
+    }
 }
 
 impl fmt::Display for SyntaxError {
@@ -200,7 +240,34 @@ impl<'a> LineIndex<'a> {
     }
 }
 
-const MAX_DEPTH: usize = 256;
+/// A number literal as JavaScript reads it (see [`Node::to_value`]).
+fn number_of(literal: &str) -> serde_json::Number {
+    if let Ok(n) = literal.parse::<i64>() {
+        return n.into();
+    }
+    if let Ok(n) = literal.parse::<u64>() {
+        return n.into();
+    }
+    let float = literal.parse::<f64>().unwrap_or(0.0);
+    let finite = if float.is_finite() {
+        float
+    } else {
+        f64::MAX.copysign(float)
+    };
+    serde_json::Number::from_f64(finite).unwrap_or_else(|| 0.into())
+}
+
+/// Parses `text` as `JSON.parse` does (after a leading BOM, which Qwen
+/// strips from its settings) into serde_json's value.
+pub fn parse_value(text: &str) -> Result<serde_json::Value, SyntaxError> {
+    parse(text).map(|node| node.to_value())
+}
+
+/// The deepest nesting read (a recursive parser on the caller's stack).
+pub const MAX_DEPTH: usize = 256;
+
+/// The message of the depth refusal.
+const TOO_DEEP: &str = "JSON nested too deeply";
 
 struct Parser<'a> {
     text: &'a str,
@@ -272,7 +339,7 @@ impl Parser<'_> {
     fn nested(&mut self) -> Result<(), SyntaxError> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            return Err(self.error("JSON nested too deeply"));
+            return Err(self.error(TOO_DEEP));
         }
         Ok(())
     }
