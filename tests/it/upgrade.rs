@@ -117,7 +117,7 @@ fn the_copied_layout_of_ecp_0_1_0_is_upgraded_and_conforms() {
     copy_tree(&fixture(), &dir);
     let provider_before = std::fs::read(dir.join("src/provider.rs")).unwrap();
     let tests_before = std::fs::read(dir.join("tests/provider.rs")).unwrap();
-    assert_eq!(lint_ids(&dir), ["runtime-outdated"]);
+    assert_eq!(lint_ids(&dir), ["runtime-security-fix"]);
 
     let output = in_dir(&dir, &["upgrade"]);
     assert!(output.status.success(), "{}", text(&output));
@@ -291,7 +291,7 @@ fn an_older_vendored_runtime_is_upgraded_and_conforms() {
     let fresh = snapshot(&dir);
     assert!(text(&in_dir(&dir, &["upgrade"])).contains("is current; nothing to do"));
     make_older(&dir);
-    assert_eq!(lint_ids(&dir), ["runtime-outdated"]);
+    assert_eq!(lint_ids(&dir), ["runtime-security-fix"]);
     // As runtime 0.2.6's ecp generated it: the binding copied as the
     // provider file, and main.rs and the tests written against it.
     write_generated_0_2_6(&dir);

@@ -1,8 +1,7 @@
 //! Outbound proxies from the environment, read as the reference reads them
 //! (undici's `EnvHttpProxyAgent`):
 //!
-//! - `http_proxy`, else `HTTP_PROXY`, for `http` endpoints (the loopback
-//!   ones a test or a local gateway uses);
+//! - `http_proxy`, else `HTTP_PROXY`, for `http` endpoints;
 //! - `https_proxy`, else `HTTPS_PROXY`, for `https` endpoints; when neither
 //!   is set, the HTTP proxy serves `https` too;
 //! - `no_proxy`, else `NO_PROXY`: entries separated by commas or spaces; `*`
@@ -10,8 +9,13 @@
 //!   and `*.domain` match the domain's hosts; `host:port` only that port;
 //!   IPv6 addresses with or without brackets.
 //!
-//! Loopback is not special: like the reference, a loopback endpoint goes
-//! through the proxy unless `NO_PROXY` names it. An empty value counts as
+//! One rule differs from the reference (runtime 0.4.3): a plain `http`
+//! endpoint on loopback (`localhost` and `*.localhost`, `127.0.0.0/8`,
+//! `::1`) is never proxied, whatever `NO_PROXY` says. Plain http is allowed
+//! only there, because the credential then never crosses a network; sent
+//! to a proxy it would cross one in clear text (and the proxy's loopback is
+//! not the caller's). An `https` loopback endpoint still follows the
+//! variables: its `CONNECT` tunnel carries TLS. An empty value counts as
 //! unset; `ALL_PROXY` is not read (neither is it by the reference).
 //!
 //! A proxy URL may carry `user:password@`, sent as `Proxy-Authorization:
@@ -67,6 +71,22 @@ fn parse_bypass(entry: &str) -> Option<Bypass> {
         (entry.clone(), None)
     };
     Some(Bypass::Host { name, port })
+}
+
+/// Whether `url`'s host is this machine's loopback: `localhost` or a name
+/// under it, an address in `127.0.0.0/8`, or `::1` (also IPv4-mapped).
+fn is_loopback(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(name)) => {
+            let name = name.trim_end_matches('.').to_ascii_lowercase();
+            name == "localhost" || name.ends_with(".localhost")
+        }
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => {
+            ip.is_loopback() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+        None => false,
+    }
 }
 
 /// A proxy variable's value as a URL (`host:port` alone means `http://`).
@@ -139,10 +159,12 @@ impl ProxyEnv {
         })
     }
 
-    /// The proxy a request to `url` goes through, if any.
+    /// The proxy a request to `url` goes through, if any (never one for
+    /// plain `http` on loopback).
     pub fn proxy_for(&self, url: &Url) -> Option<&Url> {
         let proxy = match url.scheme() {
             "https" => self.https.as_ref().or(self.http.as_ref()),
+            "http" if is_loopback(url) => None,
             "http" => self.http.as_ref(),
             _ => None,
         }?;
@@ -187,7 +209,10 @@ mod tests {
             ("HTTP_PROXY", "http://plain:3128"),
             ("HTTPS_PROXY", "http://secure:3128"),
         ]);
-        assert_eq!(via(&both, "http://127.0.0.1:9/x").as_deref(), Some("plain"));
+        assert_eq!(
+            via(&both, "http://search.acme.example:9/x").as_deref(),
+            Some("plain")
+        );
         assert_eq!(
             via(&both, "https://api.acme.example/").as_deref(),
             Some("secure")
@@ -221,8 +246,23 @@ mod tests {
             vars.push(("NO_PROXY", no_proxy));
             env(&vars)
         };
-        // Loopback is proxied unless named, as in the reference.
-        assert!(via(&with(""), "http://127.0.0.1:8080/").is_some());
+        // Plain http on loopback is never proxied (the credential would
+        // cross a network in clear text); https on loopback follows the
+        // variables.
+        for url in [
+            "http://127.0.0.1:8080/",
+            "http://127.1.2.3/",
+            "http://localhost:8080/",
+            "http://LOCALHOST./",
+            "http://api.localhost/",
+            "http://[::1]:8080/",
+            "http://[::ffff:127.0.0.1]/",
+        ] {
+            assert_eq!(via(&with(""), url), None, "{url}");
+        }
+        assert!(via(&with(""), "https://localhost:8443/").is_some());
+        assert!(via(&with(""), "http://localhost.evil.example/").is_some());
+        assert!(via(&with(""), "http://128.0.0.1/").is_some());
         let e =
             with("localhost, 127.0.0.1 ::1,.corp.example,*.internal.example,api.acme.example:8443");
         assert_eq!(via(&e, "http://127.0.0.1:8080/"), None);

@@ -21,6 +21,15 @@ pub struct Release {
 /// Newest first; the first is [`VERSION`].
 pub const RELEASES: &[Release] = &[
     Release {
+        version: "0.4.3",
+        notes: &[
+            "a plain `http` endpoint on loopback (`localhost`, `127.0.0.0/8`, `::1`: the one place plain http is allowed, because the credential never crosses a network) is never sent through `HTTP_PROXY`, whatever `NO_PROXY` says; 0.4.2 and earlier sent it there, the bearer token in clear text, as undici's proxy agent does. An `https` loopback endpoint still follows the proxy variables (its `CONNECT` tunnel carries TLS)",
+        ],
+        security_fix: Some(
+            "with `HTTP_PROXY` set and no `NO_PROXY` entry for it, a loopback http endpoint's credential went to the proxy in clear text",
+        ),
+    },
+    Release {
         version: "0.4.2",
         notes: &[
             "the runtime's own outbound requests (a mapping's `http::Upstream`, the remote adapter's key set) go through one client of its own: hyper-util's pooled client behind the runtime's connector (TCP with nodelay, keepalive 15 s/15 s/3 and a 30 s user timeout; rustls with ring and the platform's certificate verifier, TLS 1.2 and 1.3, SNI, ALPN `http/1.1`; `HTTP(S)_PROXY` in absolute form for `http` and through a `CONNECT` tunnel for `https`, with the proxy URL's credentials as Basic). The rules are the reqwest client's it replaces: no redirect, no retry but the reconnect of a request never sent, idle connections closed after 90 s, the 1 MiB cap, a cancelled call closes its connection. It takes about 4 µs less CPU a request, and a current extension links no reqwest code (`dist/main` about 180 KB smaller); `ecp_runtime::reqwest` and `ProxyEnv::into_reqwest` stay, hidden, for code an earlier ecp generated, until 1.0",

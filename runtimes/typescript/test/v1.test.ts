@@ -112,20 +112,16 @@ test("an aborted signal closes the upstream request", async () => {
   await server.close();
 });
 
-test("HTTP_PROXY is honoured and NO_PROXY bypasses it", async () => {
+test("the V1 binding on a loopback http endpoint never goes through HTTP_PROXY", async () => {
   const target = await upstream(json({ items: [{ id: "a", content: "A" }] }));
   const proxy = await forwardProxy();
   const expected: ProviderItem[] = [{ id: "a", content: "A" }];
   try {
     await withEnv({ HTTP_PROXY: proxy.url, NO_PROXY: undefined, no_proxy: undefined }, async () => {
       assert.deepEqual(await provider(target.base).search("q", 5, never), expected);
-      assert.deepEqual(proxy.tunnels, [target.base.replace("http://", "")], "the request went through the proxy");
     });
-    await withEnv({ HTTP_PROXY: proxy.url, NO_PROXY: "127.0.0.1" }, async () => {
-      assert.deepEqual(await provider(target.base).search("q", 5, never), expected);
-      assert.equal(proxy.tunnels.length, 1, "NO_PROXY names the host: no tunnel");
-    });
-    assert.equal(target.seen.length, 2);
+    assert.deepEqual(proxy.tunnels, [], "the token never reached the proxy");
+    assert.equal(target.seen.length, 1);
   } finally {
     await target.close();
     await proxy.close();

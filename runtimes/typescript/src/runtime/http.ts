@@ -115,8 +115,12 @@ export class Upstream {
     this.#base = base;
     this.#credential = credential;
     // undici's environment proxy agent when a proxy is configured (it reads
-    // NO_PROXY too), else undici's direct default.
-    this.#dispatcher = PROXY_VARIABLES.some((name) => process.env[name]) ? new EnvHttpProxyAgent() : undefined;
+    // NO_PROXY too), else undici's direct default. A plain http endpoint is
+    // on loopback (the one place http is allowed, so that the credential
+    // never crosses a network): it never goes through a proxy, whatever
+    // NO_PROXY says, as in the Rust runtime (0.4.3).
+    const proxied = base.protocol !== "http:" && PROXY_VARIABLES.some((name) => process.env[name]);
+    this.#dispatcher = proxied ? new EnvHttpProxyAgent() : undefined;
   }
 
   /**
