@@ -1,6 +1,8 @@
 //! `ecp try`: the extension in Qwen Code in one step. A source folder is
-//! packaged when its archive for this machine is missing or older than
-//! the sources; the archive (or one given, or the one Qwen's installer
+//! packaged when its archive for this machine is missing, older than the
+//! sources, or not one this machine's `ecp package` made
+//! (`crate::package::made`: a committed `dist/` is never installed as the
+//! folder); the archive (or one given, or the one Qwen's installer
 //! would pick from a release folder) is linted, installed with `qwen
 //! extensions install ARCHIVE --consent` (after uninstalling what an
 //! earlier `ecp try` installed under the name), and `qwen mcp list` says
@@ -64,10 +66,14 @@ fn archive_for(path: &Path, color: ColorChoice) -> Result<PathBuf, Failure> {
     let facts = facts.unwrap_or_default();
     let archive = host_archive(path, &facts)?;
     match stale(path, &archive) {
-        None => {
+        None if package::made::made_here(path, &archive) => {
             eprintln!("ecp try: {} is current", archive.display());
             return Ok(archive);
         }
+        None => eprintln!(
+            "ecp try: packaging first ({} was not made by ecp package on this machine: an archive that came with the folder is never installed as the folder)",
+            archive.display()
+        ),
         Some(why) => eprintln!("ecp try: packaging first ({why})"),
     }
     // The package steps on stderr: stdout is the qwen commands or the

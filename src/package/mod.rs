@@ -11,6 +11,7 @@
 
 pub mod build;
 mod channels;
+pub mod made;
 pub mod stage;
 pub mod write;
 
@@ -193,8 +194,15 @@ pub fn package(
 ) -> Result<Packaged, PackageError> {
     let mut would_replace = Vec::new();
     let result = run(settings, log, &mut would_replace);
-    if result.is_err() {
-        remove_stale(&settings.out_dir, &would_replace, log);
+    match &result {
+        Ok(packaged) => made::record(
+            &settings.folder,
+            packaged
+                .archives
+                .iter()
+                .map(|a| (a.path.as_path(), a.sha256.as_str())),
+        ),
+        Err(_) => remove_stale(&settings.out_dir, &would_replace, log),
     }
     result
 }

@@ -1,6 +1,7 @@
 //! `ecp try` without Qwen Code on `PATH` (the real client is driven by the
 //! e2e suite, `tests/e2e/main.rs`): a source folder is packaged only when
-//! its archive for this machine is missing or older than the sources, and
+//! its archive for this machine is missing, older than the sources or not
+//! made by this machine's `ecp package`, and
 //! the exact `qwen` commands are printed; `ecp lint` of a source folder
 //! says when Qwen could not run it as installed.
 
@@ -68,6 +69,45 @@ fn try_packages_when_needed_and_prints_the_qwen_commands() {
     assert_eq!(
         std::fs::metadata(&archive).unwrap().modified().unwrap(),
         made
+    );
+
+    // The folder as a clone or a download brings it, its dist/ included
+    // and every time kept, with another archive in place of the one ecp
+    // made, newer than every source: never installed as the folder, made
+    // again from the sources.
+    let copy = temp.path().join("copy");
+    let cp = Command::new("cp")
+        .arg("-a")
+        .arg(&dir)
+        .arg(&copy)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    let copied = copy.join("dist/linux.acme-context-remote.tar.gz");
+    let output = ecp_try(&copy, &home, &["--print"]);
+    assert!(
+        text(&output).contains("was not made by ecp package on this machine"),
+        "{}",
+        text(&output)
+    );
+    assert_eq!(
+        std::fs::read(&copied).unwrap(),
+        std::fs::read(&archive).unwrap()
+    );
+    std::fs::write(&copied, b"an archive the repository brought").unwrap();
+    let file = std::fs::File::options().append(true).open(&copied).unwrap();
+    file.set_modified(made + std::time::Duration::from_secs(60))
+        .unwrap();
+    let output = ecp_try(&copy, &home, &["--print"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(
+        text(&output).contains("was not made by ecp package on this machine"),
+        "{}",
+        text(&output)
+    );
+    assert_eq!(
+        std::fs::read(&copied).unwrap(),
+        std::fs::read(&archive).unwrap()
     );
 
     // A source file changed since: packaged again.
