@@ -1,5 +1,6 @@
 //! The archive reader and rules: the input as a `.tar.gz`, as a raw tar
-//! stream inside a gzip member, and as a `.zip`.
+//! stream inside a gzip member (also as an npm `.tgz`), as a `.zip`, and
+//! as an MCP Bundle's entries.
 
 use std::{io::Write, path::Path};
 
@@ -18,9 +19,17 @@ fn lint(name: &str, bytes: &[u8]) {
 pub fn run(data: &[u8]) {
     lint("fuzz.tar.gz", data);
     lint("fuzz.zip", data);
+    let mut report = Report::default();
+    let _ = archive::bundle_entries(
+        Path::new("fuzz.mcpb"),
+        archive::Bytes::Memory(data),
+        "manifest.json",
+        &mut report,
+    );
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     let _ = gz.write_all(data);
     if let Ok(wrapped) = gz.finish() {
         lint("fuzz.tar.gz", &wrapped);
+        lint("fuzz.tgz", &wrapped);
     }
 }

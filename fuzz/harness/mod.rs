@@ -12,13 +12,14 @@ pub mod lint_clients;
 pub mod lint_manifest;
 pub mod outside_text;
 pub mod provenance;
+pub mod qwen_files;
 pub mod release_assets;
 
 /// A target's body: one input.
 pub type Body = fn(&[u8]);
 
 /// Each target by its name (the folder of its seeds).
-pub const TARGETS: [(&str, Body); 11] = [
+pub const TARGETS: [(&str, Body); 12] = [
     ("check_replay", check_replay::run),
     ("http_body", http_body::run),
     ("http_mcp", http_mcp::run),
@@ -29,5 +30,6 @@ pub const TARGETS: [(&str, Body); 11] = [
     ("lint_manifest", lint_manifest::run),
     ("outside_text", outside_text::run),
     ("provenance", provenance::run),
+    ("qwen_files", qwen_files::run),
     ("release_assets", release_assets::run),
 ];

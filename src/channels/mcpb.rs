@@ -53,7 +53,12 @@ pub fn staged(
 /// `manifest.json` mcpb accepts and whose entry point is in it.
 pub fn lint(path: &Path, report: &mut Report) -> Result<(), LintError> {
     let shown = path.display().to_string();
-    let (names, manifest) = crate::lint::archive::bundle_entries(path, super::MCPB, report)?;
+    let (names, manifest) = crate::lint::archive::bundle_entries(
+        path,
+        crate::lint::archive::Bytes::File(path),
+        super::MCPB,
+        report,
+    )?;
     let manifest = manifest.map(|data| String::from_utf8_lossy(&data).into_owned());
     let Some(manifest) = manifest else {
         report.add(Finding::about(

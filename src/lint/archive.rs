@@ -571,10 +571,11 @@ pub fn lint_archive_bytes(
 /// file at `wanted` (at most 1 MiB) when there is exactly one such entry.
 pub fn bundle_entries(
     path: &Path,
+    bytes: Bytes,
     wanted: &str,
     report: &mut Report,
 ) -> Result<(Vec<String>, Option<Vec<u8>>), LintError> {
-    let read = read_zip(path, Bytes::File(path))?;
+    let read = read_zip(path, bytes)?;
     let shown = path.display().to_string();
     if let Some((rule, problem)) = read.stopped {
         report.add(Finding::about(
@@ -868,17 +869,6 @@ fn archive_rules(
     entry_rules(entries, shown, report);
 
     let Some(root) = judged_root(entries, layout, shown, report) else {
-        let (problem, help) = match layout {
-            Layout::Release => (
-                format!("no {MANIFEST} at the archive root or in one top-level folder"),
-                format!("put {MANIFEST} at the root of the archive"),
-            ),
-            Layout::Npm => (
-                format!("no package/{MANIFEST}: npm and Qwen Code install the package/ folder"),
-                format!("put {MANIFEST} in package/ (ecp package --npm does)"),
-            ),
-        };
-        report.add(Finding::about(Rule::ArchiveManifest, shown, problem, help));
         return Ok(None);
     };
     let manifest_path = format!("{root}{MANIFEST}");

@@ -567,9 +567,15 @@ pub fn read_jsonc(path: &Path) -> Result<Option<Value>, Unread> {
     let Some(text) = read_whole(path)? else {
         return Ok(None);
     };
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    parse_jsonc(&text).map(Some)
+}
+
+/// The text of a JSON-with-comments file as Qwen reads it (see
+/// [`read_jsonc`]).
+pub fn parse_jsonc(text: &str) -> Result<Value, Unread> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     match crate::json::parse_value(&strip_comments(text)) {
-        Ok(value) => Ok(Some(value)),
+        Ok(value) => Ok(value),
         Err(error) if error.is_limit() => Err(Unread::Unjudged(format!(
             "is nested deeper than the {} levels doctor reads; Qwen reads it",
             crate::json::MAX_DEPTH

@@ -678,6 +678,7 @@ const FUZZ_TARGETS: &[&str] = &[
     "outside_text",
     "check_replay",
     "lint_clients",
+    "qwen_files",
 ];
 
 /// cargo fuzz's sanitizer, the same for the build and its runs (another
