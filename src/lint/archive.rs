@@ -810,16 +810,37 @@ enum Layout {
     Npm,
 }
 
-/// The folder lint judges the manifest in, by the installer's layout.
+/// The folder lint judges the manifest in, by the installer's layout;
+/// `None`, said as `archive-manifest`, when there is none.
 fn judged_root(
     entries: &[Entry],
     layout: Layout,
     shown: &str,
     report: &mut Report,
 ) -> Option<String> {
-    if layout == Layout::Release {
-        return manifest_root(entries);
+    let root = match layout {
+        Layout::Release => manifest_root(entries),
+        Layout::Npm => npm_root(entries, shown, report),
+    };
+    if root.is_none() {
+        let (problem, help) = match layout {
+            Layout::Release => (
+                format!("no {MANIFEST} at the archive root or in one top-level folder"),
+                format!("put {MANIFEST} at the root of the archive"),
+            ),
+            Layout::Npm => (
+                format!("no package/{MANIFEST}: npm and Qwen Code install the package/ folder"),
+                format!("put {MANIFEST} in package/ (ecp package --npm does)"),
+            ),
+        };
+        report.add(Finding::about(Rule::ArchiveManifest, shown, problem, help));
     }
+    root
+}
+
+/// `package/` when it holds the manifest; every entry outside it is
+/// refused.
+fn npm_root(entries: &[Entry], shown: &str, report: &mut Report) -> Option<String> {
     let prefix = crate::channels::npm::PREFIX;
     let mut outside = 0;
     for entry in entries {
