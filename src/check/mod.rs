@@ -21,6 +21,7 @@ pub mod lines;
 pub mod mutate;
 pub mod probe;
 pub mod schema;
+pub mod secret;
 pub mod suite;
 pub mod target;
 pub mod upstream;
@@ -122,11 +123,18 @@ pub struct CheckReport {
     pub warned: usize,
     pub failed: usize,
     pub skipped: usize,
+    /// Why the checks through the upstream decided nothing, when they did
+    /// not (the baseline call through a real upstream's answers failed):
+    /// such a run has no verdict of conformance (exit 2 unless a check
+    /// failed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub undecided: Option<String>,
 }
 
 impl CheckReport {
+    /// Nothing failed, and nothing the verdict rests on went undecided.
     pub fn ok(&self) -> bool {
-        self.failed == 0
+        self.failed == 0 && self.undecided.is_none()
     }
 }
 
@@ -426,7 +434,7 @@ pub async fn run(
         Some(opened.probe.clone()),
         progress,
     );
-    let (checks, stateless) = suite.run().await;
+    let (checks, stateless, undecided) = suite.run().await;
     let revisions = opened
         .session
         .client
@@ -445,6 +453,8 @@ pub async fn run(
         failed: count(Status::Fail),
         skipped: count(Status::Skip),
         checks,
+        // It may quote the target: shown as outside text, as reasons are.
+        undecided: undecided.map(|why| crate::outside::line(&why, 2000)),
     })
 }
 

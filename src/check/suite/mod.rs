@@ -200,8 +200,10 @@ impl<'a> Suite<'a> {
     }
 
     /// Runs every check and returns the results in order, with the
-    /// stateless revision the target was judged by (when it speaks one).
-    pub async fn run(mut self) -> (Vec<CheckResult>, Option<&'static str>) {
+    /// stateless revision the target was judged by (when it speaks one)
+    /// and, when the upstream checks could not run through a real
+    /// upstream's answers, why ([`Baseline::undecided`]).
+    pub async fn run(mut self) -> (Vec<CheckResult>, Option<&'static str>, Option<String>) {
         let tool = self.discovery().await;
         if tool.is_none() {
             // Every later check needs the tool: each is in the report, skipped.
@@ -210,9 +212,10 @@ impl<'a> Suite<'a> {
                     self.skip(*check, skip::NO_TOOL);
                 }
             }
-            return (self.results, None);
+            return (self.results, None, None);
         }
         let baseline = self.baseline().await;
+        let undecided = baseline.undecided(self.scripted.as_deref());
         self.inputs(&baseline).await;
         match &baseline {
             Baseline::Succeeded => self.upstream_checks().await,
@@ -244,7 +247,7 @@ impl<'a> Suite<'a> {
             self.protocol_checks(&baseline).await;
         }
         self.redaction();
-        (self.results, self.revision)
+        (self.results, self.revision, undecided)
     }
 
     /// The protocol group, with the baseline's query for the stateless call.
@@ -267,4 +270,19 @@ pub(super) enum Baseline {
     Succeeded,
     /// It did not: why, the reason every dependent check is skipped with.
     Failed(String),
+}
+
+impl Baseline {
+    /// Why the run decides nothing about the upstream checks, when it
+    /// does not: the baseline failed through a real upstream's answers
+    /// (`--upstream`, `--cassette`). There the upstream checks are the
+    /// point of the run, and skipping every one of them is no verdict; a
+    /// target checked against the scripted V1 upstream keeps its skips
+    /// (a mapping of another API is told to use a cassette).
+    fn undecided(&self, scripted: Option<&Scripted>) -> Option<String> {
+        match (self, scripted.map(|s| &s.script)) {
+            (Baseline::Failed(reason), Some(Script::Recorded(_))) => Some(reason.clone()),
+            _ => None,
+        }
+    }
 }
