@@ -792,7 +792,8 @@ fn echoing_upstream(runtime: &tokio::runtime::Runtime) -> ecp::check::upstream::
         let basic = base64::engine::general_purpose::STANDARD.encode(format!("kb-user:{key}"));
         let alone = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&key);
         let body = format!(
-            r#"{{"rows":[{{"id":1,"title":"Release train","body":"Trains leave on Tuesdays.","url":"https://kb.example/release","updated":"2026-01-01"}}],"echo":"{}","url":"{}","auth":"Basic {basic}","token":"{alone}"}}"#,
+            r#"{{"rows":[{{"id":1,"title":"Release train","body":"Trains leave on Tuesdays.","url":"https://kb.example/release","updated":"2026-01-01"}},{{"id":2,"title":"Echo","body":"sent {}"}}],"echo":"{}","url":"{}","auth":"Basic {basic}","token":"{alone}"}}"#,
+            json_escaped_every_way(&key),
             json_escaped_every_way(&key),
             request.path.replace('/', "\\/"),
         );
@@ -1028,4 +1029,23 @@ fn an_upstream_that_answers_no_call_gives_no_verdict_of_conformance() {
     assert!(!stdout.contains("conforms to"), "{stdout}");
     assert!(stdout.contains("no successful baseline call"), "{stdout}");
     assert!(stderr.contains("= help:"), "{stderr}");
+}
+
+#[test]
+fn a_call_shows_no_form_of_the_credential_its_upstream_echoes() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let upstream = echoing_upstream(&runtime);
+    let server = python_server();
+    let output = Command::new(ecp_bin())
+        .args(["call", "release train", "--", "python3", &server])
+        .args(["--api", "datasette", "--token-in-query", "api_key"])
+        .env("PROVIDER_CONTEXT_BASE_URL", &upstream.base_url)
+        .env("PROVIDER_CONTEXT_TOKEN", QUERY_SECRET)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("sent <credential>"), "{stdout}");
+    assert!(!stdout.contains("Kq3/x+Yz9wUe7Rt"), "{stdout}");
 }

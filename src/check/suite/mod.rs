@@ -105,6 +105,9 @@ pub struct Suite<'a> {
     probe_stderr: Option<(WatchedStderr, bool)>,
     /// The stateless revision the target was judged by, when it speaks one.
     revision: Option<&'static str>,
+    /// Secrets no reason may show (a real upstream's credential, the
+    /// bearer of an MCP endpoint): [`crate::check::secret`].
+    secrets: crate::check::secret::Secrets,
 }
 
 impl<'a> Suite<'a> {
@@ -133,7 +136,14 @@ impl<'a> Suite<'a> {
             probe,
             probe_stderr: None,
             revision: None,
+            secrets: crate::check::secret::Secrets::default(),
         }
+    }
+
+    /// The suite with `secrets` taken out of every reason it gives.
+    pub fn with_secrets(mut self, secrets: crate::check::secret::Secrets) -> Suite<'a> {
+        self.secrets = secrets;
+        self
     }
 
     fn record(&mut self, check: Check, outcome: Result<String, String>) {
@@ -141,15 +151,18 @@ impl<'a> Suite<'a> {
             Ok(reason) => (Status::Pass, reason),
             Err(reason) => (Status::Fail, reason),
         };
+        let reason = self.secrets.redact(&reason);
         self.push(CheckResult::new(check, status, reason));
     }
 
     fn warn(&mut self, check: Check, reason: String) {
+        let reason = self.secrets.redact(&reason);
         self.push(CheckResult::new(check, Status::Warn, reason));
     }
 
     fn skip(&mut self, check: Check, reason: &str) {
-        self.push(CheckResult::new(check, Status::Skip, reason.to_owned()));
+        let reason = self.secrets.redact(reason);
+        self.push(CheckResult::new(check, Status::Skip, reason));
     }
 
     fn push(&mut self, result: CheckResult) {
@@ -247,6 +260,7 @@ impl<'a> Suite<'a> {
             self.protocol_checks(&baseline).await;
         }
         self.redaction();
+        let undecided = undecided.map(|why| self.secrets.redact(&why));
         (self.results, self.revision, undecided)
     }
 
