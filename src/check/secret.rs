@@ -158,19 +158,27 @@ impl Secrets {
         let raw = View::raw(input);
         self.search(&raw, &self.forms, input, &mut found);
         let percent = input.contains(&b'%') || (!self.folded.is_empty() && input.contains(&b'+'));
-        let escaped = input.contains(&b'\\');
+        // JSON escapes read strictly, and, where an escaped backslash
+        // stands, also with it read as one backslash that may start an
+        // escape (`\\u0041`): a form there is the secret's to a lax reader.
+        let escapes: &[bool] = match (input.contains(&b'\\'), memchr::memmem::find(input, b"\\\\"))
+        {
+            (false, _) => &[],
+            (true, None) => &[false],
+            (true, Some(_)) => &[false, true],
+        };
         if percent {
             let decoded = raw.percent_decoded();
             self.search(&decoded, &self.forms, input, &mut found);
-            if escaped {
-                self.search(&decoded.json_unescaped(), &self.forms, input, &mut found);
+            for &lax in escapes {
+                self.search(&decoded.json_unescaped(lax), &self.forms, input, &mut found);
             }
             if !self.folded.is_empty() {
                 self.search(&decoded.folded(), &self.folded, input, &mut found);
             }
         }
-        if escaped {
-            let unescaped = raw.json_unescaped();
+        for &lax in escapes {
+            let unescaped = raw.json_unescaped(lax);
             self.search(&unescaped, &self.forms, input, &mut found);
             if percent {
                 let decoded = unescaped.percent_decoded();
@@ -348,9 +356,11 @@ impl View {
     }
 
     /// JSON string escapes decoded wherever they stand; a lone surrogate
-    /// or a broken escape is left as it is.
-    fn json_unescaped(&self) -> View {
+    /// or a broken escape is left as it is. `lax`: `\\` read as a
+    /// backslash that may start the next escape.
+    fn json_unescaped(&self, lax: bool) -> View {
         self.decoded(|rest| match rest {
+            [b'\\', b'\\', ..] if lax => (vec![b'\\'], 1),
             [b'\\', b'u', ..] => unicode_escape(rest),
             [b'\\', escaped, ..] => match short_escape(*escaped) {
                 Some(byte) => (vec![byte], 2),
@@ -471,6 +481,11 @@ mod tests {
         assert_eq!(
             out,
             format!(r#"{{"url":"http:\/\/h\/s?api_key={REDACTED}"}}"#)
+        );
+        // After an escaped backslash, to a lax reader.
+        assert_eq!(
+            rule().redact(r"\\u0073ig Kq3\/x+Yz9w=="),
+            format!(r"\{REDACTED}")
         );
         // A lone surrogate and a broken escape are left as they are.
         assert_eq!(rule().redact(r"\ud800 \u12 \q"), r"\ud800 \u12 \q");
