@@ -5,16 +5,29 @@
 //!
 //! A cassette holds, per probe query, the request the target sent (method,
 //! target, headers, body) and the answer (status, content type, body).
-//! Credentials never reach it: the credential's value is replaced by
-//! `<credential>` wherever it appears, and the headers that carry
-//! credentials are kept by name only. A cassette is outside input when
-//! replayed: it is read bounded and checked field by field.
+//! Credentials never reach it: the credential is replaced by
+//! `<credential>` wherever it appears in any form it travels in (encoded
+//! in a query, escaped in JSON, in base64: [`super::secret`]), and the
+//! headers that carry credentials are kept by name only. A replayed
+//! request is compared with the recorded one after the same rule took the
+//! suite's own token out of it, so a credential sent in the query still
+//! finds its answer.
+//!
+//! A cassette is outside input when replayed: it is read bounded and
+//! checked field by field, and one that leaves nothing to replay (no 2xx
+//! answer, a status that is no final answer, a content type that is no
+//! header value) is refused: the checks that need a successful call would
+//! all be skipped, and a run that skips them decides nothing.
 
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::upstream::{Exchange, MAX_RECORDED_BODY, Recorded, SeenRequest};
+use super::{
+    canary::TOKEN_CANARY,
+    secret::Secrets,
+    upstream::{Exchange, MAX_RECORDED_BODY, Recorded, SeenRequest},
+};
 
 /// The format's version, the first member of every cassette.
 pub const FORMAT: u32 = 1;
@@ -23,7 +36,7 @@ const MAX_FILE: u64 = 64 * 1024 * 1024;
 /// The most exchanges a cassette may hold.
 const MAX_EXCHANGES: usize = 64;
 /// What a credential becomes in a cassette.
-pub const REDACTED: &str = "<credential>";
+pub use super::secret::REDACTED;
 
 /// Headers that carry credentials by their name alone.
 const CREDENTIAL_HEADERS: &[&str] = &[
@@ -82,23 +95,26 @@ impl Tape {
     }
 }
 
-fn redact(text: &str, secret: Option<&str>) -> String {
-    match secret {
-        Some(secret) if !secret.is_empty() => text.replace(secret, REDACTED),
-        _ => text.to_owned(),
-    }
+/// A replayed request's target and body as a cassette records them: the
+/// suite's token (which the target was given in place of the credential)
+/// taken out by the rule that took the credential out of the recording.
+pub fn as_recorded(request: &SeenRequest) -> (String, String) {
+    static CANARY: std::sync::LazyLock<Secrets> =
+        std::sync::LazyLock::new(|| Secrets::new([TOKEN_CANARY]));
+    (CANARY.redact(&request.path), CANARY.redact(&request.body))
 }
 
 impl Cassette {
     /// A cassette from forwarded exchanges, each tagged with the query of
     /// the call that made it; `secret` (the credential's value) is
-    /// replaced wherever it appears.
+    /// replaced wherever it appears, in any of its forms.
     pub fn from_exchanges(
         base_path: &str,
         exchanges: &[(String, Exchange)],
         secret: Option<&str>,
     ) -> Cassette {
-        let secret = secret.map(str::trim).filter(|s| !s.is_empty());
+        let secret = Secrets::new(secret);
+        let secret = &secret;
         let mut credential_header = None;
         let tapes = exchanges
             .iter()
@@ -161,16 +177,29 @@ impl Cassette {
                 self.exchanges.len()
             ));
         }
-        self.exchanges.iter().enumerate().find_map(|(at, tape)| {
+        let problem = self.exchanges.iter().enumerate().find_map(|(at, tape)| {
+            let header_value = |value: &str| value.bytes().all(|b| b == b'\t' || !b.is_ascii_control());
             if tape.response.len() > MAX_RECORDED_BODY {
                 Some(format!("exchange {at}: the answer is over 4 MiB"))
-            } else if !(100..=599).contains(&tape.status) {
-                Some(format!("exchange {at}: status {} is not HTTP", tape.status))
+            } else if !(200..=599).contains(&tape.status) {
+                Some(format!(
+                    "exchange {at}: status {} is not a final HTTP answer (200 to 599)",
+                    tape.status
+                ))
+            } else if !tape.content_type.as_deref().is_none_or(header_value) {
+                Some(format!(
+                    "exchange {at}: content_type holds a control character (a line break ends a header): it is no header value"
+                ))
             } else if !tape.target.starts_with('/') {
                 Some(format!("exchange {at}: the target must start with /"))
             } else {
                 None
             }
+        });
+        problem.or_else(|| {
+            self.baseline().is_none().then(|| {
+                "no exchange has a 2xx answer, so no check that needs a successful call could run; record it again with --query words the service finds".to_owned()
+            })
         })
     }
 
@@ -189,14 +218,13 @@ impl Cassette {
     }
 
     /// The recorded answer for a request: the exchange with the same
-    /// method, target and body; else the baseline's.
+    /// method, target and body (read [`as_recorded`]); else the baseline's.
     pub fn answer_for(&self, request: &SeenRequest) -> Option<&Tape> {
+        let (target, body) = as_recorded(request);
         self.exchanges
             .iter()
             .find(|tape| {
-                tape.method == request.method
-                    && tape.target == request.path
-                    && tape.body == request.body
+                tape.method == request.method && tape.target == target && tape.body == body
             })
             .or_else(|| self.baseline())
     }
@@ -206,33 +234,32 @@ fn tape(
     query: &str,
     request: &SeenRequest,
     response: &Recorded,
-    secret: Option<&str>,
+    secret: &Secrets,
     credential_header: &mut Option<String>,
 ) -> Tape {
     let headers = request
         .headers
         .iter()
+        .filter(|(name, _)| !matches!(name.as_str(), "host" | "content-length"))
         .map(|(name, value)| {
-            let carries = CREDENTIAL_HEADERS.contains(&name.as_str())
-                || secret.is_some_and(|s| value.contains(s));
+            let carries = CREDENTIAL_HEADERS.contains(&name.as_str()) || secret.holds(value);
             if carries {
                 credential_header.get_or_insert_with(|| name.clone());
                 (name.clone(), REDACTED.to_owned())
             } else {
-                (name.clone(), value.clone())
+                (name.clone(), secret.redact(value))
             }
         })
-        .filter(|(name, _)| !matches!(name.as_str(), "host" | "content-length"))
         .collect();
     Tape {
         query: query.to_owned(),
         method: request.method.clone(),
-        target: redact(&request.path, secret),
+        target: secret.redact(&request.path),
         headers,
-        body: redact(&request.body, secret),
+        body: secret.redact(&request.body),
         status: response.status,
-        content_type: response.content_type.clone(),
-        response: redact(&String::from_utf8_lossy(&response.body), secret),
+        content_type: (response.content_type.as_deref()).map(|t| secret.redact(t)),
+        response: secret.redact(&String::from_utf8_lossy(&response.body)),
     }
 }
 
@@ -276,6 +303,26 @@ mod tests {
         );
         let text = serde_json::to_string(&cassette).unwrap();
         assert!(!text.contains("s3cret-value"), "{text}");
+        // Encoded in the query, escaped in the answer, in a Basic pair.
+        let secret = "sig Kq3/x+Yz9w==";
+        let mut encoded = exchange(
+            "/api/s?q=words&sig=sig+Kq3%2fx%2BYz9w%3D%3D",
+            "Basic a2ItdXNlcjpzaWcgS3EzL3grWXo5dz09",
+            r#"{"echo":"\u0073ig Kq3\/x\u002bYz9w==","url":"\/api\/s?sig=sig+Kq3%2Fx%2BYz9w%3D%3D"}"#,
+        );
+        encoded.request.headers[2].1 = "trace sig%20Kq3%2Fx%2BYz9w%3D%3D".into();
+        let encoded = Cassette::from_exchanges("/", &[("words".into(), encoded)], Some(secret));
+        let tape = &encoded.exchanges[0];
+        assert_eq!(tape.target, "/api/s?q=words&sig=<credential>");
+        assert_eq!(
+            tape.response,
+            r#"{"echo":"<credential>","url":"\/api\/s?sig=<credential>"}"#
+        );
+        assert!(
+            tape.headers.iter().all(|(_, v)| v == REDACTED),
+            "{:?}",
+            tape.headers
+        );
         assert_eq!(cassette.credential_header.as_deref(), Some("authorization"));
         assert_eq!(
             cassette.exchanges[0].target,
@@ -290,13 +337,32 @@ mod tests {
     }
 
     #[test]
+    fn a_replayed_request_with_the_suites_token_in_its_query_finds_its_answer() {
+        let recorded = Cassette::from_exchanges(
+            "/",
+            &[
+                ("a".into(), exchange("/s?q=a&key=k%2Fsecret", "", "[1]")),
+                ("b".into(), exchange("/s?q=b&key=k%2Fsecret", "", "[2]")),
+            ],
+            Some("k/secret"),
+        );
+        let replayed = SeenRequest {
+            method: "GET".into(),
+            path: format!("/s?q=b&key={TOKEN_CANARY}"),
+            headers: Vec::new(),
+            body: String::new(),
+        };
+        assert_eq!(recorded.answer_for(&replayed).unwrap().response, "[2]");
+    }
+
+    #[test]
     fn a_cassette_is_checked_when_read() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.json");
         let good = Cassette::from_exchanges(
             "/",
-            &[("q".to_owned(), exchange("/s?q=q", "Bearer t", "[]"))],
-            Some("t"),
+            &[("q".to_owned(), exchange("/s?q=q", "Bearer tok3n", "[]"))],
+            Some("tok3n"),
         );
         good.save(&path).unwrap();
         assert_eq!(Cassette::load(&path).unwrap(), good);
@@ -316,6 +382,31 @@ mod tests {
             ),
         ] {
             std::fs::write(&path, bad).unwrap();
+            let error = Cassette::load(&path).unwrap_err();
+            assert!(error.contains(says), "{bad}: {error}");
+        }
+        // One edit that leaves no answer to replay.
+        let text = serde_json::to_string(&good).unwrap();
+        for (bad, says) in [
+            (
+                text.replace(r#""status":200"#, r#""status":101"#),
+                "status 101 is not a final HTTP answer",
+            ),
+            (
+                text.replace(r#""status":200"#, r#""status":100"#),
+                "status 100",
+            ),
+            (
+                text.replace(r#""status":200"#, r#""status":404"#),
+                "no exchange has a 2xx answer",
+            ),
+            (
+                text.replace("application/json", "application/json\\r\\nx-injected: 1"),
+                "content_type holds a control character",
+            ),
+        ] {
+            assert_ne!(bad, text);
+            std::fs::write(&path, &bad).unwrap();
             let error = Cassette::load(&path).unwrap_err();
             assert!(error.contains(says), "{bad}: {error}");
         }

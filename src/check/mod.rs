@@ -21,6 +21,7 @@ pub mod lines;
 pub mod mutate;
 pub mod probe;
 pub mod schema;
+pub mod secret;
 pub mod suite;
 pub mod target;
 pub mod upstream;
@@ -122,11 +123,18 @@ pub struct CheckReport {
     pub warned: usize,
     pub failed: usize,
     pub skipped: usize,
+    /// Why the checks through the upstream decided nothing, when they did
+    /// not (the baseline call through a real upstream's answers failed):
+    /// such a run has no verdict of conformance (exit 2 unless a check
+    /// failed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub undecided: Option<String>,
 }
 
 impl CheckReport {
+    /// Nothing failed, and nothing the verdict rests on went undecided.
     pub fn ok(&self) -> bool {
-        self.failed == 0
+        self.failed == 0 && self.undecided.is_none()
     }
 }
 
@@ -228,15 +236,13 @@ async fn open(
 ) -> Result<Opened, CheckError> {
     match resolve(settings, Some((base_url, token)), DEFAULT_CALL_TIMEOUT)? {
         Reach::Spawn(launch) => {
-            let credential = launch.binding.as_ref().and_then(|b| {
-                launch
-                    .env
-                    .get(&b.token)
-                    .cloned()
-                    .or_else(|| std::env::var(&b.token).ok())
-            });
+            let credential = credential_of(&launch);
+            // What the target wrote before it failed may hold its credential.
+            let secrets = secret::Secrets::new(credential.as_deref());
             Ok(Opened {
-                session: Session::spawn(&launch).await.map_err(CheckError::Target)?,
+                session: Session::spawn(&launch)
+                    .await
+                    .map_err(|e| CheckError::Target(secrets.redact(&e)))?,
                 include_tools: launch.include_tools.clone(),
                 credential,
                 binding: launch.binding.clone(),
@@ -263,6 +269,19 @@ async fn open(
     }
 }
 
+/// The credential `launch` gives its target, as its manifest resolved it
+/// (a manifest may map the variable from another name), else from ecp's
+/// own environment.
+fn credential_of(launch: &Launch) -> Option<String> {
+    launch.binding.as_ref().and_then(|b| {
+        launch
+            .env
+            .get(&b.token)
+            .cloned()
+            .or_else(|| std::env::var(&b.token).ok())
+    })
+}
+
 /// The path of an upstream URL, ending in `/`, and the URL's origin.
 fn split_upstream(url: &str) -> Result<(reqwest::Url, String), CheckError> {
     let parsed = crate::runtime::http::base_url(url).map_err(|rule| {
@@ -275,12 +294,13 @@ fn split_upstream(url: &str) -> Result<(reqwest::Url, String), CheckError> {
 }
 
 /// `--upstream`: starts the target against a recording proxy in front of
-/// the real upstream, calls it once per query, and returns what passed.
+/// the real upstream, calls it once per query, and returns what passed,
+/// with the credential the target was given (which no output may show).
 async fn record(
     settings: &CheckSettings,
     url: &str,
     queries: &[String],
-) -> Result<cassette::Cassette, CheckError> {
+) -> Result<(cassette::Cassette, Option<String>), CheckError> {
     let (origin, base_path) = split_upstream(url)?;
     crate::runtime::install_tls_provider();
     let client = reqwest::Client::builder()
@@ -302,6 +322,8 @@ async fn record(
         .credential
         .clone()
         .or_else(|| std::env::var(&binding.token).ok());
+    // The target's errors and the upstream's may echo it.
+    let secrets = secret::Secrets::new(secret.as_deref());
     let mut exchanges = Vec::new();
     for query in queries {
         let before = proxy.exchanges().len();
@@ -321,7 +343,7 @@ async fn record(
         let new: Vec<_> = new.map(|exchange| (query.clone(), exchange)).collect();
         if new.is_empty() {
             let why = match result {
-                Err(error) => error,
+                Err(error) => secrets.redact(&error),
                 Ok(_) => "it answered without a request".into(),
             };
             opened.session.close().await;
@@ -338,32 +360,32 @@ async fn record(
         {
             opened.session.close().await;
             return Err(CheckError::Upstream(format!(
-                "{}: {why}\n  = help: check that {} answers from this machine",
+                "{}: {}\n  = help: check that {} answers from this machine",
                 crate::outside::value(url),
+                secrets.redact(&why),
                 crate::outside::value(url)
             )));
         }
         exchanges.extend(new);
     }
     opened.session.close().await;
-    Ok(cassette::Cassette::from_exchanges(
-        &base_path,
-        &exchanges,
-        secret.as_deref(),
-    ))
+    let cassette = cassette::Cassette::from_exchanges(&base_path, &exchanges, secret.as_deref());
+    Ok((cassette, secret))
 }
 
-/// The answers the target's upstream gives during the run.
+/// The answers the target's upstream gives during the run, the base path,
+/// and the credential a recording gave the target.
 async fn script(
     settings: &CheckSettings,
     embedded: &'static embedded::Embedded,
-) -> Result<(suite::Script, String), CheckError> {
+) -> Result<(suite::Script, String, Option<String>), CheckError> {
     match &settings.upstream {
         UpstreamSource::V1 => Ok((
             suite::Script::V1 {
                 vectors: embedded.render_vectors.clone(),
             },
             "/".to_owned(),
+            None,
         )),
         UpstreamSource::Record { url, queries, keep } => {
             if matches!(settings.target, Target::Url(_)) {
@@ -371,7 +393,7 @@ async fn script(
                     "--upstream needs a target ecp starts (a folder, an archive or -- CMD), not --url".into(),
                 ));
             }
-            let cassette = record(settings, url, queries).await?;
+            let (cassette, secret) = record(settings, url, queries).await?;
             if let Some(path) = keep {
                 cassette.save(path).map_err(CheckError::Settings)?;
                 eprintln!(
@@ -381,7 +403,7 @@ async fn script(
                 );
             }
             let base = cassette.base_path.clone();
-            Ok((suite::Script::Recorded(cassette), base))
+            Ok((suite::Script::Recorded(cassette), base, secret))
         }
         UpstreamSource::Cassette(path) => {
             if matches!(settings.target, Target::Url(_)) {
@@ -391,7 +413,7 @@ async fn script(
             }
             let cassette = cassette::Cassette::load(path).map_err(CheckError::Settings)?;
             let base = cassette.base_path.clone();
-            Ok((suite::Script::Recorded(cassette), base))
+            Ok((suite::Script::Recorded(cassette), base, None))
         }
     }
 }
@@ -403,7 +425,7 @@ pub async fn run(
     progress: suite::Progress<'_>,
 ) -> Result<CheckReport, CheckError> {
     let embedded = embedded::Embedded::get().map_err(CheckError::Embedded)?;
-    let (script, base_path) = script(settings, embedded).await?;
+    let (script, base_path, recorded_secret) = script(settings, embedded).await?;
     let scripted = std::sync::Arc::new(suite::Scripted {
         script,
         seed: settings.seed,
@@ -425,8 +447,11 @@ pub async fn run(
         opened.include_tools.clone(),
         Some(opened.probe.clone()),
         progress,
-    );
-    let (checks, stateless) = suite.run().await;
+    )
+    .with_secrets(secret::Secrets::new(
+        (settings.bearer.iter().chain(&recorded_secret)).map(String::as_str),
+    ));
+    let (checks, stateless, undecided) = suite.run().await;
     let revisions = opened
         .session
         .client
@@ -445,6 +470,8 @@ pub async fn run(
         failed: count(Status::Fail),
         skipped: count(Status::Skip),
         checks,
+        // It may quote the target: shown as outside text, as reasons are.
+        undecided: undecided.map(|why| crate::outside::line(&why, 2000)),
     })
 }
 
@@ -508,8 +535,12 @@ pub async fn call_once(
 ) -> Result<CallOutcome, CheckError> {
     let endpoint = fixture.map(|u| (u.base_url.as_str(), Some(FIXTURE_TOKEN)));
     let reach = resolve(settings, endpoint, Duration::from_secs(600))?;
+    // The target's answer, failure text and stderr may echo its credential
+    // (in the upstream's body, or the request URL it logs).
+    let mut secrets = settings.bearer.clone().into_iter().collect::<Vec<_>>();
     let session = match reach {
         Reach::Spawn(launch) => {
+            secrets.extend(credential_of(&launch).filter(|_| fixture.is_none()));
             if fixture.is_some() && launch.binding.is_none() {
                 return Err(CheckError::Settings(
                     "--fixture needs a manifest that passes the endpoint and credential in `env` (`*_BASE_URL`, `*_TOKEN`), as `ecp new` writes it"
@@ -557,7 +588,31 @@ pub async fn call_once(
     }
     let stderr = session.is_process().then(|| session.stderr());
     session.close().await;
+    let secrets = secret::Secrets::new(secrets.iter().map(String::as_str));
     result
-        .map(|result| CallOutcome { result, stderr })
-        .map_err(CheckError::Target)
+        .map(|result| CallOutcome {
+            result: redacted(result, &secrets),
+            stderr: stderr.map(|text| secrets.redact(&text)),
+        })
+        .map_err(|error| CheckError::Target(secrets.redact(&error)))
+}
+
+/// A call's result with `secrets` taken out of its texts and structured
+/// content.
+fn redacted(
+    mut result: rmcp::model::CallToolResult,
+    secrets: &secret::Secrets,
+) -> rmcp::model::CallToolResult {
+    if secrets.is_empty() {
+        return result;
+    }
+    for block in &mut result.content {
+        if let rmcp::model::ContentBlock::Text(text) = block {
+            text.text = secrets.redact(&text.text);
+        }
+    }
+    if let Some(structured) = &mut result.structured_content {
+        secrets.redact_json(structured);
+    }
+    result
 }

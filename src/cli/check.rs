@@ -161,10 +161,12 @@ pub fn run_check(args: CheckArgs, color: ColorChoice) -> Outcome {
         for result in &report.checks {
             println!("{}", line(result, color));
         }
-        let verdict = if report.ok() {
-            "conforms to the External Context MCP Profile v1"
-        } else {
+        let verdict = if report.failed > 0 {
             "does NOT conform to the External Context MCP Profile v1"
+        } else if let Some(why) = &report.undecided {
+            &format!("no verdict: the checks through the upstream could not run ({why})")
+        } else {
+            "conforms to the External Context MCP Profile v1"
         };
         println!(
             "{} passed, {} warned, {} failed, {} skipped: {verdict}",
@@ -173,10 +175,15 @@ pub fn run_check(args: CheckArgs, color: ColorChoice) -> Outcome {
     } else {
         println!("{}", crate::outside::json_report(&report));
     }
-    if report.ok() {
-        Ok(Exit::Success)
-    } else {
-        Ok(Exit::No)
+    match (report.failed, &report.undecided) {
+        (0, None) => Ok(Exit::Success),
+        (0, Some(why)) => Err(could_not_run(&format!(
+            "the checks through the upstream could not run, so there is no verdict: {why}"
+        ))
+        .help(Some(
+            "the target must get a 2xx answer it reads through its upstream: record again (`--upstream URL --query WORDS --record FILE`) with words the service finds, and try the mapping on them (`ecp call . WORDS`)",
+        ))),
+        _ => Ok(Exit::No),
     }
 }
 

@@ -744,3 +744,308 @@ fn each_2026_07_28_defect_is_named_by_its_check() {
         "{report:#}"
     );
 }
+
+// --- cassettes: what a recording keeps, and what a replay may conclude ----
+
+/// A credential in the shapes a real one takes: a SAS-like signature whose
+/// base64 holds `+`, `/` and `=`, with a space form-encoding writes `+`.
+const QUERY_SECRET: &str = "sig Kq3/x+Yz9wUe7Rt==";
+
+/// `text` as a JSON string's inside, every character escaped: `/` as
+/// `\/`, the others `\uXXXX` alternating lower- and upper-case hex,
+/// characters past U+FFFF as surrogate pairs.
+fn json_escaped_every_way(text: &str) -> String {
+    let mut out = String::new();
+    for (at, c) in text.chars().enumerate() {
+        if c == '/' {
+            out.push_str("\\/");
+            continue;
+        }
+        let mut units = [0u16; 2];
+        for unit in c.encode_utf16(&mut units) {
+            if at % 2 == 0 {
+                out.push_str(&format!("\\u{unit:04x}"));
+            } else {
+                out.push_str(&format!("\\u{unit:04X}"));
+            }
+        }
+    }
+    out
+}
+
+/// A Datasette-shaped upstream on loopback that echoes the credential it
+/// was sent in the query (`api_key`), JSON-escaped, and base64-encoded as
+/// an HTTP Basic pair and alone, as a debugging echo of a real API does.
+fn echoing_upstream(runtime: &tokio::runtime::Runtime) -> ecp::check::upstream::Upstream {
+    use base64::Engine as _;
+    use ecp::check::upstream::{Reply, Upstream};
+    runtime.block_on(Upstream::start(|request| {
+        let key: String = request
+            .path
+            .split_once('?')
+            .map(|(_, query)| query)
+            .into_iter()
+            .flat_map(|query| url::form_urlencoded::parse(query.as_bytes()))
+            .find(|(name, _)| name == "api_key")
+            .map(|(_, value)| value.into_owned())
+            .unwrap_or_default();
+        let basic = base64::engine::general_purpose::STANDARD.encode(format!("kb-user:{key}"));
+        let alone = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&key);
+        let body = format!(
+            r#"{{"rows":[{{"id":1,"title":"Release train","body":"Trains leave on Tuesdays.","url":"https://kb.example/release","updated":"2026-01-01"}},{{"id":2,"title":"Echo","body":"sent {}"}}],"echo":"{}","url":"{}","auth":"Basic {basic}","token":"{alone}"}}"#,
+            json_escaped_every_way(&key),
+            json_escaped_every_way(&key),
+            request.path.replace('/', "\\/"),
+        );
+        Reply::Raw {
+            status: 200,
+            content_type: Some("application/json".into()),
+            body: body.into_bytes(),
+        }
+    }))
+}
+
+/// `ecp check ARGS` with `env`, as it ran.
+fn check_output(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    Command::new(ecp_bin())
+        .arg("check")
+        .args(args)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_recorded_cassette_holds_no_encoded_form_of_the_credential() {
+    use base64::Engine as _;
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let upstream = echoing_upstream(&runtime);
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("kb.cassette.json");
+    let server = python_server();
+    let mapping = [
+        "python3",
+        server.as_str(),
+        "--api",
+        "datasette",
+        "--token-in-query",
+        "api_key",
+    ];
+    let mut args = vec![
+        "--upstream",
+        upstream.base_url.as_str(),
+        "--query",
+        "release train",
+        "--record",
+        cassette.to_str().unwrap(),
+        "--",
+    ];
+    args.extend(mapping);
+    let (code, report) = check_with_env(&args, &[("PROVIDER_CONTEXT_TOKEN", QUERY_SECRET)]);
+    // The target really sent it in its query, form-encoded.
+    let sent = upstream.requests();
+    assert!(
+        sent.iter()
+            .any(|r| r.path.contains("api_key=sig+Kq3%2Fx%2BYz9wUe7Rt%3D%3D")),
+        "{sent:?}"
+    );
+    let recorded = std::fs::read_to_string(&cassette).unwrap();
+    let engines = [
+        base64::engine::general_purpose::STANDARD,
+        base64::engine::general_purpose::URL_SAFE_NO_PAD,
+    ];
+    let mut forms = vec![
+        QUERY_SECRET.to_owned(),
+        "Kq3%2Fx%2BYz9wUe7Rt".to_owned(),
+        "Kq3%2fx%2bYz9wUe7Rt".to_owned(),
+        json_escaped_every_way(QUERY_SECRET),
+        json_escaped_every_way("Kq3/x+Yz9wUe7Rt"),
+        "Kq3\\/x+Yz9wUe7Rt".to_owned(),
+    ];
+    for engine in engines {
+        forms.push(engine.encode(QUERY_SECRET));
+        let basic = engine.encode(format!("kb-user:{QUERY_SECRET}"));
+        // What only the credential decides (past the user's bytes).
+        forms.push(basic[12..basic.len() - 4].to_owned());
+    }
+    for form in &forms {
+        assert!(
+            !recorded.contains(form.as_str()),
+            "the cassette holds {form:?}:\n{recorded}"
+        );
+    }
+    assert!(recorded.contains("api_key=<credential>"), "{recorded}");
+    assert!(recorded.contains("Release train"), "{recorded}");
+    // The replay (with the suite's own token) still finds its answers.
+    assert_conforms(code, &report);
+    let (code, report) = check(
+        &[
+            &["--cassette", cassette.to_str().unwrap(), "--"],
+            &mapping[..],
+        ]
+        .concat(),
+    );
+    assert_conforms(code, &report);
+    drop(upstream);
+}
+
+/// A cassette the Python Datasette mapping replays: its one exchange, with
+/// `status`, `content_type` and `response`.
+fn datasette_cassette(status: u16, content_type: &str, response: &str) -> String {
+    json!({
+        "ecp_cassette": 1,
+        "base_path": "/",
+        "exchanges": [{
+            "query": "release train",
+            "method": "GET",
+            "target": "/kb/docs.json?_search=release+train&_shape=objects&_size=5",
+            "headers": [["accept", "application/json"]],
+            "body": "",
+            "status": status,
+            "content_type": content_type,
+            "response": response,
+        }],
+    })
+    .to_string()
+}
+
+const DATASETTE_ROWS: &str = r#"{"rows":[{"id":1,"title":"Release train","body":"Trains leave on Tuesdays.","url":"https://kb.example/release","updated":"2026-01-01"}]}"#;
+
+#[test]
+fn a_cassette_that_gives_no_baseline_gives_no_verdict_of_conformance() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = python_server();
+    let run = |name: &str, text: String, format: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        let path = path.to_str().unwrap().to_owned();
+        let args = [
+            "--format",
+            format,
+            "--cassette",
+            &path,
+            "--",
+            "python3",
+            &server,
+            "--api",
+            "datasette",
+        ];
+        check_output(&args, &[])
+    };
+    // As recorded, it conforms.
+    let good = run(
+        "good.json",
+        datasette_cassette(200, "application/json", DATASETTE_ROWS),
+        "json",
+    );
+    let report: Value = serde_json::from_slice(&good.stdout).unwrap();
+    assert_conforms(good.status.code(), &report);
+
+    // One edit that leaves no answer to replay: refused before anything runs.
+    for (name, status, content_type, says) in [
+        (
+            "crlf",
+            200,
+            "application/json\r\nx-injected: 1",
+            "content_type",
+        ),
+        ("switching", 101, "application/json", "status 101"),
+        ("continue", 100, "application/json", "status 100"),
+        ("not-found", 404, "application/json", "2xx"),
+    ] {
+        let out = run(
+            name,
+            datasette_cassette(status, content_type, DATASETTE_ROWS),
+            "human",
+        );
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_eq!(out.status.code(), Some(2), "{name}: {stdout}\n{stderr}");
+        assert!(!stdout.contains("conforms to"), "{name}: {stdout}");
+        assert!(
+            stderr.starts_with("error: ") && stderr.contains(says) && stderr.contains("= help:"),
+            "{name}: {stderr}"
+        );
+    }
+
+    // A 2xx answer the mapping cannot use: the suite runs, and says the
+    // upstream checks could not run instead of "conforms".
+    for format in ["human", "json"] {
+        let out = run(
+            &format!("unusable-{format}"),
+            datasette_cassette(200, "application/json", r#"{"nothing":[]}"#),
+            format,
+        );
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+        assert!(!stdout.contains("conforms to"), "{stdout}");
+        assert!(
+            stderr.contains("error: ") && stderr.contains("= help:"),
+            "{stderr}"
+        );
+        if format == "json" {
+            let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert!(
+                report["undecided"]
+                    .as_str()
+                    .is_some_and(|why| why.contains("no successful baseline call")),
+                "{report:#}"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_upstream_that_answers_no_call_gives_no_verdict_of_conformance() {
+    use ecp::check::upstream::{Reply, Upstream};
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let upstream = runtime.block_on(Upstream::start(|_| Reply::status(404, r#"{"error":"no"}"#)));
+    let server = python_server();
+    let out = check_output(
+        &[
+            "--upstream",
+            &upstream.base_url,
+            "--query",
+            "release train",
+            "--",
+            "python3",
+            &server,
+            "--api",
+            "datasette",
+        ],
+        &[],
+    );
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(!stdout.contains("conforms to"), "{stdout}");
+    assert!(stdout.contains("no successful baseline call"), "{stdout}");
+    assert!(stderr.contains("= help:"), "{stderr}");
+}
+
+#[test]
+fn a_call_shows_no_form_of_the_credential_its_upstream_echoes() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let upstream = echoing_upstream(&runtime);
+    let server = python_server();
+    let output = Command::new(ecp_bin())
+        .args(["call", "release train", "--", "python3", &server])
+        .args(["--api", "datasette", "--token-in-query", "api_key"])
+        .env("PROVIDER_CONTEXT_BASE_URL", &upstream.base_url)
+        .env("PROVIDER_CONTEXT_TOKEN", QUERY_SECRET)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("sent <credential>"), "{stdout}");
+    assert!(!stdout.contains("Kq3/x+Yz9wUe7Rt"), "{stdout}");
+}

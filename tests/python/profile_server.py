@@ -25,7 +25,9 @@ answered by Datasette's `{"rows": [{"id": 1, "title", "body", "url",
 "updated"}]}` (the integer id written as a string, body as content, url as
 uri, updated as updatedAt); `--database NAME` (default kb) and `--table
 NAME` (default docs) say where. The base URL may have a path there and the
-token is optional (sent as a bearer when set).
+token is optional (sent as a bearer when set; `--token-in-query NAME` sends
+it as the query parameter NAME instead, form-encoded as `urlencode` writes
+it, so that `+`, `/` and `=` travel as `%2B`, `%2F` and `%3D`).
 
 `--defect NAME` breaks one promise, for the tests that prove ecp check
 names it: accepts-2001, extra-item-properties, destructive, extra-hint,
@@ -93,6 +95,7 @@ SCHEMAS = "own"
 API = "v1"
 DATABASE = "kb"
 TABLE = "docs"
+TOKEN_IN_QUERY = None
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -472,7 +475,11 @@ def fetch(base, token, query, call, deadline):
 def fetch_datasette(base, token, query, call, deadline):
     """Datasette's table API with full-text search."""
     size = 6 if DEFECT == "six-items" else LIMIT
-    parameters = urllib.parse.urlencode([("_search", query), ("_shape", "objects"), ("_size", size)])
+    pairs = [("_search", query), ("_shape", "objects"), ("_size", size)]
+    if TOKEN_IN_QUERY and token:
+        pairs.append((TOKEN_IN_QUERY, token))
+        token = ""
+    parameters = urllib.parse.urlencode(pairs)
     path = "%s/%s.json?%s" % (urllib.parse.quote(DATABASE), urllib.parse.quote(TABLE), parameters)
     return send_once(call, deadline, "GET", under(base, path), token)
 
@@ -763,7 +770,7 @@ def handle(message, base, token, threaded=True):
 
 
 def main():
-    global DEFECT, SCHEMAS, API, DATABASE, TABLE, STATELESS, LISTEN
+    global DEFECT, SCHEMAS, API, DATABASE, TABLE, STATELESS, LISTEN, TOKEN_IN_QUERY
     args = sys.argv[1:]
     while args:
         flag = args.pop(0)
@@ -777,6 +784,8 @@ def main():
             DATABASE = args.pop(0)
         elif flag == "--table" and args:
             TABLE = args.pop(0)
+        elif flag == "--token-in-query" and args:
+            TOKEN_IN_QUERY = args.pop(0)
         elif flag == "--stateless":
             STATELESS = True
         elif flag == "--listen" and args and args[0].isdigit():
@@ -784,7 +793,7 @@ def main():
         else:
             sys.stderr.write(
                 "usage: profile_server.py [--defect NAME] [--schemas own|qwen] [--api v1|datasette]"
-                " [--database NAME] [--table NAME] [--stateless] [--listen PORT]\n"
+                " [--database NAME] [--table NAME] [--token-in-query NAME] [--stateless] [--listen PORT]\n"
             )
             sys.exit(2)
     base, token = config()

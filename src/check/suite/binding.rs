@@ -8,7 +8,7 @@
 
 use super::{output::text_of, *};
 use crate::check::{
-    cassette::{Cassette, Tape},
+    cassette::{Cassette, Tape, as_recorded},
     mutate,
     upstream::REDIRECTED,
 };
@@ -179,20 +179,22 @@ pub(super) fn request_problem(request: &SeenRequest) -> Option<String> {
 }
 
 /// What differs between the replayed request and the recorded one, if
-/// anything: the same method, target and body, and the credential in the
+/// anything: the same method, target and body (the suite's token read as
+/// the recorded credential, [`as_recorded`]), and the credential in the
 /// same header.
 fn recorded_request_problem(
     request: &SeenRequest,
     tape: &Tape,
     credential_header: Option<&str>,
 ) -> Option<String> {
-    if request.method != tape.method || request.path != tape.target {
+    let (target, body) = as_recorded(request);
+    if request.method != tape.method || target != tape.target {
         return Some(format!(
             "{} {} instead of the recorded {} {}: the mapping changed since the cassette was recorded; record it again (--upstream URL --record FILE)",
-            request.method, request.path, tape.method, tape.target
+            request.method, target, tape.method, tape.target
         ));
     }
-    if request.body != tape.body {
+    if body != tape.body {
         return Some(
             "the body differs from the recorded one: the mapping changed since the cassette was recorded; record it again".into(),
         );
@@ -331,7 +333,7 @@ impl Suite<'_> {
                 let seen = tape.and_then(|tape| {
                     requests
                         .iter()
-                        .find(|r| r.method == tape.method && r.path == tape.target)
+                        .find(|r| r.method == tape.method && as_recorded(r).0 == tape.target)
                         .or(requests.first())
                         .map(|r| (r, tape))
                 });

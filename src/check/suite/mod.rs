@@ -105,6 +105,9 @@ pub struct Suite<'a> {
     probe_stderr: Option<(WatchedStderr, bool)>,
     /// The stateless revision the target was judged by, when it speaks one.
     revision: Option<&'static str>,
+    /// Secrets no reason may show (a real upstream's credential, the
+    /// bearer of an MCP endpoint): [`crate::check::secret`].
+    secrets: crate::check::secret::Secrets,
 }
 
 impl<'a> Suite<'a> {
@@ -133,7 +136,14 @@ impl<'a> Suite<'a> {
             probe,
             probe_stderr: None,
             revision: None,
+            secrets: crate::check::secret::Secrets::default(),
         }
+    }
+
+    /// The suite with `secrets` taken out of every reason it gives.
+    pub fn with_secrets(mut self, secrets: crate::check::secret::Secrets) -> Suite<'a> {
+        self.secrets = secrets;
+        self
     }
 
     fn record(&mut self, check: Check, outcome: Result<String, String>) {
@@ -141,15 +151,18 @@ impl<'a> Suite<'a> {
             Ok(reason) => (Status::Pass, reason),
             Err(reason) => (Status::Fail, reason),
         };
+        let reason = self.secrets.redact(&reason);
         self.push(CheckResult::new(check, status, reason));
     }
 
     fn warn(&mut self, check: Check, reason: String) {
+        let reason = self.secrets.redact(&reason);
         self.push(CheckResult::new(check, Status::Warn, reason));
     }
 
     fn skip(&mut self, check: Check, reason: &str) {
-        self.push(CheckResult::new(check, Status::Skip, reason.to_owned()));
+        let reason = self.secrets.redact(reason);
+        self.push(CheckResult::new(check, Status::Skip, reason));
     }
 
     fn push(&mut self, result: CheckResult) {
@@ -200,8 +213,10 @@ impl<'a> Suite<'a> {
     }
 
     /// Runs every check and returns the results in order, with the
-    /// stateless revision the target was judged by (when it speaks one).
-    pub async fn run(mut self) -> (Vec<CheckResult>, Option<&'static str>) {
+    /// stateless revision the target was judged by (when it speaks one)
+    /// and, when the upstream checks could not run through a real
+    /// upstream's answers, why ([`Baseline::undecided`]).
+    pub async fn run(mut self) -> (Vec<CheckResult>, Option<&'static str>, Option<String>) {
         let tool = self.discovery().await;
         if tool.is_none() {
             // Every later check needs the tool: each is in the report, skipped.
@@ -210,9 +225,10 @@ impl<'a> Suite<'a> {
                     self.skip(*check, skip::NO_TOOL);
                 }
             }
-            return (self.results, None);
+            return (self.results, None, None);
         }
         let baseline = self.baseline().await;
+        let undecided = baseline.undecided(self.scripted.as_deref());
         self.inputs(&baseline).await;
         match &baseline {
             Baseline::Succeeded => self.upstream_checks().await,
@@ -244,7 +260,8 @@ impl<'a> Suite<'a> {
             self.protocol_checks(&baseline).await;
         }
         self.redaction();
-        (self.results, self.revision)
+        let undecided = undecided.map(|why| self.secrets.redact(&why));
+        (self.results, self.revision, undecided)
     }
 
     /// The protocol group, with the baseline's query for the stateless call.
@@ -267,4 +284,19 @@ pub(super) enum Baseline {
     Succeeded,
     /// It did not: why, the reason every dependent check is skipped with.
     Failed(String),
+}
+
+impl Baseline {
+    /// Why the run decides nothing about the upstream checks, when it
+    /// does not: the baseline failed through a real upstream's answers
+    /// (`--upstream`, `--cassette`). There the upstream checks are the
+    /// point of the run, and skipping every one of them is no verdict; a
+    /// target checked against the scripted V1 upstream keeps its skips
+    /// (a mapping of another API is told to use a cassette).
+    fn undecided(&self, scripted: Option<&Scripted>) -> Option<String> {
+        match (self, scripted.map(|s| &s.script)) {
+            (Baseline::Failed(reason), Some(Script::Recorded(_))) => Some(reason.clone()),
+            _ => None,
+        }
+    }
 }
