@@ -463,6 +463,21 @@ fn a_generated_typescript_extension_tests_builds_packages_reproducibly_and_confo
         said.contains("# fail 0") && said.contains("every render vector renders byte for byte"),
         "{said}"
     );
+    // One failing assertion before a test closes its loopback server: the
+    // run still ends, failed (it hung until killed while the servers were
+    // closed only by the tests themselves). `timeout` says 124 if not.
+    let tests = dir.join("test/provider.test.ts");
+    let kept = std::fs::read_to_string(&tests).unwrap();
+    let broken = kept.replacen(
+        r#"assert.equal(seen.method, "POST");"#,
+        r#"assert.equal(seen.method, "PUT");"#,
+        1,
+    );
+    assert_ne!(broken, kept);
+    std::fs::write(&tests, broken).unwrap();
+    let failing = run(&dir, "timeout", &["300", "npm", "test"]);
+    assert_eq!(failing.status.code(), Some(1), "{}", show(&failing));
+    std::fs::write(&tests, kept).unwrap();
 
     let package = ecp_npm(&dir, &["package"]);
     assert!(package.status.success(), "{}", show(&package));

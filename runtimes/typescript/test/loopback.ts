@@ -1,11 +1,13 @@
 // What the provider tests share: a real HTTP server on 127.0.0.1 that
 // records what it is sent, a forward proxy that tunnels CONNECT, the
 // environment set for one test, and the reason of a failed request
-// checked for leaks.
+// checked for leaks. Every server is closed after its test, passed or
+// failed, so a failing assertion never holds `npm test` open.
 
 import assert from "node:assert/strict";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { type AddressInfo, connect, type Socket } from "node:net";
+import { afterEach } from "node:test";
 
 import { ProviderError } from "../src/runtime/index.js";
 
@@ -17,6 +19,33 @@ export interface Seen {
 }
 
 export type Handler = (request: IncomingMessage, response: ServerResponse, seen: Seen) => void;
+
+/**
+ * Every server a test opened and has not closed: closed after each test,
+ * whether it passed or failed, so that a failing assertion (which skips
+ * the test's own `close()`) never leaves a server holding `npm test` open.
+ */
+const open = new Set<() => Promise<void>>();
+afterEach(async () => {
+  const closing = [...open];
+  open.clear();
+  await Promise.all(closing.map((close) => close()));
+});
+
+/** `server` closed once, by the test or after it. */
+function closer(server: Server): () => Promise<void> {
+  let done: Promise<void> | undefined;
+  const close = () => {
+    open.delete(close);
+    done ??= new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+    return done;
+  };
+  open.add(close);
+  return close;
+}
 
 /** A loopback HTTP server; `closed` resolves when a request's connection closes before it was answered. */
 export async function upstream(handler: Handler) {
@@ -38,10 +67,7 @@ export async function upstream(handler: Handler) {
     base: `http://127.0.0.1:${port}`,
     seen,
     closed,
-    close: () => {
-      server.closeAllConnections();
-      return new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    close: closer(server),
   };
 }
 
@@ -79,10 +105,7 @@ export async function forwardProxy() {
   return {
     url: `http://127.0.0.1:${port}`,
     tunnels,
-    close: () => {
-      server.closeAllConnections();
-      return new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    close: closer(server),
   };
 }
 
