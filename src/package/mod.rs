@@ -838,4 +838,3 @@ pub(super) fn write_linted(
     let bytes = temporary.as_file().metadata().map(|m| m.len()).unwrap_or(0);
     Ok((temporary, final_path, kind, sha256, bytes))
 }
-
