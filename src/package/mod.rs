@@ -8,6 +8,10 @@
 //! - [`write`]: the deterministic tar.gz and zip writers;
 //! - [`build`]: `cargo_metadata` and `cargo build --release --locked`, or
 //!   `npm ci` and `npm run build` for a Node project.
+//!
+//! Every output and every removal goes through the one write rule
+//! ([`crate::writes`]), checked before the first write or removal: a
+//! linked `dist/`, `.claude-plugin/` or output is refused (exit 2).
 
 pub mod build;
 mod channels;
@@ -138,15 +142,6 @@ pub enum PackageError {
     /// between steps); nothing was published.
     #[error("interrupted: {0} and everything it started were stopped; nothing was published")]
     Interrupted(String),
-}
-
-impl From<crate::atomic::WriteError> for PackageError {
-    fn from(error: crate::atomic::WriteError) -> PackageError {
-        PackageError::Io {
-            path: error.path,
-            source: error.source,
-        }
-    }
 }
 
 impl From<WriteProblem> for PackageError {
