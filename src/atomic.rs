@@ -1,8 +1,9 @@
-//! Files written whole or not at all: every file ecp writes into a user's
-//! folder (`ecp new --force`, `ecp upgrade`, `ecp package`'s archives,
-//! `SHA256SUMS` and provenance) goes to a temporary file beside its target
-//! and is renamed over it, so a reader sees the old file or the new one,
-//! never half of one, and a failed run leaves no temporary behind.
+//! Files written whole or not at all: a temporary file beside the target,
+//! renamed over it, so a reader sees the old file or the new one, never
+//! half of one, and a failed run leaves no temporary behind. Used by `ecp
+//! upgrade` on paths its guard has already passed through the one write
+//! rule; every other command writes through [`crate::writes::Place`],
+//! which does the same after checking the place.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -18,6 +18,8 @@
 //! - [`name`]: the extension name rules shared by `ecp new` and `ecp lint`.
 //! - [`json`]: the one JSON reader, as `JSON.parse` reads (spans kept).
 //! - [`atomic`]: files written whole or not at all.
+//! - [`writes`]: the one rule of where ecp writes (never through a link or
+//!   into a special file, inside the folder the user named).
 //! - [`children`]: the processes ecp starts, and how Ctrl-C ends them.
 //! - [`outside`]: text from outside (stderr, manifest and statement values)
 //!   as a terminal or a report may show it: masked, escaped, bounded.
@@ -57,3 +59,4 @@ pub mod runtime {
 }
 pub mod scaffold;
 pub mod upgrade;
+pub mod writes;

@@ -13,7 +13,23 @@
 //!   empty one (an empty variable is one a `.env` file may fill);
 //! - the launcher exports `QWEN_CODE_FORCE_ENCRYPTED_FILE_STORAGE=true` and
 //!   the system settings path, and refuses `--mcp-config`, `--bare` and
-//!   `--safe-mode` (each replaces or drops the pinned server);
+//!   `--safe-mode` (each replaces or drops the pinned server) in every
+//!   spelling Qwen's yargs parser reads as them: the dashed and the camel
+//!   case name (`--safe-mode`, `--safeMode`: camel-case expansion makes
+//!   them one option), alone, with `=VALUE`, or in dot notation
+//!   (`--safe-mode.x`, `--bare.0`, `--mcp-config.x=`: yargs makes an object
+//!   of it, which is truthy, and Qwen then starts in safe mode without the
+//!   pinned server, measured). A bare negation (`--no-safe-mode`) sets the
+//!   option false and passes; a negation with a value or a dot
+//!   (`--no-bare=false`) is refused, since what it sets depends on the
+//!   parser's version. Both launchers apply the same rule;
+//! - every variable name (the manifest's, `--env`'s, `--credential`'s) is
+//!   a POSIX shell name, `[A-Za-z_][A-Za-z0-9_]*`: the launcher writes
+//!   `NAME=$(read_secret FILE)`, which sh runs as a command, secret in its
+//!   arguments, when NAME starts with a digit;
+//! - everything the README asks an administrator to paste into a shell
+//!   (the archive's name, the install folder, the program) is quoted for
+//!   sh, so a name like `x$(touch pwned).tar.gz` stays a name;
 //! - a remote server's entry has no `oauth` block: Qwen discovers the
 //!   authorization server from the endpoint and, without the block, also
 //!   refreshes a dynamically registered client's token (measured in the
@@ -52,6 +68,19 @@ pub const SEED_TOKEN_FILE_JS: &str = concat!(
 /// The profile's one tool.
 const TOOL: &str = "context_search";
 
+/// The PowerShell launcher's pattern of a refused argument: the POSIX
+/// launcher's `case` in .NET's regular expressions.
+const DROPPING_PS: &str = r"^--((bare|safe-mode|safeMode|mcp-config|mcpConfig)($|[=.])|no-(bare|safe-mode|safeMode|mcp-config|mcpConfig)[=.])";
+
+/// Whether `name` is a POSIX shell variable name, `[A-Za-z_][A-Za-z0-9_]*`.
+pub fn shell_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    bytes
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
 /// What to deploy.
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -79,6 +108,9 @@ pub enum PlanError {
     Unused(String),
     #[error("`{0}` is given twice")]
     Twice(String),
+    /// Not a name sh can assign: the launcher line would be a command.
+    #[error("`{}` is not a shell variable name: the launcher exports each variable by name, and sh would run `{}=...` as a command", crate::outside::value(.0), crate::outside::value(.0))]
+    NotAName(String),
 }
 
 impl PlanError {
@@ -91,6 +123,7 @@ impl PlanError {
             PlanError::Unused(_) | PlanError::Twice(_) => {
                 "give each variable of the manifest's server once".to_owned()
             }
+            PlanError::NotAName(_) => "a variable name is letters, digits and `_`, and does not start with a digit ([A-Za-z_][A-Za-z0-9_]*): rename the variable in the manifest's server and give it under that name".to_owned(),
         }
     }
 }
@@ -99,6 +132,16 @@ impl Plan {
     /// The variables the manifest's server uses, each given once.
     pub fn check(&self) -> Result<(), PlanError> {
         let used = self.used_variables();
+        let names = used
+            .iter()
+            .map(String::as_str)
+            .chain(self.values.iter().map(|(n, _)| n.as_str()))
+            .chain(self.credentials.iter().map(|(n, _)| n.as_str()));
+        for name in names {
+            if !shell_name(name) {
+                return Err(PlanError::NotAName(name.to_owned()));
+            }
+        }
         let mut given: Vec<&str> = Vec::new();
         for name in self
             .values
@@ -200,7 +243,7 @@ impl Plan {
             seed = sh_quote(SEED_TOKEN_FILE_JS),
         );
         out += &format!(
-            "for arg in \"$@\"; do\n  case $arg in\n    --mcp-config|--mcp-config=*|--mcpConfig|--mcpConfig=*|--bare|--bare=*|--safe-mode|--safe-mode=*|--safeMode|--safeMode=*)\n      echo \"{launcher}: $arg would replace or drop the pinned {name} server; run without it\" >&2\n      exit 2\n      ;;\n  esac\ndone\n\n",
+            "# Every spelling Qwen's argument parser reads as one of these flags:\n# dashed or camel case, alone, with a value, or in dot notation; a\n# negation only when it carries a value.\nfor arg in \"$@\"; do\n  case $arg in\n    --no-*=* | --no-*.*) flag=--${{arg#--no-}} ;;\n    *) flag=$arg ;;\n  esac\n  case $flag in\n    --mcp-config | --mcp-config[=.]* | --mcpConfig | --mcpConfig[=.]* | --bare | --bare[=.]* | --safe-mode | --safe-mode[=.]* | --safeMode | --safeMode[=.]*)\n      echo \"{launcher}: $arg would replace or drop the pinned {name} server; run without it\" >&2\n      exit 2\n      ;;\n  esac\ndone\n\n",
             launcher = launcher_name(&self.name),
             name = self.name
         );
@@ -229,7 +272,7 @@ impl Plan {
     pub fn launcher_ps1(&self) -> String {
         let launcher = ps_quote(&launcher_name(&self.name));
         let mut out = format!(
-            "# Written by `ecp managed` for {name}: starts Qwen Code with the pinned\n# system settings, encrypted OAuth token storage and the credentials\n# from administrator-owned files.\n$launcher = {launcher}\nfunction Stop-Launcher([string]$message, [int]$code) {{\n  [Console]::Error.WriteLine($launcher + ': ' + $message)\n  exit $code\n}}\n$env:QWEN_CODE_SYSTEM_SETTINGS_PATH = {settings}\n$env:QWEN_CODE_FORCE_ENCRYPTED_FILE_STORAGE = 'true'\nRemove-Item Env:QWEN_CODE_SIMPLE, Env:QWEN_CODE_SAFE_MODE -ErrorAction SilentlyContinue\n$qwenHome = if ($env:QWEN_HOME) {{ $env:QWEN_HOME }} else {{ Join-Path $HOME '.qwen' }}\n& node -e {seed} (Join-Path $qwenHome 'mcp-oauth-tokens-v2.json')\nif ($LASTEXITCODE -ne 0) {{ Stop-Launcher 'cannot create the encrypted token file Qwen needs' 1 }}\nforeach ($arg in $args) {{\n  if ($arg -match '^--(bare|safe-mode|safeMode|mcp-config|mcpConfig)($|=)') {{\n    Stop-Launcher ($arg + ' would replace or drop the pinned ' + {name_quoted} + ' server; run without it') 2\n  }}\n}}\n",
+            "# Written by `ecp managed` for {name}: starts Qwen Code with the pinned\n# system settings, encrypted OAuth token storage and the credentials\n# from administrator-owned files.\n$launcher = {launcher}\nfunction Stop-Launcher([string]$message, [int]$code) {{\n  [Console]::Error.WriteLine($launcher + ': ' + $message)\n  exit $code\n}}\n$env:QWEN_CODE_SYSTEM_SETTINGS_PATH = {settings}\n$env:QWEN_CODE_FORCE_ENCRYPTED_FILE_STORAGE = 'true'\nRemove-Item Env:QWEN_CODE_SIMPLE, Env:QWEN_CODE_SAFE_MODE -ErrorAction SilentlyContinue\n$qwenHome = if ($env:QWEN_HOME) {{ $env:QWEN_HOME }} else {{ Join-Path $HOME '.qwen' }}\n& node -e {seed} (Join-Path $qwenHome 'mcp-oauth-tokens-v2.json')\nif ($LASTEXITCODE -ne 0) {{ Stop-Launcher 'cannot create the encrypted token file Qwen needs' 1 }}\nforeach ($arg in $args) {{\n  if ($arg -match '{DROPPING_PS}') {{\n    Stop-Launcher ($arg + ' would replace or drop the pinned ' + {name_quoted} + ' server; run without it') 2\n  }}\n}}\n",
             name = self.name,
             name_quoted = ps_quote(&self.name),
             settings = ps_quote(&self.settings_path.to_string_lossy()),
@@ -255,20 +298,21 @@ impl Plan {
         if let Some(archive) = archive {
             out += &format!(
                 "1. Unpack the release archive where the settings point:\n   `mkdir -p {dir} && tar -xzf {archive} -C {dir}` (owned by root, not writable by users).\n",
-                dir = sh_quote(&self.install_dir.to_string_lossy()),
+                dir = sh_word(&self.install_dir.to_string_lossy()),
+                archive = sh_word(archive),
             );
         } else {
             out += "1. Nothing to unpack: the server is remote.\n";
         }
         out += &format!(
-            "2. Install `system-settings.json` as {settings} (root-owned, mode 0644).\n3. Install `{launcher}` (and `{launcher}.ps1` on Windows) on users' PATH; it\n   starts `{qwen}`.\n",
-            settings = self.settings_path.display(),
-            qwen = self.qwen,
+            "2. Install `system-settings.json` as `{settings}` (root-owned, mode 0644).\n3. Install `{launcher}` (and `{launcher}.ps1` on Windows) on users' PATH; it\n   starts `{qwen}`.\n",
+            settings = sh_word(&self.settings_path.to_string_lossy()),
+            qwen = sh_word(&self.qwen),
         );
         for (name, file) in &self.credentials {
             out += &format!(
-                "4. Write the credential `{name}` to {} (one line; root-owned, mode 0640 with a group of the users, or per user 0600).\n",
-                file.display()
+                "4. Write the credential `{name}` to `{}` (one line; root-owned, mode 0640 with a group of the users, or per user 0600).\n",
+                sh_word(&file.to_string_lossy())
             );
         }
         out += &format!(
@@ -307,6 +351,17 @@ fn sh_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "'\\''"))
 }
 
+/// `text` as one word for a line a reader pastes into sh: as it is when
+/// every character is plain, else [`sh_quote`]d.
+fn sh_word(text: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_./-:+,@%".contains(c);
+    if !text.is_empty() && text.chars().all(plain) {
+        text.to_owned()
+    } else {
+        sh_quote(text)
+    }
+}
+
 fn ps_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
 }
@@ -314,7 +369,9 @@ fn ps_quote(text: &str) -> String {
 /// Writes the deployment into `out` (which must not exist): the settings,
 /// both launchers, the README, and the archive when there is one. Written
 /// into a temporary folder beside it first, so nothing half-written is
-/// left.
+/// left; the rename into place never follows a link (one that appeared at
+/// `out` makes it fail), and the folder that holds `out` is the user's
+/// (see [`crate::writes`]).
 pub fn write(out: &Path, plan: &Plan, archive: Option<&Path>) -> std::io::Result<Vec<PathBuf>> {
     let parent = out
         .parent()
@@ -435,6 +492,21 @@ mod tests {
         let mut twice = plan();
         twice.values.push(("ACME_CONTEXT_TOKEN".into(), "x".into()));
         assert!(matches!(twice.check(), Err(PlanError::Twice(_))));
+        let mut digit = plan();
+        digit.credentials[0].0 = "1ACME_CONTEXT_TOKEN".into();
+        assert!(matches!(digit.check(), Err(PlanError::NotAName(n)) if n == "1ACME_CONTEXT_TOKEN"));
+        assert_eq!(sh_word("/opt/a-b/c.tar.gz"), "/opt/a-b/c.tar.gz");
+        assert_eq!(sh_word("x$(id)'.tar.gz"), "'x$(id)'\\''.tar.gz'");
+        for (name, ok) in [
+            ("_A1", true),
+            ("a", true),
+            ("1A", false),
+            ("A-B", false),
+            ("", false),
+            ("É", false),
+        ] {
+            assert_eq!(shell_name(name), ok, "{name}");
+        }
     }
 
     #[test]

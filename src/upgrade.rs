@@ -34,6 +34,8 @@ mod typescript;
 
 use std::path::{Path, PathBuf};
 
+use crate::writes::{Place, WriteProblem};
+
 use crate::scaffold::{
     self, NewSettings, Template,
     vendor::{self, Installed},
@@ -689,24 +691,6 @@ fn expecting<'a>(paths: impl Iterator<Item = (&'a str, Expect)>) -> Vec<(PathBuf
         .collect()
 }
 
-/// What a file type is, in words, when it is not a regular file or folder.
-fn special(kind: std::fs::FileType) -> Option<&'static str> {
-    use std::os::unix::fs::FileTypeExt;
-    if kind.is_symlink() {
-        Some("a symlink")
-    } else if kind.is_fifo() {
-        Some("a FIFO")
-    } else if kind.is_socket() {
-        Some("a socket")
-    } else if kind.is_char_device() || kind.is_block_device() {
-        Some("a device")
-    } else if kind.is_file() || kind.is_dir() {
-        None
-    } else {
-        Some("a special file")
-    }
-}
-
 /// [`guard`] over [`TOUCHED`], then over the leftovers of an interrupted
 /// swap (listed only once `vendor/` is known to be a real folder).
 fn guard_touched(folder: &Path) -> Result<(), UpgradeError> {
@@ -725,46 +709,36 @@ fn guard_touched(folder: &Path) -> Result<(), UpgradeError> {
 
 /// Refuses, before anything is read or written, a link or special file on
 /// the way to anything an upgrade touches: every folder from the extension
-/// down to it, the file itself, and everything inside the trees it reads
-/// or replaces (`vendor/`, `contracts/v1`, the copied layout's folders, the
+/// down to it and the file itself (the one write rule,
+/// [`crate::writes`]), and everything inside the trees it reads or
+/// replaces (`vendor/`, `contracts/v1`, the copied layout's folders, the
 /// leftovers of an interrupted swap). A linked `vendor/` would have the
 /// upgrade rename, remove and rewrite the folder at the link's target; a
 /// FIFO would hang the read.
 fn guard(folder: &Path, touched: &[(PathBuf, Expect)]) -> Result<(), UpgradeError> {
-    let refuse = |path: PathBuf, what| Err(UpgradeError::Unsafe { path, what });
+    let refused = |problem| match problem {
+        WriteProblem::Unsafe { path, what } => UpgradeError::Unsafe { path, what },
+        WriteProblem::Io { path, source } => UpgradeError::Io { path, source },
+    };
     for (relative, expect) in touched {
-        let parts: Vec<_> = relative.components().collect();
-        let mut path = folder.to_owned();
-        let mut present = true;
-        for (index, part) in parts.iter().enumerate() {
-            path.push(part);
-            let Ok(metadata) = std::fs::symlink_metadata(&path) else {
-                present = false;
-                break;
-            };
-            let kind = metadata.file_type();
-            if let Some(what) = special(kind) {
-                return refuse(path, what);
-            }
-            let last = index + 1 == parts.len();
-            if (!last || *expect == Expect::Tree) && !kind.is_dir() {
-                return refuse(path, "a file where a folder belongs");
-            }
-            if last && *expect == Expect::File && !kind.is_file() {
-                return refuse(path, "a folder where a file belongs");
-            }
+        let place = Place::within(folder, &folder.join(relative));
+        let present = match expect {
+            Expect::File => place.check_file(),
+            Expect::Tree => place.check_folder(),
         }
+        .map_err(refused)?;
         if !present || *expect == Expect::File {
             continue;
         }
         // Inside the tree: links are listed, never followed.
+        let path = place.path();
         for inside in vendor::tree_paths(&path).map_err(io(&path))? {
             let entry = path.join(&inside);
             let kind = std::fs::symlink_metadata(&entry)
                 .map_err(io(&entry))?
                 .file_type();
-            if let Some(what) = special(kind) {
-                return refuse(entry, what);
+            if let Some(what) = crate::writes::special(kind) {
+                return Err(UpgradeError::Unsafe { path: entry, what });
             }
         }
     }

@@ -427,13 +427,30 @@ pub fn derive(
     }
 }
 
+/// Why the client manifests were not written.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientsError {
+    #[error(transparent)]
+    Derive(#[from] DeriveError),
+    /// The one write rule refused a place, or a write failed.
+    #[error(transparent)]
+    Write(#[from] crate::writes::WriteProblem),
+}
+
+/// Where the manifest of `client` goes in `folder`, under the one write
+/// rule ([`crate::writes`]): `.claude-plugin/` must be a real folder.
+pub fn client_place(folder: &std::path::Path, client: Client) -> crate::writes::Place {
+    crate::writes::Place::within(folder, &folder.join(client.file()))
+}
+
 /// Writes the manifests of `clients` into `folder` from its
 /// `qwen-extension.json`; the relative paths written, in order. Nothing is
-/// written unless every manifest can be derived.
+/// written unless every manifest can be derived and every place passes
+/// the write rule.
 pub fn write_clients(
     folder: &std::path::Path,
     clients: &[Client],
-) -> Result<Vec<&'static str>, DeriveError> {
+) -> Result<Vec<&'static str>, ClientsError> {
     let extension = crate::extension::Extension::read(folder)
         .map_err(|problem| DeriveError(problem.to_string()))?;
     let text = extension
@@ -451,15 +468,18 @@ pub fn write_clients(
             render(&derive(client, &manifest, &extension.project)?),
         ));
     }
+    let places: Vec<(Client, crate::writes::Place)> = clients
+        .iter()
+        .filter(|c| **c != Client::Qwen)
+        .map(|c| (*c, client_place(folder, *c)))
+        .collect();
+    for (_, place) in &places {
+        place.check_file()?;
+    }
     let mut written = Vec::new();
-    for (file, text) in derived {
-        let path = folder.join(file);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| DeriveError(format!("{}: {e}", parent.display())))?;
-        }
-        crate::atomic::write(&path, text.as_bytes())
-            .map_err(|e| DeriveError(format!("{}: {}", e.path.display(), e.source)))?;
+    for ((client, place), (file, text)) in places.iter().zip(derived) {
+        debug_assert_eq!(client.file(), file);
+        place.write(text.as_bytes())?;
         written.push(file);
     }
     Ok(written)

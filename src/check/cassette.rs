@@ -203,12 +203,15 @@ impl Cassette {
         })
     }
 
-    /// Writes the cassette, whole or not at all.
+    /// Writes the cassette, whole or not at all, by the one write rule
+    /// ([`crate::writes`]): `path` is replaced only when it is a regular
+    /// file (never a link, a FIFO or a device).
     pub fn save(&self, path: &Path) -> Result<(), String> {
         let mut text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
         text.push('\n');
-        crate::atomic::write(path, text.as_bytes())
-            .map_err(|e| format!("cannot write the cassette {}: {e}", path.display()))
+        crate::writes::Place::destination(path)
+            .write(text.as_bytes())
+            .map_err(|e| format!("the cassette was not saved: {e}"))
     }
 
     /// The first exchange the upstream answered with a 2xx, whose query the

@@ -121,6 +121,15 @@ fn line(result: &CheckResult, color: bool) -> String {
 }
 
 pub fn run_check(args: CheckArgs, color: ColorChoice) -> Outcome {
+    // `--record PATH` is checked by the one write rule before anything
+    // runs: a FIFO, a device, a link or a folder there is refused; a
+    // regular file is replaced once the recording succeeds.
+    if let Some(record) = &args.record
+        && let Err(problem) = crate::writes::Place::destination(record).check_file()
+    {
+        let help = problem.help();
+        return Err(could_not_run(&format!("--record: {problem}")).help(help));
+    }
     let (mut settings, tokio) = match prepare(args.path, &args.target) {
         Ok(prepared) => prepared,
         Err(message) => return Err(could_not_run(&message)),

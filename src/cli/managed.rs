@@ -21,17 +21,17 @@ fn pairs(items: &[String], flag: &str) -> Result<Vec<(String, String)>, Failure>
         .map(|item| {
             let (name, value) = item
                 .split_once('=')
-                .filter(|(n, v)| {
-                    !n.is_empty()
-                        && !v.is_empty()
-                        && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                })
+                .filter(|(n, v)| !n.is_empty() && !v.is_empty())
                 .ok_or_else(|| {
                     could_not_run(format!(
                         "{flag} takes NAME=VALUE, not `{}`",
                         crate::outside::value(item)
                     ))
                 })?;
+            if !managed::shell_name(name) {
+                let error = managed::PlanError::NotAName(name.to_owned());
+                return Err(could_not_run(format!("{flag}: {error}")).help(Some(error.help())));
+            }
             Ok((name.to_owned(), value.to_owned()))
         })
         .collect()
@@ -53,12 +53,21 @@ fn lint_remote(path: &Path, color: ColorChoice) -> Result<ManifestFacts, Failure
 }
 
 pub fn run(args: ManagedArgs, color: ColorChoice) -> Outcome {
-    if std::fs::symlink_metadata(&args.out).is_ok() {
-        return Err(
-            could_not_run(format!("{} exists", args.out.display())).help(Some(
-                "name a folder that does not exist; ecp managed writes it whole",
-            )),
-        );
+    // The one write rule: `--out` is a new folder, never a link or a
+    // special file; the folder that holds it is the user's.
+    match crate::writes::Place::destination(&args.out).check_folder() {
+        Ok(false) => {}
+        Ok(true) => {
+            return Err(
+                could_not_run(format!("{} exists", args.out.display())).help(Some(
+                    "name a folder that does not exist; ecp managed writes it whole",
+                )),
+            );
+        }
+        Err(problem) => {
+            let help = problem.help();
+            return Err(could_not_run(problem).help(help));
+        }
     }
     let name_of = args
         .extension
@@ -100,8 +109,15 @@ pub fn run(args: ManagedArgs, color: ColorChoice) -> Outcome {
             .map(|(n, f)| (n, PathBuf::from(f)))
             .collect(),
     };
-    plan.check()
-        .map_err(|e| Failure::new(Exit::No, &e).help(Some(e.help())))?;
+    plan.check().map_err(|e| {
+        // A name no shell can carry is input ecp cannot use; the others
+        // are a deployment that does not match the manifest.
+        let exit = match e {
+            managed::PlanError::NotAName(_) => Exit::CouldNotRun,
+            _ => Exit::No,
+        };
+        Failure::new(exit, &e).help(Some(e.help()))
+    })?;
     let written = managed::write(
         &args.out,
         &plan,

@@ -10,7 +10,12 @@ use crate::scaffold::{self, NewSettings, ScaffoldError, Template};
 
 /// A refusal: the name, a value or the target folder is not usable.
 fn fail(error: &ScaffoldError) -> Failure {
-    Failure::new(Exit::No, error).help(error.help())
+    // A place the write rule refuses is input ecp cannot use (exit 2).
+    let exit = match error {
+        ScaffoldError::Unsafe(_) => Exit::CouldNotRun,
+        _ => Exit::No,
+    };
+    Failure::new(exit, error).help(error.help())
 }
 
 /// Asks for a line, re-asking until `check` accepts it; Enter takes
@@ -198,6 +203,32 @@ fn remote_steps(endpoint: &str) -> Vec<(String, &'static str)> {
     steps
 }
 
+/// Writes the tree and the client manifests `--clients` asks for into
+/// `dir`; the manifests written. Their places pass the one write rule
+/// before anything is written (a linked `.claude-plugin/` in a folder
+/// given with --force).
+fn write_project(
+    dir: &std::path::Path,
+    files: &[scaffold::GeneratedFile],
+    args: &NewArgs,
+) -> Result<Vec<&'static str>, Failure> {
+    for client in &args.clients {
+        if let Err(problem) = crate::channels::client_place(dir, *client).check_file() {
+            let help = problem.help();
+            return Err(Failure::new(Exit::CouldNotRun, problem).help(help));
+        }
+    }
+    scaffold::write(dir, files, args.force).map_err(|error| fail(&error))?;
+    match crate::channels::write_clients(dir, &args.clients) {
+        Ok(written) => Ok(written),
+        Err(crate::channels::ClientsError::Write(problem)) => {
+            let help = problem.help();
+            Err(Failure::new(Exit::CouldNotRun, problem).help(help))
+        }
+        Err(error) => Err(Failure::new(Exit::No, error)),
+    }
+}
+
 pub fn run(args: NewArgs) -> Outcome {
     // The name is checked before anything is asked.
     if let Err(error) = scaffold::check_name(&args.name) {
@@ -223,13 +254,7 @@ pub fn run(args: NewArgs) -> Outcome {
         .dir
         .clone()
         .unwrap_or_else(|| PathBuf::from(&settings.name));
-    if let Err(error) = scaffold::write(&dir, &files, args.force) {
-        return Err(fail(&error));
-    }
-    let clients = match crate::channels::write_clients(&dir, &args.clients) {
-        Ok(written) => written,
-        Err(error) => return Err(Failure::new(Exit::No, error)),
-    };
+    let clients = write_project(&dir, &files, &args)?;
     let kind = match settings.template {
         Template::Local => "local adapter",
         Template::LocalTs => "local TypeScript adapter",

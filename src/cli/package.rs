@@ -63,7 +63,8 @@ pub(super) fn settings(args: &PackageArgs) -> Result<PackageSettings, Failure> {
     })
 }
 
-/// How a failed run exits: input that cannot be read is "could not run",
+/// How a failed run exits: input that cannot be read, or a place the one
+/// write rule refuses, is "could not run",
 /// Ctrl-C is "interrupted", everything else (lint errors, a failed build,
 /// a refused file) is a "no"; lint's report goes to stderr first.
 pub(super) fn failure(error: PackageError, color: ColorChoice) -> Failure {
@@ -71,7 +72,9 @@ pub(super) fn failure(error: PackageError, color: ColorChoice) -> Failure {
         eprint!("{}", report::human(report, color.for_stderr()));
     }
     let exit = match error {
-        PackageError::Lint(_) => Exit::CouldNotRun,
+        // Input ecp cannot use: a folder it cannot read, or a place the
+        // write rule refuses (nothing was written or removed).
+        PackageError::Lint(_) | PackageError::Unsafe(_) => Exit::CouldNotRun,
         PackageError::Interrupted(_) => Exit::Interrupted,
         _ => Exit::No,
     };

@@ -42,12 +42,34 @@ pub(super) fn write_clients(
     if clients.iter().all(|c| *c == Client::Qwen) {
         return Ok(());
     }
-    let written = channels::write_clients(&settings.folder, clients).map_err(|e| refused(e.0))?;
+    let written = channels::write_clients(&settings.folder, clients).map_err(|e| match e {
+        channels::ClientsError::Derive(e) => refused(e.0),
+        channels::ClientsError::Write(problem) => problem.into(),
+    })?;
     log(&format!(
         "clients: wrote {} from {} (commit them: they are the extension's source now)",
         written.join(", "),
         lint::MANIFEST
     ));
+    Ok(())
+}
+
+/// The places every run may write whatever the manifest says, checked by
+/// the one write rule ([`crate::writes`]) before anything is read, written
+/// or removed: the output folder, `SHA256SUMS`, `server.json` (with
+/// `--registry`) and the client manifests `--clients` asks for.
+pub(super) fn check_places(settings: &PackageSettings) -> Result<(), PackageError> {
+    let out = settings.out();
+    out.check_folder()?;
+    out.join(crate::release::SUMS).check_file()?;
+    if settings.channels.registry.is_some() {
+        out.join(registry::FILE).check_file()?;
+    }
+    for client in &settings.channels.clients {
+        if *client != Client::Qwen {
+            channels::client_place(&settings.folder, *client).check_file()?;
+        }
+    }
     Ok(())
 }
 
@@ -353,8 +375,9 @@ pub(super) fn write_registry(
     if let Some((pointer, message)) = problems.first() {
         return Err(refused(format!("server.json {pointer}: {message}")));
     }
-    let path = settings.out_dir.join(registry::FILE);
-    crate::atomic::write(&path, channels::render(&value).as_bytes())?;
+    let place = settings.out().join(registry::FILE);
+    place.write(channels::render(&value).as_bytes())?;
+    let path = place.path();
     log(&format!(
         "registry: {} (valid against the 2025-12-11 schema)",
         path.display()

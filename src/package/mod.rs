@@ -8,6 +8,10 @@
 //! - [`write`]: the deterministic tar.gz and zip writers;
 //! - [`build`]: `cargo_metadata` and `cargo build --release --locked`, or
 //!   `npm ci` and `npm run build` for a Node project.
+//!
+//! Every output and every removal goes through the one write rule
+//! ([`crate::writes`]), checked before the first write or removal: a
+//! linked `dist/`, `.claude-plugin/` or output is refused (exit 2).
 
 pub mod build;
 mod channels;
@@ -25,6 +29,7 @@ use crate::{
     lint::{self, MANIFEST, Report, Severity},
     provenance::{self, Toolchain},
     release::{self, SUMS, Sums},
+    writes::{Place, WriteProblem},
 };
 
 /// What to package and how.
@@ -54,6 +59,15 @@ pub struct PackageSettings {
     /// The other clients and channels: client manifests, the npm package,
     /// the registry's `server.json`.
     pub channels: Channels,
+}
+
+impl PackageSettings {
+    /// The output folder under the one write rule ([`crate::writes`]):
+    /// inside the extension folder every component is checked (`dist`
+    /// must not be a link); a folder elsewhere owns its last component.
+    pub fn out(&self) -> Place {
+        Place::within(&self.folder, &self.out_dir)
+    }
 }
 
 /// One written archive.
@@ -120,17 +134,21 @@ pub enum PackageError {
     /// A client manifest, the npm package or `server.json` cannot be made.
     #[error("{0}")]
     Channel(String),
+    /// The one write rule refused a place this run would write or remove
+    /// (a link, a special file): nothing was written or removed.
+    #[error("{0}")]
+    Unsafe(WriteProblem),
     /// A Ctrl-C stopped the run (the tool it named was running, or it came
     /// between steps); nothing was published.
     #[error("interrupted: {0} and everything it started were stopped; nothing was published")]
     Interrupted(String),
 }
 
-impl From<crate::atomic::WriteError> for PackageError {
-    fn from(error: crate::atomic::WriteError) -> PackageError {
-        PackageError::Io {
-            path: error.path,
-            source: error.source,
+impl From<WriteProblem> for PackageError {
+    fn from(problem: WriteProblem) -> PackageError {
+        match problem {
+            WriteProblem::Io { path, source } => PackageError::Io { path, source },
+            refused @ WriteProblem::Unsafe { .. } => PackageError::Unsafe(refused),
         }
     }
 }
@@ -140,6 +158,7 @@ impl PackageError {
     pub fn help(&self) -> Option<String> {
         match self {
             PackageError::Lint(error) => error.help(),
+            PackageError::Unsafe(problem) => problem.help(),
             PackageError::LintFindings { .. } => {
                 Some("`ecp explain RULE` says more about each rule".into())
             }
@@ -202,48 +221,49 @@ pub fn package(
                 .iter()
                 .map(|a| (a.path.as_path(), a.sha256.as_str())),
         ),
-        Err(_) => remove_stale(&settings.out_dir, &would_replace, log),
+        // A refusal of the write rule removes nothing either.
+        Err(PackageError::Unsafe(_)) => {}
+        Err(_) => remove_stale(&settings.out(), &would_replace, log),
     }
     result
 }
 
-/// Removes `names` from `out_dir` and their lines from `SHA256SUMS`.
-fn remove_stale(out_dir: &Path, names: &[String], log: &mut dyn FnMut(&str)) {
+/// Removes `names` from `out` and their lines from `SHA256SUMS` (regular
+/// files only, by the write rule).
+fn remove_stale(out: &Place, names: &[String], log: &mut dyn FnMut(&str)) {
     let mut removed = Vec::new();
     for name in names {
-        let path = out_dir.join(name);
-        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file())
-            && std::fs::remove_file(&path).is_ok()
-        {
+        if out.join(name).remove_file().unwrap_or(false) {
             removed.push(name.as_str());
         }
     }
     if removed.is_empty() {
         return;
     }
-    let sums_path = out_dir.join(SUMS);
-    if let Ok(mut sums) = read_sums(&sums_path) {
+    let sums_place = out.join(SUMS);
+    if let Ok(mut sums) = read_sums(&sums_place) {
         sums.entries
             .retain(|file, _| !removed.contains(&file.as_str()));
         let _ = if sums.entries.is_empty() {
-            std::fs::remove_file(&sums_path).map_err(|_| ())
+            sums_place.remove_file().map(|_| ())
         } else {
-            write_atomically(&sums_path, &sums.render()).map_err(|_| ())
+            sums_place.write(sums.render().as_bytes())
         };
     }
     log(&format!(
         "removed the previous {} from {}: this run failed, and it would have replaced them",
         removed.join(", "),
-        out_dir.display()
+        out.path().display()
     ));
 }
 
-/// The `SHA256SUMS` already in an output folder (empty when there is none).
-fn read_sums(path: &Path) -> Result<Sums, PackageError> {
-    match std::fs::symlink_metadata(path) {
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Sums::default()),
-        _ => {}
+/// The `SHA256SUMS` already in an output folder (empty when there is
+/// none); a link or special file there is refused by the write rule.
+fn read_sums(place: &Place) -> Result<Sums, PackageError> {
+    if !place.check_file()? {
+        return Ok(Sums::default());
     }
+    let path = &place.path();
     let text =
         crate::files::read_text(path, None, crate::release::MAX_SUMS_BYTES).map_err(|problem| {
             PackageError::Refused {
@@ -317,11 +337,16 @@ fn run(
     log: &mut dyn FnMut(&str),
     would_replace: &mut Vec<String>,
 ) -> Result<Packaged, PackageError> {
+    // Where this run writes, by the one write rule, before anything is
+    // read, written or removed: the output folder, the sums, server.json,
+    // the client manifests.
+    channels::check_places(settings)?;
     // The sums already in the output folder are read first: a file that is
     // not sha256sum output stops the run before anything is written or
     // removed.
-    let sums_path = settings.out_dir.join(SUMS);
-    let mut sums = read_sums(&sums_path)?;
+    let sums_place = settings.out().join(SUMS);
+    let sums_path = sums_place.path();
+    let mut sums = read_sums(&sums_place)?;
     // 0. The client manifests asked for, written from qwen-extension.json
     // (so that lint judges them with the rest).
     channels::write_clients(settings, log)?;
@@ -330,7 +355,7 @@ fn run(
     let (report, facts) =
         lint::lint_path_with_facts(&settings.folder).map_err(PackageError::Lint)?;
     let plan = Plan::of(settings, &facts.clone().unwrap_or_default());
-    would_replace.extend(plan.outputs());
+    would_replace.extend(check_outputs(settings, plan.outputs())?);
     let (report, facts, toolchain) =
         build_bundle(settings, &plan, report, facts.unwrap_or_default(), log)?;
     gate(settings, &plan, &report, log)?;
@@ -338,11 +363,8 @@ fn run(
         Ok((os, arch)) if plan.native => Some(format!("{os}.{arch}")),
         _ => None,
     };
-    would_replace.extend(channels::preflight(
-        settings,
-        &facts,
-        platform_name.as_deref(),
-    )?);
+    let outputs = channels::preflight(settings, &facts, platform_name.as_deref())?;
+    would_replace.extend(check_outputs(settings, outputs)?);
     build::interrupted("ecp lint")?;
     // 2. The entry point (built, given, or none for a manifest-only
     // extension) and the staged tree.
@@ -360,7 +382,7 @@ fn run(
     build::interrupted("writing the archives")?;
     // 4. Everything is good: rename into place, then merge the sums.
     let archives = publish(settings, pending, &mut sums, log)?;
-    write_atomically(&sums_path, &sums.render())?;
+    sums_place.write(sums.render().as_bytes())?;
     log(&format!(
         "sums: {} ({} archive(s))",
         sums_path.display(),
@@ -408,6 +430,19 @@ fn run(
         key_id,
         registry,
     })
+}
+
+/// `names` in the output folder, each one the write rule lets this run
+/// replace or remove.
+fn check_outputs(
+    settings: &PackageSettings,
+    names: Vec<String>,
+) -> Result<Vec<String>, PackageError> {
+    let out = settings.out();
+    for name in &names {
+        out.join(name).check_file()?;
+    }
+    Ok(names)
 }
 
 /// A Node project builds its bundle (`npm ci`, `npm run build`) unless
@@ -598,10 +633,7 @@ fn write_archives(
     files: &[stage::StagedFile],
     platform: Option<&str>,
 ) -> Result<(Vec<Pending>, Vec<Format>), PackageError> {
-    std::fs::create_dir_all(&settings.out_dir).map_err(|source| PackageError::Io {
-        path: settings.out_dir.clone(),
-        source,
-    })?;
+    settings.out().create_folder()?;
     let mut formats = settings.formats.clone();
     if formats.is_empty() {
         formats = match platform {
@@ -633,22 +665,22 @@ fn publish(
     log: &mut dyn FnMut(&str),
 ) -> Result<Vec<WrittenArchive>, PackageError> {
     let mut archives = Vec::new();
+    let out = settings.out();
     for (temporary, final_path, format, sha256, bytes) in pending {
-        crate::atomic::publish(temporary, &final_path)?;
         let file_name = final_path
             .file_name()
             .and_then(|n| n.to_str())
             .unwrap_or_default()
             .to_owned();
+        out.join(&file_name).publish(temporary)?;
         // ecp before 0.3 wrote `{archive}.sha256`, a name that starts with
-        // the platform prefix Qwen matches: it could be installed.
-        let legacy = settings.out_dir.join(format!("{file_name}.sha256"));
-        if std::fs::symlink_metadata(&legacy).is_ok_and(|m| m.is_file())
-            && std::fs::remove_file(&legacy).is_ok()
-        {
+        // the platform prefix Qwen matches: it could be installed. Only a
+        // regular file is removed (the write rule).
+        let legacy = out.join(format!("{file_name}.sha256"));
+        if legacy.remove_file().unwrap_or(false) {
             log(&format!(
                 "removed {}: its name starts with a platform prefix, so Qwen could install it; the sums are in {SUMS}",
-                legacy.display()
+                legacy.path().display()
             ));
         }
         log(&format!(
@@ -665,8 +697,9 @@ fn publish(
             sha256,
         });
     }
-    sums.entries
-        .retain(|file, _| settings.out_dir.join(file).is_file());
+    sums.entries.retain(|file, _| {
+        std::fs::symlink_metadata(settings.out_dir.join(file)).is_ok_and(|m| m.is_file())
+    });
     Ok(archives)
 }
 
@@ -692,13 +725,12 @@ fn write_provenance(
         .collect();
     let statement = provenance::statement(&subjects, build_facts);
     let platform = build_facts.platform.as_deref();
-    let statement_path = settings.out_dir.join(provenance::statement_name(platform));
-    let envelope_path = settings.out_dir.join(provenance::envelope_name(platform));
-    crate::atomic::write(&statement_path, statement.as_bytes())?;
+    let statement_place = settings.out().join(provenance::statement_name(platform));
+    let envelope_place = settings.out().join(provenance::envelope_name(platform));
+    let (statement_path, envelope_path) = (statement_place.path(), envelope_place.path());
+    statement_place.write(statement.as_bytes())?;
     let Some(key) = &settings.sign_key else {
-        if std::fs::symlink_metadata(&envelope_path).is_ok_and(|m| m.is_file()) {
-            let _ = std::fs::remove_file(&envelope_path);
-        }
+        envelope_place.remove_file()?;
         log(&format!(
             "provenance: {} (unsigned; --sign-key KEY signs it)",
             statement_path.display()
@@ -706,7 +738,7 @@ fn write_provenance(
         return Ok((statement_path, None, None));
     };
     let envelope = provenance::dsse::Envelope::sign(statement.as_bytes(), key);
-    crate::atomic::write(&envelope_path, envelope.to_line().as_bytes())?;
+    envelope_place.write(envelope.to_line().as_bytes())?;
     let id = key.verifying_key().key_id();
     log(&format!(
         "provenance: {} and its envelope {}, signed by key {id}",
@@ -775,7 +807,6 @@ pub(super) fn write_linted(
         path: final_path.clone(),
         source,
     };
-    std::fs::create_dir_all(&settings.out_dir).map_err(io)?;
     let name = final_path
         .file_name()
         .and_then(|n| n.to_str())
@@ -785,11 +816,7 @@ pub(super) fn write_linted(
         Some((_, extension)) => format!(".{extension}"),
         None => String::new(),
     };
-    let mut temporary = tempfile::Builder::new()
-        .prefix(".ecp-package-")
-        .suffix(&suffix)
-        .tempfile_in(&settings.out_dir)
-        .map_err(io)?;
+    let mut temporary = settings.out().temporary(".ecp-package-", &suffix)?;
     let sha256 = write::write_archive(format, files, epoch, temporary.as_file_mut()).map_err(io)?;
     let mut report = Report::default();
     check(temporary.path(), &mut report).map_err(PackageError::Lint)?;
@@ -805,8 +832,4 @@ pub(super) fn write_linted(
     }
     let bytes = temporary.as_file().metadata().map(|m| m.len()).unwrap_or(0);
     Ok((temporary, final_path, kind, sha256, bytes))
-}
-
-fn write_atomically(path: &Path, text: &str) -> Result<(), PackageError> {
-    Ok(crate::atomic::write(path, text.as_bytes())?)
 }

@@ -84,8 +84,10 @@ pub enum ScaffoldError {
         "the description must be one line of at most 200 characters, without control characters"
     )]
     Description,
-    #[error("{} is a symlink inside the target folder; ecp new writes only into real folders there", .0.display())]
-    LinkInTarget(PathBuf),
+    /// The one write rule ([`crate::writes`]) refused a place inside the
+    /// target folder (a link, a special file, the wrong kind).
+    #[error("{0}")]
+    Unsafe(crate::writes::WriteProblem),
     #[error("{} is not empty; choose another --dir or pass --force to write into it", .0.display())]
     NotEmpty(PathBuf),
     #[error("{} exists and is not a folder", .0.display())]
@@ -108,6 +110,7 @@ impl ScaffoldError {
             ScaffoldError::Endpoint(_) => {
                 Some("for example --endpoint https://context.acme.example/mcp".into())
             }
+            ScaffoldError::Unsafe(problem) => problem.help(),
             _ => None,
         }
     }
@@ -437,25 +440,20 @@ pub fn write(dir: &Path, files: &[GeneratedFile], force: bool) -> Result<(), Sca
     if !force {
         return Err(ScaffoldError::NotEmpty(dir.to_owned()));
     }
-    // Nothing on the way inside the target may be a link (`src -> /etc`
-    // would make --force write outside the project): checked for every file
-    // before the first is written.
+    // The one write rule inside the target (the folder itself is the
+    // user's): nothing on the way may be a link (`src -> /etc` would make
+    // --force write outside the project) or a special file, checked for
+    // every file before the first is written.
+    let place = |file: &GeneratedFile| crate::writes::Place::within(dir, &dir.join(&file.path));
+    let refused = |problem| match problem {
+        crate::writes::WriteProblem::Io { path, source } => ScaffoldError::Write { path, source },
+        unsafe_place => ScaffoldError::Unsafe(unsafe_place),
+    };
     for file in files {
-        let mut walked = dir.to_owned();
-        for part in Path::new(&file.path).components() {
-            walked.push(part);
-            if std::fs::symlink_metadata(&walked).is_ok_and(|m| m.file_type().is_symlink()) {
-                return Err(ScaffoldError::LinkInTarget(walked));
-            }
-        }
+        place(file).check_file().map_err(refused)?;
     }
     for file in files {
-        crate::atomic::write(&dir.join(&file.path), &file.contents).map_err(|e| {
-            ScaffoldError::Write {
-                path: e.path,
-                source: e.source,
-            }
-        })?;
+        place(file).write(&file.contents).map_err(refused)?;
     }
     Ok(())
 }

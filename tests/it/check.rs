@@ -1049,3 +1049,60 @@ fn a_call_shows_no_form_of_the_credential_its_upstream_echoes() {
     assert!(stdout.contains("sent <credential>"), "{stdout}");
     assert!(!stdout.contains("Kq3/x+Yz9wUe7Rt"), "{stdout}");
 }
+
+/// Issue 45, finding 10: `--record PATH` whose PATH is a FIFO, a symlink to
+/// a file elsewhere or a folder is refused (exit 2) before the target or
+/// the recording proxy starts, and the FIFO, the link and what it names
+/// are left as they were (as root, `--record /dev/null` once replaced the
+/// machine's `/dev/null` with a regular file).
+#[test]
+fn record_refuses_a_destination_that_is_not_a_regular_file_before_anything_runs() {
+    use std::os::unix::fs::FileTypeExt;
+    let temp = tempfile::tempdir().unwrap();
+    let fifo = temp.path().join("pipe");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let outside = temp.path().join("outside.json");
+    std::fs::write(&outside, "kept").unwrap();
+    let link = temp.path().join("link.json");
+    std::os::unix::fs::symlink(&outside, &link).unwrap();
+    let folder = temp.path().join("folder");
+    std::fs::create_dir(&folder).unwrap();
+    let started = temp.path().join("started");
+    let script = format!("touch '{}'; exit 3", started.display());
+    for (destination, what) in [(&fifo, "a FIFO"), (&link, "a symlink"), (&folder, "folder")] {
+        let output = Command::new(ecp_bin())
+            .args(["check", "--upstream", "http://127.0.0.1:9/api", "--record"])
+            .arg(destination)
+            .args(["--", "sh", "-c", &script])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{what}: {stderr}");
+        assert!(
+            stderr.contains("error: ") && stderr.contains(what) && stderr.contains("= help: "),
+            "{what}: {stderr}"
+        );
+        assert!(!started.exists(), "{what}: the target was started");
+    }
+    assert!(
+        std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo()
+    );
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "kept");
+    assert!(folder.is_dir());
+}

@@ -18,6 +18,7 @@ mod http_protocol;
 mod jwt;
 mod lint;
 mod local_ts;
+mod managed;
 mod mcp;
 mod new;
 #[path = "../support/nginx.rs"]

@@ -326,11 +326,12 @@ fn refusals_leave_nothing_behind() {
     std::fs::write(dir.join("notes.txt"), "mine").unwrap();
     std::os::unix::fs::symlink(&outside, dir.join("src")).unwrap();
     let output = generate(&dir, &["--force"]);
-    assert_eq!(output.status.code(), Some(1));
+    // The one write rule: a refusal is exit 2, error and help.
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        String::from_utf8_lossy(&output.stderr).contains("is a symlink inside the target folder"),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+        stderr.contains("src is a symlink") && stderr.contains("= help: "),
+        "{stderr}"
     );
     assert!(
         std::fs::read_dir(&outside).unwrap().next().is_none(),
@@ -338,6 +339,32 @@ fn refusals_leave_nothing_behind() {
     );
     assert_eq!(tree(&dir), ["notes.txt"], "nothing written inside either");
     assert!(dir.join("src").is_symlink());
+
+    // Nor into a FIFO where a generated file goes (issue 45).
+    let dir = temp.path().join("fifo");
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("README.md");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let output = generate(&dir, &["--force"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("README.md is a FIFO"), "{stderr}");
+    assert_eq!(tree(&dir), ["README.md"], "nothing written");
+    {
+        use std::os::unix::fs::FileTypeExt;
+        assert!(
+            std::fs::symlink_metadata(&fifo)
+                .unwrap()
+                .file_type()
+                .is_fifo()
+        );
+    }
 
     // A control character in a value that goes into generated files.
     let output = generate(

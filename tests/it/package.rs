@@ -501,3 +501,149 @@ fn refusals_are_clear_and_leave_no_archive() {
     );
     assert!(archives_in(&dir.join("dist")).is_empty());
 }
+
+/// Every file under `root`, relative, with its bytes.
+fn contents_under(root: &Path) -> Vec<(String, Vec<u8>)> {
+    files_under(root)
+        .iter()
+        .map(|file| (relative(root, file), std::fs::read(file).unwrap()))
+        .collect()
+}
+
+/// Arranges a received folder: (the extension, a folder outside it).
+type Arrange = fn(&Path, &Path);
+
+/// Issue 45, finding 4: an output folder, a client folder or one output
+/// that is a link (or a FIFO) in a received folder: `ecp package` refuses
+/// before it writes or removes anything (exit 2), and the link's target
+/// keeps what it held, old archive and sums included.
+#[test]
+fn package_writes_and_removes_nothing_through_a_link_in_the_folder() {
+    use std::os::unix::fs::symlink;
+    let temp = tempfile::tempdir().unwrap();
+    let binary = prebuilt(temp.path());
+    let binary = binary.to_str().unwrap();
+    let sums = format!("{}  linux.arm64.acme-context.tar.gz\n", "ab".repeat(32));
+    let cases: Vec<(&str, Arrange, &[&str], &str)> = vec![
+        (
+            "linked-dist",
+            |dir, elsewhere| symlink(elsewhere, dir.join("dist")).unwrap(),
+            &[],
+            "dist is a symlink",
+        ),
+        (
+            "linked-plugin",
+            |dir, elsewhere| symlink(elsewhere, dir.join(".claude-plugin")).unwrap(),
+            &["--clients", "claude"],
+            ".claude-plugin is a symlink",
+        ),
+        (
+            "linked-archive",
+            |dir, elsewhere| {
+                std::fs::create_dir(dir.join("dist")).unwrap();
+                symlink(
+                    elsewhere.join("linux.x64.acme-context.tar.gz"),
+                    dir.join("dist/linux.x64.acme-context.tar.gz"),
+                )
+                .unwrap();
+            },
+            &[],
+            "linux.x64.acme-context.tar.gz is a symlink",
+        ),
+        (
+            "linked-sums",
+            |dir, elsewhere| {
+                std::fs::create_dir(dir.join("dist")).unwrap();
+                symlink(elsewhere.join("SHA256SUMS"), dir.join("dist/SHA256SUMS")).unwrap();
+            },
+            &[],
+            "SHA256SUMS is a symlink",
+        ),
+        (
+            "fifo-provenance",
+            |dir, _| {
+                std::fs::create_dir(dir.join("dist")).unwrap();
+                let fifo = dir.join("dist/provenance.linux.x64.intoto.json");
+                assert!(
+                    Command::new("mkfifo")
+                        .arg(&fifo)
+                        .status()
+                        .unwrap()
+                        .success()
+                );
+            },
+            &[],
+            "provenance.linux.x64.intoto.json is a FIFO",
+        ),
+    ];
+    for (name, arrange, extra, message) in cases {
+        let parent = temp.path().join(name);
+        std::fs::create_dir(&parent).unwrap();
+        let dir = new_extension(&parent, &[]);
+        let elsewhere = parent.join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::fs::write(elsewhere.join("linux.x64.acme-context.tar.gz"), "old").unwrap();
+        std::fs::write(elsewhere.join("SHA256SUMS"), &sums).unwrap();
+        arrange(&dir, &elsewhere);
+        // An earlier run's archive in a real dist/ stays.
+        if std::fs::symlink_metadata(dir.join("dist")).is_ok_and(|m| m.is_dir()) {
+            std::fs::write(dir.join("dist/linux.x64.acme-context.zip"), "earlier").unwrap();
+        }
+        let before = contents_under(&elsewhere);
+        let mut args = vec!["--binary", binary, "--target", "x86_64-unknown-linux-gnu"];
+        args.extend_from_slice(extra);
+        let output = package(&dir, &args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{name}: {stderr}");
+        assert!(
+            stderr.contains("error: ") && stderr.contains(message) && stderr.contains("= help: "),
+            "{name}: {stderr}"
+        );
+        assert_eq!(contents_under(&elsewhere), before, "{name}: {stderr}");
+        if std::fs::symlink_metadata(dir.join("dist")).is_ok_and(|m| m.is_dir()) {
+            assert_eq!(
+                std::fs::read(dir.join("dist/linux.x64.acme-context.zip")).unwrap(),
+                b"earlier",
+                "{name}"
+            );
+            let written: Vec<String> = std::fs::read_dir(dir.join("dist"))
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| n.contains("acme-context.tar.gz") && !n.starts_with("linux.x64"))
+                .collect();
+            assert!(written.is_empty(), "{name}: {written:?}");
+        }
+    }
+
+    // `--out-dir` that is itself a link: refused the same way; the folder
+    // that holds it is the user's own (a link there is followed).
+    let parent = temp.path().join("linked-out");
+    std::fs::create_dir(&parent).unwrap();
+    let dir = new_extension(&parent, &[]);
+    let elsewhere = parent.join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let out = parent.join("out");
+    symlink(&elsewhere, &out).unwrap();
+    let output = package(
+        &dir,
+        &["--binary", binary, "--out-dir", out.to_str().unwrap()],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("out is a symlink"), "{stderr}");
+    assert!(contents_under(&elsewhere).is_empty(), "{stderr}");
+    let users_link = parent.join("users-link");
+    symlink(&elsewhere, &users_link).unwrap();
+    let through = users_link.join("release");
+    let output = package(
+        &dir,
+        &["--binary", binary, "--out-dir", through.to_str().unwrap()],
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(elsewhere.join("release/SHA256SUMS").is_file());
+}

@@ -197,3 +197,26 @@ fn lint_says_when_qwen_could_not_run_a_source_folder_as_installed() {
         text(&output)
     );
 }
+
+/// Issue 45, finding 4: `ecp try` packages as `ecp package` does, so a
+/// received folder whose `dist` links elsewhere is refused before anything
+/// is written there.
+#[test]
+fn try_writes_nothing_through_a_linked_dist() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("acme-context-remote");
+    crate::cli::ecp_new_remote(&dir, "acme-context-remote");
+    let elsewhere = temp.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, dir.join("dist")).unwrap();
+    let home = temp.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let output = ecp_try(&dir, &home, &[]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(
+        text(&output).contains("dist is a symlink"),
+        "{}",
+        text(&output)
+    );
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+}
