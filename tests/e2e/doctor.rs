@@ -572,3 +572,70 @@ fn doctor_reads_a_repositorys_files_as_qwen_reads_them() {
     );
     assert!(!seen.exists(), "Qwen did not start the extension's server");
 }
+
+/// yargs' dot notation: the real Qwen reads `--safe-mode.x` and
+/// `--safe-mode.0` as safe mode (no extension, no MCP server), so the
+/// managed launcher refuses them with every other spelling of the flags
+/// that drop the pinned server, before Qwen starts.
+#[test]
+fn the_launcher_refuses_the_spellings_qwen_reads_as_safe_mode() {
+    let workspace = tempfile::tempdir().unwrap();
+    let qwen = Qwen::new();
+    for flag in ["--safe-mode.x", "--safe-mode.0"] {
+        let output = qwen
+            .command(&[flag, "-p", "hello"])
+            .current_dir(workspace.path())
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("DASHSCOPE_API_KEY")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            String::from_utf8_lossy(&output.stderr).contains("SAFE MODE"),
+            "{flag}: {}",
+            show(&output)
+        );
+    }
+
+    let (_, archive) = super::packaged();
+    let temp = tempfile::tempdir().unwrap();
+    let marker = temp.path().join("qwen-started");
+    let program = temp.path().join("qwen");
+    std::fs::write(
+        &program,
+        format!("#!/bin/sh\ntouch '{}'\n", marker.display()),
+    )
+    .unwrap();
+    chmod(&program, 0o755);
+    let out = temp.path().join("deploy");
+    let output = super::ecp(&[
+        "managed",
+        "--extension",
+        archive.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--qwen",
+        program.to_str().unwrap(),
+        "--env",
+        "ACME_CONTEXT_BASE_URL=https://search.acme.example",
+        "--env",
+        "ACME_CONTEXT_TOKEN=unused",
+    ]);
+    assert!(output.status.success(), "{}", show(&output));
+    for flag in [
+        "--safe-mode.x",
+        "--safe-mode.0",
+        "--safeMode.y=true",
+        "--bare.x",
+        "--mcp-config.x=",
+    ] {
+        let output = std::process::Command::new(out.join("qwen-acme-context"))
+            .arg(flag)
+            .env("HOME", qwen.home.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{flag}: {}", show(&output));
+        assert!(!marker.exists(), "{flag}: Qwen was started");
+    }
+}
