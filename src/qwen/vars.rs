@@ -303,7 +303,10 @@ mod tests {
             ("$ ${ ${} $", "$ ${ ${} $"),
             ("$$HOME", "$/home/u"),
             // Never filled, in any case.
-            ("$SESSION_ID ${qwen_server_token}", "$SESSION_ID ${qwen_server_token}"),
+            (
+                "$SESSION_ID ${qwen_server_token}",
+                "$SESSION_ID ${qwen_server_token}",
+            ),
             // Once: a filled value is not read again.
             ("$WITH_VARS", "$HOME ${extensionPath}"),
             // An own key runs to the first `}`: the whole is kept.
@@ -324,8 +327,14 @@ mod tests {
             places: None,
             environment: Environment::Lookup(&env),
         };
-        assert_eq!(filler.fill("${extensionPath}/$HOME"), "${extensionPath}//home/u");
-        assert_eq!(filler.names("${extensionPath}/$HOME"), ["extensionPath", "HOME"]);
+        assert_eq!(
+            filler.fill("${extensionPath}/$HOME"),
+            "${extensionPath}//home/u"
+        );
+        assert_eq!(
+            filler.names("${extensionPath}/$HOME"),
+            ["extensionPath", "HOME"]
+        );
     }
 
     #[test]
@@ -350,14 +359,24 @@ mod tests {
             ["HOME", "ACME_URL"]
         );
         assert_eq!(names_in("$SESSION_ID ${A:-b} $A${/}B"), ["A:-b", "A"]);
-        let manifest = serde_json::json!({"env": {"K": "$X"}, "args": ["${Y}", 1], "headers": {"H": "$X"}});
+        let manifest =
+            serde_json::json!({"env": {"K": "$X"}, "args": ["${Y}", 1], "headers": {"H": "$X"}});
         assert_eq!(names_in_json(&manifest), ["X", "Y"]);
     }
 
     #[test]
     fn hostile_text_does_not_panic() {
         let filler = Filler::manifest(PLACES, &env);
-        for text in ["$", "${", "${}", "$é", "${é", "${/", "$\u{2028}${\u{2029}}", "}{$"] {
+        for text in [
+            "$",
+            "${",
+            "${}",
+            "$é",
+            "${é",
+            "${/",
+            "$\u{2028}${\u{2029}}",
+            "}{$",
+        ] {
             let _ = filler.fill(text);
             let _ = filler.names(text);
         }
