@@ -492,8 +492,8 @@ impl Checker<'_> {
                 Rule::TimeoutMissing,
                 opening(node),
                 pointer,
-                "the server has no `timeout`; Qwen then waits 10 minutes per call".into(),
-                "add \"timeout\": 8000",
+                "the server has no `timeout`; Qwen then waits up to 10 minutes per call".into(),
+                "add a `timeout` a little above the provider's budget (\"timeout\": 8000 for the default 5000 ms budget)",
             );
             return;
         };
