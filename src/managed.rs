@@ -40,7 +40,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use crate::lint::manifest::ServerFacts;
-use crate::qwen::machine::{fill_paths, variables_in};
+use crate::qwen::vars::{Filler, Places, names_in};
 
 /// Creates Qwen's encrypted token file (`<QWEN_HOME>/mcp-oauth-tokens-v2.json`)
 /// holding no token, when it is missing: Qwen 0.24.4 with encrypted
@@ -172,7 +172,7 @@ impl Plan {
         texts.extend(server.env.iter().map(|(_, v)| v.as_str()));
         let mut names = Vec::new();
         for text in texts {
-            for name in variables_in(text) {
+            for name in names_in(text) {
                 if !names.contains(&name) {
                     names.push(name);
                 }
@@ -181,15 +181,23 @@ impl Plan {
         names
     }
 
-    /// A manifest string for the settings: `${extensionPath}` is the
-    /// install folder, `${/}` the separator, fixed values filled in.
+    /// A manifest string for the settings, filled as Qwen fills it
+    /// ([`crate::qwen::vars`]): `${extensionPath}` is the install folder,
+    /// `${/}` the separator, the fixed values filled in; the rest (the
+    /// credentials) is left for Qwen to fill from the launcher's
+    /// environment.
     fn resolve(&self, text: &str) -> String {
-        let mut text = fill_paths(text, &self.install_dir.to_string_lossy(), "/");
-        for (name, value) in &self.values {
-            text = text.replace(&format!("${{{name}}}"), value);
-            text = replace_bare(&text, name, value);
-        }
-        text
+        let install_dir = self.install_dir.to_string_lossy();
+        let places = Places {
+            extension: &install_dir,
+            workspace: None,
+            separator: "/",
+        };
+        let lookup = |name: &str| {
+            let value = self.values.iter().find(|(n, _)| n == name);
+            value.map(|(_, v)| v.clone())
+        };
+        Filler::manifest(places, &lookup).fill(text)
     }
 
     /// The system settings file.
@@ -321,25 +329,6 @@ impl Plan {
         );
         out
     }
-}
-
-/// `$NAME` (not followed by a word character) replaced by `value`.
-fn replace_bare(text: &str, name: &str, value: &str) -> String {
-    let needle = format!("${name}");
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(at) = rest.find(&needle) {
-        let after = &rest[at + needle.len()..];
-        out.push_str(&rest[..at]);
-        if after.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
-            out.push_str(&needle);
-        } else {
-            out.push_str(value);
-        }
-        rest = after;
-    }
-    out.push_str(rest);
-    out
 }
 
 /// The launcher's file name: `qwen-NAME`.
@@ -511,6 +500,8 @@ mod tests {
 
     #[test]
     fn bare_names_are_replaced_only_whole() {
-        assert_eq!(replace_bare("$A/$AB/$A", "A", "x"), "x/$AB/x");
+        let mut plan = plan();
+        plan.values = vec![("A".into(), "x".into())];
+        assert_eq!(plan.resolve("$A/$AB/$A"), "x/$AB/x");
     }
 }

@@ -27,6 +27,7 @@ use crate::{
     input::InputError,
     lint::{self, MANIFEST},
     outside::Tail,
+    qwen::vars::{Filler, Places},
 };
 
 /// Qwen's default MCP call timeout is 10 minutes; a profile manifest sets
@@ -102,69 +103,21 @@ pub enum ManifestServer {
     },
 }
 
-/// Resolves a manifest string as Qwen does: `${extensionPath}`, `${/}`,
-/// `${pathSeparator}`, then `${VAR}`/`$VAR` from `env`; anything unresolved
-/// stays literal.
+/// Fills a manifest string as Qwen does ([`crate::qwen::vars`]): its own
+/// variables with the extension's folder, the current folder as the
+/// workspace and this platform's separator, then `${VAR}`/`$VAR` from
+/// `env`; anything unresolved stays literal.
 fn substitute(value: &str, extension_path: &str, env: &BTreeMap<String, String>) -> String {
-    let text = builtins(value, extension_path);
-    let mut out = String::new();
-    let mut rest = text.as_str();
-    while let Some(at) = rest.find('$') {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + 1..];
-        let (name, length) = reference(after);
-        match env.get(name).filter(|_| !name.is_empty()) {
-            Some(value) => out.push_str(value),
-            None => out.push_str(&rest[at..at + 1 + length]),
-        }
-        rest = &after[length..];
-    }
-    out.push_str(rest);
-    out
-}
-
-/// The variables a manifest string refers to (`${VAR}`, `$VAR`), as
-/// [`substitute`] reads them: Qwen's own `${extensionPath}`, `${/}` and
-/// `${pathSeparator}` are none.
-pub fn variables(value: &str) -> Vec<String> {
-    let text = builtins(value, "");
-    let mut names = Vec::new();
-    let mut rest = text.as_str();
-    while let Some(at) = rest.find('$') {
-        let after = &rest[at + 1..];
-        let (name, length) = reference(after);
-        if !name.is_empty() {
-            names.push(name.to_owned());
-        }
-        rest = &after[length..];
-    }
-    names
-}
-
-/// `value` with Qwen's own variables resolved.
-fn builtins(value: &str, extension_path: &str) -> String {
-    value
-        .replace("${extensionPath}", extension_path)
-        .replace("${/}", "/")
-        .replace("${pathSeparator}", "/")
-}
-
-/// The variable a `$` names, given the text after it: `{NAME}` or `NAME`
-/// (letters, digits, `_`), and how many bytes of `after` that takes; an
-/// empty name when it is neither.
-fn reference(after: &str) -> (&str, usize) {
-    match after.strip_prefix('{') {
-        Some(inner) => match inner.find('}') {
-            Some(end) => (&inner[..end], end + 2),
-            None => ("", 0),
-        },
-        None => {
-            let end = after
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(after.len());
-            (&after[..end], end)
-        }
-    }
+    let workspace = std::env::current_dir()
+        .map(|d| d.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let places = Places {
+        extension: extension_path,
+        workspace: Some(&workspace),
+        separator: std::path::MAIN_SEPARATOR_STR,
+    };
+    let lookup = |name: &str| env.get(name).cloned();
+    Filler::manifest(places, &lookup).fill(value)
 }
 
 /// Unpacks an archive into a new temporary folder through the bounded
@@ -235,9 +188,11 @@ pub fn from_extension(
         .timeout_ms
         .map_or(Duration::from_secs(600), Duration::from_millis);
     let include_tools = server.include_tools.clone();
+    let mut process_env: BTreeMap<String, String> = std::env::vars().collect();
+    let extension_path = folder.to_string_lossy().into_owned();
     if let Some(url) = &server.http_url {
         return Ok(ManifestServer::Remote {
-            url: url.clone(),
+            url: substitute(url, &extension_path, &process_env),
             call_timeout,
             include_tools,
         });
@@ -245,8 +200,6 @@ pub fn from_extension(
     let Some(command) = &server.command else {
         return Err("the server has neither `command` nor `httpUrl`; run `ecp lint`".into());
     };
-    let mut process_env: BTreeMap<String, String> = std::env::vars().collect();
-    let extension_path = folder.to_string_lossy().into_owned();
     let (env, binding) = server_env(&server.env, upstream, &extension_path, &mut process_env);
     let args: Vec<String> = server
         .args
@@ -891,6 +844,29 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Qwen fills `${CLAUDE_PLUGIN_ROOT}` with the extension's folder, as
+    /// `${extensionPath}`, in every field of the server it starts.
+    #[test]
+    fn starts_claude_plugin_root_filled() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(folder.join("dist")).unwrap();
+        std::fs::write(folder.join("dist/main.js"), "").unwrap();
+        let manifest = serde_json::json!({"name": "acme-context", "version": "1.0.0",
+            "mcpServers": {"acme-context": {"command": "node",
+                "args": ["${CLAUDE_PLUGIN_ROOT}${/}dist${/}main.js"],
+                "cwd": "${CLAUDE_PLUGIN_ROOT}",
+                "env": {"ACME_ROOT": "${CLAUDE_PLUGIN_ROOT}"}, "timeout": 8000}}});
+        std::fs::write(folder.join(MANIFEST), manifest.to_string()).unwrap();
+        let Ok(ManifestServer::Local(launch)) = from_extension(&folder, None) else {
+            panic!("not a local server");
+        };
+        let main = folder.join("dist").join("main.js");
+        assert_eq!(launch.args, [main.to_string_lossy()]);
+        assert_eq!(launch.cwd.as_deref(), Some(folder.as_path()));
+        assert_eq!(launch.env["ACME_ROOT"], folder.to_string_lossy());
+    }
 
     #[test]
     fn substitutes_like_qwen() {

@@ -322,11 +322,11 @@ fn disconnected_help(server: Option<&lint::manifest::ServerFacts>) -> String {
 }
 
 /// The variables the server's `env` refers to that are unset here (read
-/// as `ecp check` resolves a manifest, [`crate::check::target::variables`]).
+/// as Qwen fills a manifest, [`crate::qwen::vars::names_in`]).
 fn unset_variables(server: Option<&lint::manifest::ServerFacts>) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for (_, value) in server.map(|s| s.env.as_slice()).unwrap_or_default() {
-        for name in crate::check::target::variables(value) {
+        for name in crate::qwen::vars::names_in(value) {
             if std::env::var_os(&name).is_none() && !names.contains(&name) {
                 names.push(name);
             }

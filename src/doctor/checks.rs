@@ -8,8 +8,9 @@ use super::{
     EntryPoint, ExtensionReport, Finding, Manifest, PROVIDER_BUDGET_MS, Server, TOOL, Variable,
     offers_the_tool, winner,
 };
-use crate::qwen::machine::{
-    InstalledExtension, Layer, Machine, VariableSource, fill_paths, string_list, variables_in,
+use crate::qwen::{
+    machine::{InstalledExtension, Layer, Machine, VariableSource, string_list},
+    vars::{Environment, Filler, Places},
 };
 
 fn finding(id: &'static str, message: String, fix: impl Into<String>) -> Finding {
@@ -98,7 +99,12 @@ pub(super) fn server(
     let server = server_of(name, &defined_by, file, &entry, own);
     server_rules(machine, &server, report);
     if defined_by != Layer::ProjectMcpJson.describe() {
-        variables(machine, extension, &entry, report);
+        // A manifest's strings get Qwen's own variables; a settings file's
+        // only the environment (`crate::qwen::vars`).
+        let places = defined_by
+            .starts_with("extension:")
+            .then_some(Places::STAND_IN);
+        variables(machine, extension, places, &entry, report);
     }
     match extension {
         Some(extension) if own => entry_point(Some(&extension.path), &entry, report),
@@ -349,14 +355,20 @@ fn server_rules(machine: &Machine, server: &Server, report: &mut ExtensionReport
 fn variables(
     machine: &Machine,
     extension: Option<&InstalledExtension>,
+    places: Option<Places>,
     entry: &Value,
     report: &mut ExtensionReport,
 ) {
     let mut texts = Vec::new();
     collect_strings(entry, &mut texts);
+    // Names only: doctor keeps the values to itself.
+    let filler = Filler {
+        places,
+        environment: Environment::Kept,
+    };
     let mut names: Vec<String> = Vec::new();
     for text in &texts {
-        for name in variables_in(text) {
+        for name in filler.names(text) {
             if !names.contains(&name) {
                 names.push(name);
             }
@@ -433,10 +445,18 @@ fn entry_point(folder: Option<&Path>, entry: &Value, report: &mut ExtensionRepor
     let Some(command) = entry.get("command").and_then(Value::as_str) else {
         return;
     };
-    let resolve = |text: &str| {
-        let folder = folder.map_or(std::borrow::Cow::Borrowed(""), |f| f.to_string_lossy());
-        fill_paths(text, &folder, std::path::MAIN_SEPARATOR_STR)
+    // Qwen's own variables filled (a settings definition gets none), the
+    // environment's left as written: doctor keeps values to itself.
+    let folder_text = folder.map(|f| f.to_string_lossy());
+    let filler = Filler {
+        places: folder_text.as_deref().map(|extension| Places {
+            extension,
+            workspace: None,
+            separator: std::path::MAIN_SEPARATOR_STR,
+        }),
+        environment: Environment::Kept,
     };
+    let resolve = |text: &str| filler.fill(text);
     let args = strings(entry, "args").unwrap_or_default();
     let (path, script) = if command == "node" || command == "node.exe" {
         match args.first() {

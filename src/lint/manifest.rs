@@ -4,7 +4,7 @@
 use super::{
     Finding,
     json::{self, Member, Node, Span, Value},
-    paths::{self, EXTENSION_PATH},
+    paths,
     rules::Rule,
     secrets,
 };
@@ -492,8 +492,8 @@ impl Checker<'_> {
                 Rule::TimeoutMissing,
                 opening(node),
                 pointer,
-                "the server has no `timeout`; Qwen then waits 10 minutes per call".into(),
-                "add \"timeout\": 8000",
+                "the server has no `timeout`; Qwen then waits up to 10 minutes per call".into(),
+                "add a `timeout` a little above the provider's budget (\"timeout\": 8000 for the default 5000 ms budget)",
             );
             return;
         };
@@ -581,7 +581,7 @@ impl Checker<'_> {
             );
         } else if NODE.contains(&text.trim()) {
             self.node(server, pointer);
-        } else if text.trim().starts_with(EXTENSION_PATH) {
+        } else if paths::starts_at_extension(text.trim()) {
             match paths::inside_extension(text.trim()) {
                 Ok(relative) if !relative.is_empty() => {
                     self.out.facts.entry_point = Some(EntryPoint {

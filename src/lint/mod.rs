@@ -761,7 +761,8 @@ mod runtime_tests {
                 "Cargo.toml"
             )
             .map(|f| f.rule),
-            Some(Rule::RuntimeOutdated)
+            Some(Rule::RuntimeSecurityFix),
+            "0.4.3 fixes a security problem (a loopback endpoint's token sent to a proxy)"
         );
     }
 }

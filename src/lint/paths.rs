@@ -1,15 +1,19 @@
 //! Paths the manifest names, resolved as Qwen resolves them and held inside
 //! the extension folder.
 //!
-//! Qwen substitutes `${extensionPath}` and `${/}` (`${pathSeparator}`) in
-//! `command`, `args` and `cwd`, and reads `contextFileName` relative to the
-//! extension. What the process then opens is the normalized path: a `..`
+//! Qwen fills its own variables in every manifest string
+//! ([`crate::qwen::vars`]): `${extensionPath}` and `${CLAUDE_PLUGIN_ROOT}`
+//! are the extension folder, `${/}` and `${pathSeparator}` the separator;
+//! it reads `contextFileName` relative to the extension. What the process
+//! then opens is the normalized path: a `..`
 //! that climbs out of the folder leaves the reviewed release, whatever the
 //! text looked like. These functions decide on the text alone, without
 //! touching the disk, so that a manifest, a folder and an archive are judged
 //! alike.
 
 use std::fmt;
+
+use crate::qwen::vars::{Environment, Filler, Places};
 
 /// The variable Qwen replaces with the install folder.
 pub const EXTENSION_PATH: &str = "${extensionPath}";
@@ -39,11 +43,30 @@ impl fmt::Display for Outside {
     }
 }
 
+/// `text` after Qwen's own variables: the extension folder kept as
+/// `${extensionPath}` (whichever name the manifest used), the separator
+/// `/`, the workspace and the environment's variables left as written.
+fn filled(text: &str) -> String {
+    Filler {
+        places: Some(Places {
+            extension: EXTENSION_PATH,
+            workspace: None,
+            separator: "/",
+        }),
+        environment: Environment::Kept,
+    }
+    .fill(text)
+}
+
+/// Whether `text` starts at the extension folder once Qwen's own variables
+/// are filled (`${extensionPath}` or `${CLAUDE_PLUGIN_ROOT}`).
+pub fn starts_at_extension(text: &str) -> bool {
+    filled(text).starts_with(EXTENSION_PATH)
+}
+
 /// Replaces the path separators Qwen knows with `/`.
 fn separators(text: &str) -> String {
-    text.replace("${/}", "/")
-        .replace("${pathSeparator}", "/")
-        .replace('\\', "/")
+    filled(text).replace('\\', "/")
 }
 
 /// Normalizes `relative` (already without `${extensionPath}`): drops `.` and
@@ -72,6 +95,7 @@ pub fn normalize(relative: &str) -> Result<String, Outside> {
 /// returns the normalized path relative to the extension ("" for the folder
 /// itself).
 pub fn inside_extension(text: &str) -> Result<String, Outside> {
+    let text = filled(text);
     let Some(rest) = text.strip_prefix(EXTENSION_PATH) else {
         return Err(if text.contains('$') {
             Outside::Variable
@@ -91,10 +115,11 @@ pub fn inside_extension(text: &str) -> Result<String, Outside> {
 /// A `contextFileName`: relative to the extension folder (a leading
 /// `${extensionPath}` is accepted too).
 pub fn context_file(text: &str) -> Result<String, Outside> {
+    let text = filled(text);
     if text.starts_with(EXTENSION_PATH) {
-        return inside_extension(text);
+        return inside_extension(&text);
     }
-    let separated = separators(text);
+    let separated = separators(&text);
     let bytes = separated.as_bytes();
     if separated.starts_with('/') || (bytes.len() >= 2 && bytes[1] == b':') {
         return Err(Outside::NotUnderExtension);
@@ -116,6 +141,25 @@ mod tests {
             "dist/main"
         );
         assert_eq!(ok("${extensionPath}"), "");
+        // `${CLAUDE_PLUGIN_ROOT}` is the same folder to Qwen.
+        assert_eq!(
+            ok("${CLAUDE_PLUGIN_ROOT}${pathSeparator}dist/main"),
+            "dist/main"
+        );
+        assert!(starts_at_extension("${CLAUDE_PLUGIN_ROOT}/dist/main"));
+        assert_eq!(
+            inside_extension("${CLAUDE_PLUGIN_ROOT}${/}..${/}x"),
+            Err(Outside::Climbs)
+        );
+        assert_eq!(
+            context_file("${CLAUDE_PLUGIN_ROOT}/QWEN.md").unwrap(),
+            "QWEN.md"
+        );
+        // `${workspacePath}` is the workspace, somewhere else.
+        assert_eq!(
+            inside_extension("${workspacePath}/x"),
+            Err(Outside::Variable)
+        );
         assert_eq!(
             inside_extension("${extensionPath}${/}..${/}..${/}..${/}bin${/}sh"),
             Err(Outside::Climbs)

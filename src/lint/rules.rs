@@ -135,10 +135,16 @@ only `node:` built-ins remain. The scan reads static `require(\"...\")`, `import
         "a local server should set `cwd` to ${extensionPath}",
         "Without `cwd` the adapter starts in whatever folder Qwen was started from. The reference shape \
 sets `\"cwd\": \"${extensionPath}\"`.";
-    TimeoutMissing = "timeout-missing", Error,
-        "the server needs a `timeout`",
-        "Without `timeout` Qwen waits 10 minutes for a tool call. The reference sets `\"timeout\": 8000`, \
-which leaves the adapter's 5000 ms provider budget room to return its stable error first.";
+    TimeoutMissing = "timeout-missing", Warning,
+        "the server sets no `timeout`, so Qwen's 10-minute default applies",
+        "Without `timeout` Qwen Code 0.24.4 waits up to 10 minutes (600000 ms) for a tool call. That \
+still keeps the profile's rule that the provider budget ends before the MCP call timeout, so the \
+adapter's stable `External context search failed.` arrives first; but a stuck server can then hold a \
+turn for 10 minutes. Set `timeout` a little above the budget your provider needs: the reference \
+adapter's 5000 ms budget fits `\"timeout\": 8000`. Do not copy 8000 for a provider that is given a \
+longer budget (Qwen's mem0 provider allows budgets of 8 to 30 s, for example): a timeout at or below \
+the budget cuts its calls off before the provider answers. `timeout-headroom` is the error for a \
+`timeout` that leaves no room over the budget.";
     TimeoutHeadroom = "timeout-headroom", Error,
         "`timeout` must leave headroom over the provider budget",
         "The adapter's provider budget (5000 ms by default) must end before Qwen's MCP call timeout, so \

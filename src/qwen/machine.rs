@@ -1016,50 +1016,6 @@ pub fn string_list(value: &Value) -> Option<Vec<String>> {
     })
 }
 
-/// `text` with Qwen's own path variables filled in, as Qwen does before
-/// it looks at the environment: `${extensionPath}` and
-/// `${CLAUDE_PLUGIN_ROOT}` are `folder`, `${/}` and `${pathSeparator}` are
-/// `separator`.
-pub fn fill_paths(text: &str, folder: &str, separator: &str) -> String {
-    text.replace("${extensionPath}", folder)
-        .replace("${CLAUDE_PLUGIN_ROOT}", folder)
-        .replace("${/}", separator)
-        .replace("${pathSeparator}", separator)
-}
-
-/// The names `${NAME}` and `$NAME` in `text` that Qwen fills from the
-/// environment (not its own `${extensionPath}`, `${workspacePath}`, `${/}`,
-/// `${pathSeparator}`, `${CLAUDE_PLUGIN_ROOT}`).
-pub fn variables_in(text: &str) -> Vec<String> {
-    const OWN: &[&str] = &[
-        "extensionPath",
-        "workspacePath",
-        "/",
-        "pathSeparator",
-        "CLAUDE_PLUGIN_ROOT",
-    ];
-    let mut names = Vec::new();
-    let mut rest = text;
-    while let Some(at) = rest.find('$') {
-        rest = &rest[at + 1..];
-        let name = if let Some(inner) = rest.strip_prefix('{') {
-            inner.find('}').map(|end| &inner[..end])
-        } else {
-            let end = rest
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(rest.len());
-            (end > 0).then(|| &rest[..end])
-        };
-        if let Some(name) = name
-            && !OWN.contains(&name)
-            && !names.iter().any(|n| n == name)
-        {
-            names.push(name.to_owned());
-        }
-    }
-    names
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1082,14 +1038,6 @@ mod tests {
         assert_eq!(
             Value::Object(merged),
             serde_json::json!({"mcpServers": {"a": {"command": "y"}}, "mcp": {"excluded": ["p", "q"]}})
-        );
-    }
-
-    #[test]
-    fn variables_are_found_in_both_forms() {
-        assert_eq!(
-            variables_in("${extensionPath}${/}dist$HOME/${ACME_URL}x$ 1"),
-            vec!["HOME".to_owned(), "ACME_URL".to_owned()]
         );
     }
 

@@ -638,4 +638,63 @@ fn the_launcher_refuses_the_spellings_qwen_reads_as_safe_mode() {
         assert_eq!(output.status.code(), Some(2), "{flag}: {}", show(&output));
         assert!(!marker.exists(), "{flag}: Qwen was started");
     }
+
+/// The real Qwen and `ecp::qwen::vars` fill a manifest alike: every form
+/// of variable, in `command` and `env`, as the server Qwen starts records.
+#[test]
+fn qwen_and_ecp_fill_a_manifest_alike() {
+    let temp = tempfile::tempdir().unwrap();
+    let seen = temp.path().join("seen.json");
+    let folder = temp.path().join("acme-vars");
+    std::fs::create_dir_all(&folder).unwrap();
+    let probe = root().join("tests/e2e/settings_probe.py");
+    std::fs::copy(probe, folder.join("probe.py")).unwrap();
+    let env = json!({
+        "ROOT": "${extensionPath}",
+        "WS": "${workspacePath}",
+        "PLUGIN": "${CLAUDE_PLUGIN_ROOT}${/}x${pathSeparator}y",
+        "BARE": "$ECP_E2E_SET/a$ECP_E2E_SETx",
+        "BRACED": "${ECP_E2E_SET}",
+        "EMPTY": "[$ECP_E2E_EMPTY][${ECP_E2E_EMPTY}]",
+        "UNSET": "${ECP_E2E_UNSET} $ECP_E2E_UNSET",
+        "DEFAULT": "${ECP_E2E_UNSET:-fallback}",
+        "NEVER": "$SESSION_ID",
+        "KEPT": "${A${/}B",
+        "ONCE": "$ECP_E2E_DOLLAR"
+    });
+    let manifest = json!({"name": "acme-vars", "version": "0.1.0",
+        "mcpServers": {"acme-vars": {"command": "${CLAUDE_PLUGIN_ROOT}${/}probe.py",
+            "args": [seen], "env": env, "timeout": 8000}}});
+    std::fs::write(folder.join("qwen-extension.json"), manifest.to_string()).unwrap();
+    let workspace = temp.path().join("project");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let qwen = Qwen::new();
+    qwen.install(&folder);
+    let given = [
+        ("ECP_E2E_SET", "set value"),
+        ("ECP_E2E_EMPTY", ""),
+        ("ECP_E2E_DOLLAR", "$ECP_E2E_SET ${extensionPath}"),
+    ];
+    assert!(listed(&qwen, &workspace, &given, "acme-vars").ends_with("Connected"));
+    let started = recorded(&seen);
+    // Qwen's folders as Qwen saw them; every other value follows the rules.
+    let extension = started["ROOT"].as_str().unwrap().to_owned();
+    let workspace_path = started["WS"].as_str().unwrap().to_owned();
+    assert!(extension.ends_with("acme-vars"), "{extension}");
+    let lookup = |name: &str| {
+        let found = given.iter().find(|(n, _)| *n == name);
+        found.map(|(_, v)| (*v).to_owned())
+    };
+    let places = ecp::qwen::vars::Places {
+        extension: &extension,
+        workspace: Some(&workspace_path),
+        separator: "/",
+    };
+    let filler = ecp::qwen::vars::Filler::manifest(places, &lookup);
+    for (key, text) in env.as_object().unwrap() {
+        let ours = filler.fill(text.as_str().unwrap());
+        assert_eq!(started[key], ours.as_str(), "{key}: {text}");
+    }
+    assert_eq!(started["PLUGIN"], format!("{extension}/x/y"));
+    assert_eq!(started["UNSET"], "${ECP_E2E_UNSET} $ECP_E2E_UNSET");
 }

@@ -554,6 +554,21 @@ fn exit_codes_and_could_not_run_diagnostics() {
     let warning = ecp_lint(&["tests/lint/manifests/cwd-missing.json", "--deny-warnings"]);
     assert_eq!(warning.status.code(), Some(1));
 
+    // Without `timeout`, Qwen's 10-minute default still outlasts the
+    // provider budget: a warning, not an error.
+    let no_timeout = ecp_lint(&["tests/lint/manifests/timeout-missing.json"]);
+    assert_eq!(no_timeout.status.code(), Some(0), "timeout-missing warns");
+    let human = String::from_utf8_lossy(&no_timeout.stdout);
+    assert!(human.contains("warning[timeout-missing]"), "{human}");
+    let no_timeout = ecp_lint(&[
+        "tests/lint/manifests/timeout-missing.json",
+        "--deny-warnings",
+    ]);
+    assert_eq!(no_timeout.status.code(), Some(1));
+    // A timeout that does not fit the budget stays an error.
+    let headroom = ecp_lint(&["tests/lint/manifests/timeout-headroom--equal-to-budget.json"]);
+    assert_eq!(headroom.status.code(), Some(1));
+
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("qwen-extension.json");
     std::fs::write(
@@ -580,6 +595,15 @@ fn exit_codes_and_could_not_run_diagnostics() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&explain.stdout).contains("honours `trust: true`"));
+    let explain = Command::new(env!("CARGO_BIN_EXE_ecp"))
+        .args(["explain", "timeout-missing"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&explain.stdout);
+    assert!(
+        text.contains("10 minutes") && text.contains("mem0") && text.contains("timeout-headroom"),
+        "{text}"
+    );
     let unknown = Command::new(env!("CARGO_BIN_EXE_ecp"))
         .args(["explain", "nope"])
         .output()
@@ -607,8 +631,8 @@ fn human_output_snapshot() {
 fn json_output_snapshot() {
     let text = snapshot_output("json");
     let document: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(document["counts"]["error"], 7);
-    assert_eq!(document["counts"]["warning"], 2);
+    assert_eq!(document["counts"]["error"], 6);
+    assert_eq!(document["counts"]["warning"], 3);
     insta::assert_snapshot!(text);
 }
 
