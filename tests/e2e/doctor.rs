@@ -638,6 +638,7 @@ fn the_launcher_refuses_the_spellings_qwen_reads_as_safe_mode() {
         assert_eq!(output.status.code(), Some(2), "{flag}: {}", show(&output));
         assert!(!marker.exists(), "{flag}: Qwen was started");
     }
+}
 
 /// The real Qwen and `ecp::qwen::vars` fill a manifest alike: every form
 /// of variable, in `command` and `env`, as the server Qwen starts records.
