@@ -42,3 +42,4 @@ mod services;
 mod try_it;
 mod upgrade;
 mod workflows;
+mod zod_schemas;
