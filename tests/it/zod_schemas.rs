@@ -86,7 +86,10 @@ fn ecp_and_ajv_classify_every_case_of_zods_schemas_alike() {
     use ecp::check::schema::{Judgement, Which, cases, judge};
     let schemas = declared_schemas();
     let mut jobs = Vec::new();
-    for (key, which) in [("inputSchema", Which::Input), ("outputSchema", Which::Output)] {
+    for (key, which) in [
+        ("inputSchema", Which::Input),
+        ("outputSchema", Which::Output),
+    ] {
         let schema = &schemas[key];
         let judgement = judge(schema, which);
         assert!(
@@ -132,5 +135,9 @@ fn ecp_and_ajv_classify_every_case_of_zods_schemas_alike() {
     let output = child.wait_with_output().unwrap();
     assert!(output.status.success());
     let wrong: Vec<String> = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(wrong, Vec::<String>::new(), "Ajv disagrees with the profile");
+    assert_eq!(
+        wrong,
+        Vec::<String>::new(),
+        "Ajv disagrees with the profile"
+    );
 }
