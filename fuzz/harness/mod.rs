@@ -3,6 +3,7 @@
 //! replays `fuzz/seeds/` through them on stable in `cargo test`.
 
 pub mod check_replay;
+pub mod declared_pattern;
 pub mod http_body;
 pub mod http_mcp;
 pub mod jsonrpc_stdio;
@@ -19,8 +20,9 @@ pub mod release_assets;
 pub type Body = fn(&[u8]);
 
 /// Each target by its name (the folder of its seeds).
-pub const TARGETS: [(&str, Body); 12] = [
+pub const TARGETS: [(&str, Body); 13] = [
     ("check_replay", check_replay::run),
+    ("declared_pattern", declared_pattern::run),
     ("http_body", http_body::run),
     ("http_mcp", http_mcp::run),
     ("jsonrpc_stdio", jsonrpc_stdio::run),

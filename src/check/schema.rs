@@ -11,10 +11,41 @@
 //!    bound, including a property nobody declared at every level (which is
 //!    how "additional properties are forbidden" is judged).
 //!
-//! `pattern` is evaluated with ECMAScript semantics (the client that reads
-//! the schema is JavaScript): `jsonschema` translates `\s`, `\S`, `\d`, `\w`
-//! and `.` to their ECMAScript classes, so `\S` does not match U+FEFF and
-//! does match U+0085. Titles and descriptions are free.
+//! `pattern` is judged as ECMA-262 says, with the `u` flag Ajv (and so
+//! Qwen Code) uses: `regress`, an ECMAScript engine, compiles and matches
+//! it ([`EcmaPattern`], registered over `jsonschema`'s own `pattern`).
+//! Lookahead, lookbehind, backreferences and lone-surrogate classes work:
+//! zod's code-point-counting pattern
+//! `^(?:[\uD800-\uDBFF][\uDC00-\uDFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|[^\uD800-\uDBFF]){1,2000}$`
+//! (Qwen's mem0 provider) counts code points as Ajv does. `\S` does not
+//! match U+FEFF and does match U+0085; `\d` is ASCII; `.` is one code point.
+//! `jsonschema` 0.61 offers only `regex` and `fancy-regex` as pattern
+//! engines, and its translation cannot compile surrogate classes.
+//!
+//! Lone surrogates: the strings ecp matches are its own cases, Rust strings,
+//! so always well-formed (a target's JSON text with a lone `\ud800` escape
+//! is refused by the JSON reader before any schema is judged). Under the `u`
+//! flag an ECMAScript string is read as code points, a pair being one, so
+//! matching the UTF-8 string's code points is what Ajv does with the UTF-16
+//! one; a surrogate class in a pattern is a class of the code points
+//! U+D800-U+DFFF, which a well-formed string never holds.
+//!
+//! Cost (debug build with the pattern engines at `opt-level = 3`, as
+//! `cargo test` builds them): compiling a schema takes 0.1-0.3 ms and
+//! judging one (its 62 or 145 cases built and matched) 1-4 ms, for ecp's,
+//! Qwen's and zod's schemas alike; the counting pattern matches 2001 ASCII
+//! or astral characters in 50-70 µs.
+//!
+//! Hang defence: `regress` backtracks, with no step budget, and a declared
+//! schema is the target's input (`^(?:a|a)*$` on 20 `a`s and a `!` takes
+//! 50 ms, four times more for every two characters). So `ecp check` judges
+//! on a thread of its own and gives up after [`JUDGE_BUDGET`]
+//! ([`judge_bounded`]): "cannot judge", a warning. What ecp cannot compile
+//! (a pattern `regress` refuses, a name in `patternProperties` that
+//! `jsonschema`'s translation onto the linear `regex` engine cannot take)
+//! is "cannot judge" too, never a FAIL; a pattern is a FAIL ("not a valid
+//! JSON Schema") only when both `jsonschema`'s ECMAScript syntax check and
+//! `regress` refuse it. Titles and descriptions are free.
 
 use serde_json::{Value, json};
 
@@ -351,37 +382,129 @@ fn draft(schema: &Value) -> Result<jsonschema::Draft, String> {
     }
 }
 
+/// What ecp concludes about a declared schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Judgement {
+    /// It classifies every case as the profile does (how many, in words).
+    Conforms(String),
+    /// The target's defect: not a valid JSON Schema of a dialect the
+    /// profile takes, or a case it gets wrong (which).
+    Fails(String),
+    /// ecp cannot compile it or cannot finish matching its patterns, so it
+    /// says nothing either way (why): never a FAIL of the target, never a
+    /// pass.
+    CannotJudge(String),
+}
+
+/// How long judging one schema may take before ecp gives up on it (a
+/// `pattern` backtracking without end). The profile's own schemas and
+/// zod's take milliseconds (see the module doc); this is a bound on a
+/// hostile schema, not a measure of a slow one.
+pub const JUDGE_BUDGET: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The `pattern` keyword as ECMA-262 says: compiled by `regress` with the
+/// `u` flag (what Ajv, and so Qwen Code, uses) and matched anywhere in the
+/// string (a JSON Schema pattern is not anchored).
+struct EcmaPattern(regress::Regex);
+
+impl<'i> jsonschema::Keyword<'i> for EcmaPattern {
+    fn validate(&self, instance: &'i Value) -> Result<(), jsonschema::ValidationError<'i>> {
+        if self.is_valid(instance) {
+            Ok(())
+        } else {
+            Err(jsonschema::ValidationError::custom(
+                "does not match the ECMAScript `pattern`",
+            ))
+        }
+    }
+
+    fn is_valid(&self, instance: &'i Value) -> bool {
+        instance
+            .as_str()
+            .is_none_or(|text| self.0.find(text).is_some())
+    }
+}
+
+/// Compiles one `pattern` value as an ECMAScript regular expression with
+/// the `u` flag; the error names the pattern (shown escaped and bounded).
+pub fn ecma_regex(pattern: &str) -> Result<regress::Regex, String> {
+    regress::Regex::with_flags(pattern, "u").map_err(|error| {
+        format!(
+            "`pattern` {} is not an ECMAScript regular expression ecp can compile ({error})",
+            crate::lint::secrets::shown(pattern)
+        )
+    })
+}
+
+fn pattern_keyword<'a>(
+    _parent: &'a serde_json::Map<String, Value>,
+    value: &'a Value,
+    _path: jsonschema::paths::Location,
+) -> Result<Box<dyn for<'i> jsonschema::Keyword<'i>>, jsonschema::ValidationError<'a>> {
+    // The meta-schema has already made it a string.
+    let pattern = value.as_str().unwrap_or_default();
+    match ecma_regex(pattern) {
+        Ok(regex) => Ok(Box::new(EcmaPattern(regex))),
+        Err(reason) => Err(jsonschema::ValidationError::custom(reason)),
+    }
+}
+
 /// A validator for a declared schema, after checking it against its
-/// meta-schema. Patterns use the linear-time engine (a declared schema is
-/// input from the target).
-pub fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
-    let draft = draft(schema)?;
+/// meta-schema. `Err` is [`Judgement::Fails`] when the schema is the
+/// target's defect, [`Judgement::CannotJudge`] when ecp cannot compile it.
+///
+/// `pattern` is ECMAScript's ([`EcmaPattern`]); `patternProperties` names
+/// keep `jsonschema`'s ECMAScript translation on the linear-time `regex`
+/// engine, and a name that engine cannot take is "cannot judge".
+pub fn compile(schema: &Value) -> Result<jsonschema::Validator, Judgement> {
+    let draft = draft(schema).map_err(Judgement::Fails)?;
     let meta = match draft {
         jsonschema::Draft::Draft7 => jsonschema::draft7::meta::validate(schema),
         _ => jsonschema::draft202012::meta::validate(schema),
     };
     if let Err(error) = meta {
-        return Err(format!(
-            "is not a valid JSON Schema: {error} at {}",
-            error.instance_path()
-        ));
+        return Err(meta_error(&error));
     }
     jsonschema::options()
         .with_draft(draft)
         .with_pattern_options(jsonschema::PatternOptions::regex())
+        .with_keyword("pattern", pattern_keyword)
         .build(schema)
-        .map_err(|error| format!("cannot be compiled: {error}"))
+        .map_err(|error| Judgement::CannotJudge(format!("ecp cannot compile it: {error}")))
 }
 
-/// Whether `schema` classifies every case right; `Ok` says how many cases,
-/// `Err` names the first it gets wrong.
-pub fn judge(schema: &Value, which: Which) -> Result<String, String> {
-    let validator = compile(schema)?;
+/// What a meta-schema error makes of the schema. A pattern the
+/// meta-schema's `format: "regex"` refuses (`jsonschema`'s own ECMAScript
+/// syntax reader) is a FAIL only when `regress` refuses it too: two readers
+/// that disagree make it "cannot judge", never a false FAIL.
+fn meta_error(error: &jsonschema::ValidationError<'_>) -> Judgement {
+    let at = error.instance_path();
+    if let jsonschema::error::ValidationErrorKind::Format { format } = error.kind()
+        && format == "regex"
+        && let Some(pattern) = error.instance().as_str()
+        && ecma_regex(pattern).is_ok()
+    {
+        return Judgement::CannotJudge(format!(
+            "`jsonschema`'s syntax check refuses the pattern {} at {at}, which `regress` \
+             compiles as ECMAScript",
+            crate::lint::secrets::shown(pattern)
+        ));
+    }
+    Judgement::Fails(format!("is not a valid JSON Schema: {error} at {at}"))
+}
+
+/// Whether `schema` classifies every case right, judged here and now with
+/// no bound on time (see [`judge_bounded`]).
+pub fn judge(schema: &Value, which: Which) -> Judgement {
+    let validator = match compile(schema) {
+        Ok(validator) => validator,
+        Err(judgement) => return judgement,
+    };
     let cases = cases(which);
     for case in &cases {
         let accepted = validator.is_valid(&case.value);
         if accepted != case.valid {
-            return Err(format!(
+            return Judgement::Fails(format!(
                 "it {} `{}`, which the profile {}",
                 if accepted { "accepts" } else { "refuses" },
                 case.name,
@@ -389,10 +512,45 @@ pub fn judge(schema: &Value, which: Which) -> Result<String, String> {
             ));
         }
     }
-    Ok(format!(
+    Judgement::Conforms(format!(
         "classifies all {} vectors and boundary cases as the profile does",
         cases.len()
     ))
+}
+
+/// [`judge`] on a thread of its own, given up after `budget`: ECMAScript
+/// patterns backtrack, and a declared schema is the target's input, so a
+/// pattern must not be able to hang ecp. A judgement given up on is
+/// "cannot judge"; its thread is left to end with the process (nothing in
+/// a match can be interrupted), and `ecp check` exits when its run ends.
+pub async fn judge_bounded(schema: Value, which: Which, budget: std::time::Duration) -> Judgement {
+    bounded(move || judge(&schema, which), budget).await
+}
+
+/// `work` on a thread of its own, "cannot judge" when it has not given a
+/// judgement after `budget`.
+async fn bounded(
+    work: impl FnOnce() -> Judgement + Send + 'static,
+    budget: std::time::Duration,
+) -> Judgement {
+    let (sender, receiver) = tokio::sync::oneshot::channel();
+    let spawned = std::thread::Builder::new()
+        .name("ecp-schema-judge".into())
+        .spawn(move || {
+            let _ = sender.send(work());
+        });
+    if let Err(error) = spawned {
+        return Judgement::CannotJudge(format!("ecp could not start judging it: {error}"));
+    }
+    match tokio::time::timeout(budget, receiver).await {
+        Ok(Ok(judgement)) => judgement,
+        Ok(Err(_)) => Judgement::CannotJudge("judging it stopped without a verdict".into()),
+        Err(_) => Judgement::CannotJudge(format!(
+            "its patterns did not finish matching ecp's cases within {} s (an ECMAScript \
+             pattern that backtracks without end); ecp gave up rather than hang",
+            budget.as_secs()
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -406,6 +564,14 @@ mod tests {
         serde_json::from_str(json).unwrap()
     }
 
+    /// The reason of a FAIL (anything else fails the test).
+    fn failure(judgement: Judgement) -> String {
+        match judgement {
+            Judgement::Fails(reason) => reason,
+            other => panic!("not a FAIL: {other:?}"),
+        }
+    }
+
     #[test]
     fn the_canonical_and_qwens_schemas_conform() {
         for (json, which) in [
@@ -414,7 +580,10 @@ mod tests {
             (QWEN_INPUT_SCHEMA_JSON, Which::Input),
             (QWEN_OUTPUT_SCHEMA_JSON, Which::Output),
         ] {
-            judge(&parsed(json), which).unwrap();
+            assert!(
+                matches!(judge(&parsed(json), which), Judgement::Conforms(_)),
+                "{json}"
+            );
         }
     }
 
@@ -422,7 +591,7 @@ mod tests {
     fn a_wrong_schema_is_told_which_case_it_misclassifies() {
         let mut schema = parsed(QWEN_INPUT_SCHEMA_JSON);
         schema["properties"]["query"]["maxLength"] = json!(2001);
-        let error = judge(&schema, Which::Input).unwrap_err();
+        let error = failure(judge(&schema, Which::Input));
         assert!(error.contains("2001 code points"), "{error}");
 
         let mut schema = parsed(QWEN_OUTPUT_SCHEMA_JSON);
@@ -430,7 +599,7 @@ mod tests {
             .as_object_mut()
             .unwrap()
             .remove("additionalProperties");
-        let error = judge(&schema, Which::Output).unwrap_err();
+        let error = failure(judge(&schema, Which::Output));
         assert!(
             error.contains("it accepts `contracts/v1: snake_case updated_at`"),
             "{error}"
@@ -440,22 +609,128 @@ mod tests {
         // is wrong for a JavaScript client.
         let mut schema = parsed(QWEN_INPUT_SCHEMA_JSON);
         schema["properties"]["query"]["pattern"] = json!("[^\\s\\u0085]");
-        let error = judge(&schema, Which::Input).unwrap_err();
+        let error = failure(judge(&schema, Which::Input));
         assert!(error.contains("U+0085"), "{error}");
 
         let mut schema = parsed(INPUT_SCHEMA_JSON);
         schema["$schema"] = json!("http://json-schema.org/draft-04/schema#");
-        assert!(
-            judge(&schema, Which::Input)
-                .unwrap_err()
-                .contains("draft-07 or 2020-12")
-        );
+        assert!(failure(judge(&schema, Which::Input)).contains("draft-07 or 2020-12"));
 
         let schema = json!({"type": "object", "properties": {"query": {"type": "strin"}}});
-        assert!(
-            judge(&schema, Which::Input)
-                .unwrap_err()
-                .contains("not a valid JSON Schema")
-        );
+        assert!(failure(judge(&schema, Which::Input)).contains("not a valid JSON Schema"));
+    }
+
+    /// An input schema shaped as Qwen's mem0 provider's is (zod's output
+    /// for a string bounded by a code-point-counting pattern).
+    fn counting_input_schema() -> Value {
+        json!({
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "type": "object",
+            "properties": {"query": {"type": "string", "allOf": [
+                {"pattern": "\\S"},
+                {"pattern": COUNTING_2000},
+            ]}},
+            "required": ["query"],
+            "additionalProperties": false
+        })
+    }
+
+    const COUNTING_2000: &str = "^(?:[\\uD800-\\uDBFF][\\uDC00-\\uDFFF]|[\\uD800-\\uDBFF](?![\\uDC00-\\uDFFF])|[^\\uD800-\\uDBFF]){1,2000}$";
+
+    fn matches(pattern: &str, text: &str) -> bool {
+        ecma_regex(pattern).unwrap().find(text).is_some()
+    }
+
+    #[test]
+    fn patterns_are_ecmascript_with_the_u_flag() {
+        // Code points counted through lookahead and lone-surrogate classes:
+        // a well-formed string holds no surrogate code point, so an astral
+        // character is one `[^\uD800-\uDBFF]`.
+        for (text, expected) in [
+            ("a".repeat(2000), true),
+            ("a".repeat(2001), false),
+            ("😀".repeat(2000), true),
+            ("😀".repeat(2001), false),
+            (format!("{}a", "😀".repeat(1999)), true),
+            (format!("{}a", "😀".repeat(2000)), false),
+            (String::new(), false),
+        ] {
+            assert_eq!(matches(COUNTING_2000, &text), expected, "{}", text.len());
+        }
+        assert!(!matches("[\\uD800-\\uDFFF]", "a😀\u{ffff}\u{10ffff}"));
+        assert!(matches("^[^\\uD800-\\uDBFF]$", "😀"));
+        // A surrogate pair written as escapes is one code point under `u`.
+        assert!(matches("^\\uD83D\\uDE00$", "😀"));
+        assert!(matches("^\\u{1F600}$", "😀"));
+        // Lookahead and lookbehind, backreferences.
+        assert!(matches("^(?=.*\\d)(?!.*x).+$", "a1"));
+        assert!(!matches("^(?=.*\\d)(?!.*x).+$", "a1x"));
+        assert!(matches("(?<=a)b", "ab"));
+        assert!(matches("^(a+)-\\1$", "aa-aa"));
+        // `\d` is ASCII only; `\s` is ECMAScript's white space and line
+        // terminators (U+FEFF and U+3000 in, U+0085 and U+200B out).
+        assert!(!matches("\\d", "\u{663}"));
+        assert!(matches("^\\d$", "7"));
+        for space in ["\u{feff}", "\u{3000}", "\u{a0}", "\u{2028}", "\t"] {
+            assert!(matches("^\\s$", space), "{space:?}");
+        }
+        for not_space in ["\u{85}", "\u{200b}", "a"] {
+            assert!(!matches("\\s", not_space), "{not_space:?}");
+            assert!(matches("\\S", not_space), "{not_space:?}");
+        }
+        // `.` is one code point and no line terminator.
+        assert!(matches("^.$", "😀"));
+        for terminator in ["\n", "\r", "\u{2028}", "\u{2029}"] {
+            assert!(!matches(".", terminator), "{terminator:?}");
+        }
+        // Not anchored unless it says so.
+        assert!(matches("b", "abc"));
+    }
+
+    #[test]
+    fn a_code_point_counting_schema_conforms() {
+        let judgement = judge(&counting_input_schema(), Which::Input);
+        assert!(matches!(judgement, Judgement::Conforms(_)), "{judgement:?}");
+        // Off by one is still a FAIL.
+        let mut schema = counting_input_schema();
+        schema["properties"]["query"]["allOf"][1]["pattern"] =
+            json!(COUNTING_2000.replace("2000", "2001"));
+        let error = failure(judge(&schema, Which::Input));
+        assert!(error.contains("2001 code points"), "{error}");
+    }
+
+    #[test]
+    fn what_ecp_cannot_compile_or_finish_is_not_judged() {
+        // A pattern `jsonschema`'s syntax check takes and `regress` refuses
+        // (`\p{Foo}`: no such property): ecp cannot judge it.
+        let mut schema = parsed(QWEN_INPUT_SCHEMA_JSON);
+        schema["properties"]["query"]["pattern"] = json!("\\p{Foo}");
+        let Judgement::CannotJudge(reason) = judge(&schema, Which::Input) else {
+            panic!("judged");
+        };
+        assert!(reason.contains("\\p{Foo}"), "{reason}");
+        // One both refuse is the target's defect.
+        schema["properties"]["query"]["pattern"] = json!("[");
+        let error = failure(judge(&schema, Which::Input));
+        assert!(error.contains("is not a \"regex\""), "{error}");
+
+        // Work that gives no judgement within its budget: "cannot judge".
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let judgement = runtime.block_on(bounded(
+            move || {
+                let _ = held.recv();
+                Judgement::Conforms("too late".into())
+            },
+            std::time::Duration::ZERO,
+        ));
+        drop(release);
+        let Judgement::CannotJudge(reason) = judgement else {
+            panic!("{judgement:?}");
+        };
+        assert!(reason.contains("gave up rather than hang"), "{reason}");
     }
 }

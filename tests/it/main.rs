@@ -43,3 +43,4 @@ mod services;
 mod try_it;
 mod upgrade;
 mod workflows;
+mod zod_schemas;

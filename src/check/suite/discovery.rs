@@ -33,23 +33,38 @@ impl Suite<'_> {
         self.tool_offered(&names, via);
         let tool = tools.iter().find(|t| t.name == "context_search")?.clone();
         let input = Value::Object((*tool.input_schema).clone());
-        self.record(
-            Check::InputSchema,
-            schema::judge(&input, schema::Which::Input),
-        );
+        let judged = schema::judge_bounded(input, schema::Which::Input, schema::JUDGE_BUDGET).await;
+        self.judged(Check::InputSchema, judged);
         let output = tool
             .output_schema
             .as_ref()
             .map(|s| Value::Object((**s).clone()));
-        self.record(
-            Check::OutputSchema,
-            match output {
-                Some(output) => schema::judge(&output, schema::Which::Output),
-                None => Err("no outputSchema is declared".into()),
-            },
-        );
+        match output {
+            Some(output) => {
+                let judged =
+                    schema::judge_bounded(output, schema::Which::Output, schema::JUDGE_BUDGET)
+                        .await;
+                self.judged(Check::OutputSchema, judged);
+            }
+            None => self.record(
+                Check::OutputSchema,
+                Err("no outputSchema is declared".into()),
+            ),
+        }
         self.annotations(&tool);
         Some(tool)
+    }
+
+    /// A schema's judgement: "cannot judge" is a warning that says so,
+    /// never a FAIL of the target and never a pass.
+    fn judged(&mut self, check: Check, judgement: schema::Judgement) {
+        match judgement {
+            schema::Judgement::Conforms(reason) => self.record(check, Ok(reason)),
+            schema::Judgement::Fails(reason) => self.record(check, Err(reason)),
+            schema::Judgement::CannotJudge(reason) => {
+                self.warn(check, format!("cannot judge: {reason}"))
+            }
+        }
     }
 
     /// Exactly `context_search` after `includeTools`; a bare command may
