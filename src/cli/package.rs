@@ -74,7 +74,9 @@ pub(super) fn failure(error: PackageError, color: ColorChoice) -> Failure {
     let exit = match error {
         // Input ecp cannot use: a folder it cannot read, or a place the
         // write rule refuses (nothing was written or removed).
-        PackageError::Lint(_) | PackageError::Unsafe(_) => Exit::CouldNotRun,
+        PackageError::Lint(_) | PackageError::Unsafe(_) | PackageError::Arguments { .. } => {
+            Exit::CouldNotRun
+        }
         PackageError::Interrupted(_) => Exit::Interrupted,
         _ => Exit::No,
     };

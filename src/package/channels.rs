@@ -173,6 +173,83 @@ fn source(folder: &Path) -> Result<(Value, crate::extension::Project), PackageEr
     Ok((manifest, extension.project))
 }
 
+/// The channel arguments the extension in the folder cannot use, judged
+/// from its manifest and project files alone (what `preflight` says again
+/// once the folder is linted): `--npm` for a native entry point, an npm
+/// name Qwen cannot install, `--registry` for a local extension without
+/// its bundle (`--clients mcpb`) or an https `--download-url`. A folder
+/// whose manifest cannot be read is left to lint, which says why.
+pub(super) fn check_arguments(settings: &PackageSettings) -> Result<(), PackageError> {
+    let wanted = settings.channels.npm.is_some() || settings.channels.registry.is_some();
+    if !wanted {
+        return Ok(());
+    }
+    let folder = &settings.folder;
+    let Ok(extension) = crate::extension::Extension::read(folder) else {
+        return Ok(());
+    };
+    let Some(text) = extension.manifest_text.as_deref() else {
+        return Ok(());
+    };
+    let mut scratch = lint::Report::default();
+    let Ok(facts) = lint::lint_manifest_text(lint::MANIFEST, text, &mut scratch) else {
+        return Ok(());
+    };
+    let refuse = |problem: &str, help: &str| {
+        Err(PackageError::Arguments {
+            problem: problem.to_owned(),
+            help: help.to_owned(),
+        })
+    };
+    let local = facts.entry_point.is_some();
+    let native = facts
+        .entry_point
+        .as_ref()
+        .is_some_and(|e| e.kind == lint::manifest::EntryKind::Native);
+    if let Some(explicit) = &settings.channels.npm {
+        if native {
+            return refuse(
+                "--npm: an npm package installs on every platform, and this extension's dist/main is built for one",
+                "publish its GitHub release archives (ecp package without --npm); --npm is for a TypeScript or a remote extension",
+            );
+        }
+        if let Err(error) = npm::name(explicit.as_deref(), &extension.project) {
+            let (problem, help) = error
+                .0
+                .split_once(" — ")
+                .unwrap_or((&error.0, "give one with --npm-name @scope/name"));
+            return refuse(&format!("--npm: {problem}"), help);
+        }
+    }
+    if settings.channels.registry.is_some() && local {
+        let bundle = has_bundle(folder) || settings.channels.clients.contains(&Client::Mcpb);
+        let https =
+            "for example --download-url https://github.com/OWNER/REPO/releases/download/vX.Y.Z";
+        match &settings.channels.download_url {
+            _ if !bundle => {
+                return refuse(
+                    "--registry: a local extension is listed in the registry by its MCP Bundle, and there is none",
+                    "add --clients mcpb (and --download-url)",
+                );
+            }
+            None => {
+                return refuse(
+                    "--registry: server.json names the bundle's download URL, and --download-url is not given",
+                    https,
+                );
+            }
+            Some(base) if !base.starts_with("https://") => {
+                return refuse(
+                    &format!("--download-url must be an https URL, not {base:?}"),
+                    https,
+                );
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
 /// Whether the folder has an MCP Bundle manifest.
 fn has_bundle(folder: &Path) -> bool {
     let path = folder.join(channels::MCPB);

@@ -134,6 +134,11 @@ pub enum PackageError {
     /// A client manifest, the npm package or `server.json` cannot be made.
     #[error("{0}")]
     Channel(String),
+    /// An argument this extension cannot use (`--npm` for a native build,
+    /// an unscoped npm name, `--registry` without what it names): said
+    /// before anything is built, written or removed.
+    #[error("{problem}")]
+    Arguments { problem: String, help: String },
     /// The one write rule refused a place this run would write or remove
     /// (a link, a special file): nothing was written or removed.
     #[error("{0}")]
@@ -165,6 +170,7 @@ impl PackageError {
             PackageError::Interrupted(_) => {
                 Some("run the same command again: it starts from the beginning".into())
             }
+            PackageError::Arguments { help, .. } => Some(help.clone()),
             _ => None,
         }
     }
@@ -341,6 +347,10 @@ fn run(
     // read, written or removed: the output folder, the sums, server.json,
     // the client manifests.
     channels::check_places(settings)?;
+    // The channel arguments this extension cannot use, from the manifest
+    // alone: refused before a client file is written, a build runs or an
+    // earlier run's output is removed.
+    channels::check_arguments(settings)?;
     // The sums already in the output folder are read first: a file that is
     // not sha256sum output stops the run before anything is written or
     // removed.

@@ -950,3 +950,56 @@ with zipfile.ZipFile(source) as zin, zipfile.ZipFile(target, 'w') as zout:
         );
     }
 }
+
+/// A channel argument the extension cannot use is refused before
+/// anything runs (exit 2): `--npm` for a native entry point writes no
+/// client manifest and leaves the previous run's archive in `dist/`; an
+/// unscoped npm name stops a Node project before `npm ci` and its build.
+#[test]
+fn a_channel_argument_the_extension_cannot_use_is_refused_before_anything_runs() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = node_extension(work.path());
+    edit_json(&dir.join("qwen-extension.json"), |v| {
+        let server = &mut v["mcpServers"]["acme-context"];
+        server["command"] = json!("${extensionPath}${/}dist${/}main");
+        server["args"] = json!([]);
+    });
+    let archive = dir.join("dist/linux.x64.acme-context.tar.gz");
+    std::fs::write(&archive, b"the previous run's archive").unwrap();
+    let output = ecp(&[
+        "package",
+        dir.to_str().unwrap(),
+        "--clients",
+        "gemini",
+        "--npm",
+        "--npm-name",
+        "@acme/context",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", show(&output));
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        said.contains("error: --npm") && said.contains("= help:"),
+        "{said}"
+    );
+    assert!(!dir.join("gemini-extension.json").exists(), "{said}");
+    assert_eq!(
+        std::fs::read(&archive).unwrap(),
+        b"the previous run's archive"
+    );
+
+    // A Node project with an unscoped name: refused before its build.
+    let node = node_extension(&work.path().join("node"));
+    write_json(
+        &node.join("package.json"),
+        &json!({"name": "acme-context", "version": "0.1.0", "scripts": {"build": "node -e \"require('fs').writeFileSync('built','')\""}}),
+    );
+    let output = ecp(&["package", node.to_str().unwrap(), "--npm"]);
+    assert_eq!(output.status.code(), Some(2), "{}", show(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("scoped"),
+        "{}",
+        show(&output)
+    );
+    assert!(!node.join("built").exists(), "the build never ran");
+    assert!(!node.join("node_modules").exists(), "npm ci never ran");
+}
