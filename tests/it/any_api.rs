@@ -467,13 +467,15 @@ fn a_remapped_rust_mapping_checked_without_its_api_is_not_established() {
     assert_eq!(output.status.code(), Some(2), "{}", show(&output));
     assert!(!stdout.contains("conforms to"), "{stdout}");
     assert!(
-        stdout.contains("conformance to the External Context MCP Profile v1 is NOT established: the inputs, upstream and output checks were not exercised"),
+        stdout.contains("conformance to the External Context MCP Profile v1 is NOT established: the inputs, upstream, output and protocol checks were not exercised"),
         "{stdout}"
     );
     assert!(
-        stderr.starts_with("error: conformance is not established: "),
+        stderr.contains("\nerror: conformance is not established: 21 applicable checks were not exercised (inputs, upstream, output and protocol: valid-inputs, upstream-request, "),
         "{stderr}"
     );
+    // One way to exercise them all: the mapping's own API.
+    assert_eq!(stderr.matches("= help:").count(), 1, "{stderr}");
     assert!(
         stderr.contains(&format!(
             "= help: a mapping of another API is exercised against that API: `ecp check {target} --upstream URL --query WORDS --record tests/upstream.cassette.json`"

@@ -118,6 +118,9 @@ pub struct Suite<'a> {
     /// Secrets no reason may show (a real upstream's credential, the
     /// bearer of an MCP endpoint): [`crate::check::secret`].
     secrets: crate::check::secret::Secrets,
+    /// How to exercise a check a call that did not succeed left
+    /// unexercised: the baseline's, once it failed.
+    to_exercise: &'static str,
 }
 
 impl<'a> Suite<'a> {
@@ -147,6 +150,7 @@ impl<'a> Suite<'a> {
             probe_stderr: None,
             revision: None,
             secrets: crate::check::secret::Secrets::default(),
+            to_exercise: exercise::A_SUCCESS,
         }
     }
 
@@ -249,6 +253,9 @@ impl<'a> Suite<'a> {
         }
         let baseline = self.baseline().await;
         let undecided = baseline.undecided(self.scripted.as_deref());
+        if !matches!(baseline, Baseline::Succeeded) {
+            self.to_exercise = baseline.unexercised().1;
+        }
         self.inputs(&baseline).await;
         match &baseline {
             Baseline::Succeeded => self.upstream_checks().await,

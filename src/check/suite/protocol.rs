@@ -288,7 +288,7 @@ impl Suite<'_> {
                         let said = output::text_of(&result).unwrap_or("(no single text block)");
                         let reason =
                             format!("the call answered isError ({said}): no envelope to judge");
-                        self.not_exercised(Check::StatelessCall, &reason, exercise::A_SUCCESS);
+                        self.not_exercised(Check::StatelessCall, &reason, self.to_exercise);
                         return;
                     }
                     Ok(_) => match self.output_problems.get(before..).unwrap_or_default() {
