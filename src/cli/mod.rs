@@ -100,7 +100,7 @@ enum Command {
     Serve(ServeArgs),
     /// Prove that an implementation conforms to the profile, faults included
     #[command(
-        after_help = "Examples:\n  ecp check                                  # the extension in this folder (a Rust one is built first, fast)\n  ecp check dist/linux.x64.acme-context.tar.gz\n  ecp check -- node dist/main.js             # any stdio server\n  ecp check --url https://context.acme.example/mcp --token-env TOKEN\n  ecp check . --upstream https://kb.acme.example/api --query \"deploy policy\" --record tests/kb.cassette.json\n  ecp check . --cassette tests/kb.cassette.json   # offline, from what was recorded\n\nExit status: 0 conforms (warnings allowed, every applicable check exercised), 1 a check failed, 2 conformance not established (an applicable check was not exercised: the message says how to run it) or the target could not be started."
+        after_help = "Examples:\n  ecp check                                  # the extension in this folder (a Rust one is built first, fast)\n  ecp check dist/linux.x64.acme-context.tar.gz\n  ecp check -- node dist/main.js             # any stdio server\n  ecp check --url https://context.acme.example/mcp --token-env TOKEN\n  ecp check . --upstream https://kb.acme.example/api --query \"deploy policy\" --record tests/upstream.cassette.json\n  ecp check . --cassette tests/upstream.cassette.json   # offline, from what was recorded\n\nExit status: 0 conforms (warnings allowed, every applicable check exercised), 1 a check failed, 2 conformance not established (an applicable check was not exercised: the message says how to run it) or the target could not be started."
     )]
     Check(CheckArgs),
     /// Make one context_search call and pretty-print the result
