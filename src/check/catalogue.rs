@@ -1,11 +1,22 @@
 //! The catalogue of checks: stable IDs (CI configurations and reports refer
-//! to them), titles, the group each belongs to and the reasons a group is
-//! skipped, in one place. The order is the order of a run and of a report.
+//! to them), titles, the group each belongs to, and why a check did not
+//! run, in one place. The order is the order of a run and of a report.
+//!
+//! A check that did not run is one of two things, never a pass:
+//! - **not applicable**: the profile's rule does not bind this target (no
+//!   headers on stdio; the 2026-07-28 rules on a server whose `initialize`
+//!   agreed on an older revision; hostile JSON of an upstream that answers
+//!   in something else). It weighs nothing in the verdict.
+//! - **not exercised**: the rule binds the target, but this run did not
+//!   reach it (no successful call through ecp's upstream, an upstream ecp
+//!   cannot set, a canary that never reached the target). It says how to
+//!   exercise it ([`exercise`]), and while one is left the verdict is "not
+//!   established", never "conforms".
 
 use std::fmt;
 
-/// What a check is about; a group is skipped together when the target
-/// cannot be asked (no tool, no V1 binding).
+/// What a check is about; a group is left unexercised together when the
+/// target cannot be asked (no tool, no upstream of ecp's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Group {
     /// `tools/list`: the one tool, its schemas and annotations.
@@ -22,6 +33,19 @@ pub enum Group {
     /// raw requests (`server/discover`, `resultType`, cache hints, the
     /// per-request `_meta`, the standard HTTP headers).
     Protocol,
+}
+
+impl Group {
+    /// The group's name in reports and summaries.
+    pub fn name(self) -> &'static str {
+        match self {
+            Group::Discovery => "discovery",
+            Group::Inputs => "inputs",
+            Group::Binding => "upstream",
+            Group::Output => "output",
+            Group::Protocol => "protocol",
+        }
+    }
 }
 
 macro_rules! checks {
@@ -123,7 +147,7 @@ pub const FAULTS: &[(Check, &str)] = &[
     (Check::FaultSlowBody, "a body that trickles past the budget"),
 ];
 
-/// Why a group is skipped.
+/// Why a group did not run.
 pub mod skip {
     /// The target offers no `context_search`: nothing to call.
     pub const NO_TOOL: &str = "no context_search tool to call";
@@ -131,6 +155,28 @@ pub mod skip {
     /// remote manifest, a custom provider).
     pub const NO_BINDING: &str =
         "the target does not take the V1 binding's endpoint and credential variables";
+    /// The HTTP headers on stdio (not applicable).
+    pub const STDIO: &str = "stdio carries no headers";
+}
+
+/// How to exercise a check that was not: flags of `ecp check`, then what
+/// they need. The summary of a run that is not established repeats them.
+pub mod exercise {
+    /// The baseline failed through ecp's scripted Generic HTTP Search V1
+    /// upstream: most often a mapping of another API.
+    pub const ANOTHER_API: &str = "run it against the API it maps: --upstream URL --query WORDS --record FILE (live, kept as a cassette), then --cassette FILE (offline, in CI)";
+    /// The baseline failed through a real upstream's answers.
+    pub const RECORD_AGAIN: &str = "record again with words the service finds (--upstream URL --query WORDS --record FILE) and try the mapping on them (`ecp call . WORDS`)";
+    /// ecp could not point the target at an upstream of its own.
+    pub const STARTED: &str = "check the server as ecp starts it, with its endpoint and credential in *_BASE_URL and *_TOKEN variables: its extension folder or archive, or -- CMD (--base-url-env, --token-env), with --upstream URL or --cassette FILE for another API";
+    /// No `context_search` to call.
+    pub const TOOL: &str = "offer the context_search tool (see the tool-offered check)";
+    /// `--mutations 0`.
+    pub const MUTATIONS: &str = "run without --mutations 0";
+    /// The protocol group's second channel failed.
+    pub const DISCOVER: &str = "fix what the discover check names";
+    /// A call that succeeds, to judge.
+    pub const A_SUCCESS: &str = "a call that succeeds: see the valid-inputs check";
 }
 
 #[cfg(test)]

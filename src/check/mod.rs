@@ -12,6 +12,23 @@
 //!   Search V1 binding, or a real upstream's answers replayed);
 //! - [`cassette`]: a real upstream's answers, recorded (`--upstream`) and
 //!   replayed (`--cassette`); [`mutate`]: hostile answers of their shape.
+//!
+//! # The verdict
+//!
+//! No verdict is stronger than what ran. Each check ends pass, warn, fail,
+//! not applicable (the rule does not bind this target) or not exercised
+//! (it does, and this run did not reach it: [`catalogue`]). The run
+//! [`Verdict`] is "does not conform" when a check failed, "conforms" only
+//! when every applicable check was exercised, and otherwise "not
+//! established": the checks that would decide never ran, most often a
+//! mapping of another API checked against ecp's scripted V1 upstream
+//! instead of its own (`--upstream URL`, `--cassette FILE`).
+//!
+//! "Not established" exits 2, "could not run": what was asked (prove
+//! conformance) could not be done, and the run says what would do it.
+//! It is not 1: nothing was found wrong, and 1 would send a reader looking
+//! for a failed check that is not there. A run whose baseline failed
+//! through a real upstream's answers (`undecided`) is one such run.
 
 pub mod canary;
 pub mod cassette;
@@ -118,24 +135,80 @@ pub struct CheckReport {
     /// `initialize` agreed on, and 2026-07-28 when it speaks that too.
     pub revisions: Vec<String>,
     pub checks: Vec<CheckResult>,
+    /// What the run establishes: [`Verdict`].
+    pub verdict: Verdict,
     pub passed: usize,
     /// Conforming checks with something to look at (exit status 0).
     pub warned: usize,
     pub failed: usize,
-    pub skipped: usize,
+    /// Checks whose rule does not bind this target.
+    pub not_applicable: usize,
+    /// Checks whose rule binds the target but that this run did not reach.
+    pub not_exercised: usize,
+    /// The groups of the checks not exercised, in the order of a run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unexercised_groups: Vec<&'static str>,
     /// Why the checks through the upstream decided nothing, when they did
     /// not (the baseline call through a real upstream's answers failed):
-    /// such a run has no verdict of conformance (exit 2 unless a check
-    /// failed).
+    /// such a run is not established (exit 2 unless a check failed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub undecided: Option<String>,
 }
 
-impl CheckReport {
-    /// Nothing failed, and nothing the verdict rests on went undecided.
-    pub fn ok(&self) -> bool {
-        self.failed == 0 && self.undecided.is_none()
+/// What a run establishes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// Nothing failed, and every applicable check was exercised (exit 0).
+    Conforms,
+    /// A check failed (exit 1).
+    DoesNotConform,
+    /// Nothing failed, but an applicable check was not exercised: no
+    /// verdict of conformance (exit 2).
+    NotEstablished,
+}
+
+impl Verdict {
+    /// The verdict of `checks`.
+    pub fn of(checks: &[CheckResult]) -> Verdict {
+        if checks.iter().any(|c| c.status == Status::Fail) {
+            Verdict::DoesNotConform
+        } else if checks.iter().any(|c| c.status == Status::NotExercised) {
+            Verdict::NotEstablished
+        } else {
+            Verdict::Conforms
+        }
     }
+}
+
+impl CheckReport {
+    /// Nothing failed, and every applicable check was exercised.
+    pub fn ok(&self) -> bool {
+        self.verdict == Verdict::Conforms
+    }
+
+    /// The distinct ways to exercise what was not, in the order of a run.
+    pub fn to_exercise(&self) -> Vec<&'static str> {
+        let mut hows: Vec<&'static str> = Vec::new();
+        for how in self.checks.iter().filter_map(|c| c.exercise) {
+            if !hows.contains(&how) {
+                hows.push(how);
+            }
+        }
+        hows
+    }
+}
+
+/// The groups of the checks not exercised, each once, in order.
+fn unexercised_groups(checks: &[CheckResult]) -> Vec<&'static str> {
+    let mut groups: Vec<&'static str> = Vec::new();
+    for check in checks.iter().filter(|c| c.status == Status::NotExercised) {
+        let name = check.check.group().name();
+        if !groups.contains(&name) {
+            groups.push(name);
+        }
+    }
+    groups
 }
 
 fn describe(target: &Target) -> String {
@@ -465,10 +538,13 @@ pub async fn run(
     Ok(CheckReport {
         target: describe(&settings.target),
         revisions,
+        verdict: Verdict::of(&checks),
         passed: count(Status::Pass),
         warned: count(Status::Warn),
         failed: count(Status::Fail),
-        skipped: count(Status::Skip),
+        not_applicable: count(Status::NotApplicable),
+        not_exercised: count(Status::NotExercised),
+        unexercised_groups: unexercised_groups(&checks),
         checks,
         // It may quote the target: shown as outside text, as reasons are.
         undecided: undecided.map(|why| crate::outside::line(&why, 2000)),

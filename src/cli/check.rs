@@ -7,7 +7,7 @@ use anstyle::AnsiColor;
 
 use super::{CallArgs, CheckArgs, CheckFormat, ColorChoice, Exit, Failure, Outcome, TargetArgs};
 use crate::{
-    check::{self, CheckResult, CheckSettings, Status, target::Target},
+    check::{self, CheckResult, CheckSettings, Status, Verdict, target::Target},
     providers::fixture::FixtureCorpus,
 };
 
@@ -101,12 +101,14 @@ fn status_label(status: Status, color: bool) -> String {
         Status::Pass => ("pass", AnsiColor::Green.on_default().bold()),
         Status::Warn => ("warn", AnsiColor::Magenta.on_default().bold()),
         Status::Fail => ("FAIL", AnsiColor::Red.on_default().bold()),
-        Status::Skip => ("skip", AnsiColor::Yellow.on_default()),
+        Status::NotApplicable => ("n/a", AnsiColor::Blue.on_default()),
+        Status::NotExercised => ("not exercised", AnsiColor::Yellow.on_default().bold()),
     };
+    let text = format!("{text:<13}");
     if color {
         format!("{style}{text}{style:#}")
     } else {
-        text.to_owned()
+        text
     }
 }
 
@@ -170,29 +172,90 @@ pub fn run_check(args: CheckArgs, color: ColorChoice) -> Outcome {
         for result in &report.checks {
             println!("{}", line(result, color));
         }
-        let verdict = if report.failed > 0 {
-            "does NOT conform to the External Context MCP Profile v1"
-        } else if let Some(why) = &report.undecided {
-            &format!("no verdict: the checks through the upstream could not run ({why})")
-        } else {
-            "conforms to the External Context MCP Profile v1"
-        };
-        println!(
-            "{} passed, {} warned, {} failed, {} skipped: {verdict}",
-            report.passed, report.warned, report.failed, report.skipped
-        );
+        println!("{}", summary(&report));
     } else {
         println!("{}", crate::outside::json_report(&report));
     }
-    match (report.failed, &report.undecided) {
-        (0, None) => Ok(Exit::Success),
-        (0, Some(why)) => Err(could_not_run(&format!(
-            "the checks through the upstream could not run, so there is no verdict: {why}"
+    exit_of(&report, &settings.target)
+}
+
+/// The last line of a human report: the counts and the verdict.
+fn summary(report: &check::CheckReport) -> String {
+    let verdict = match report.verdict {
+        Verdict::DoesNotConform => {
+            "does NOT conform to the External Context MCP Profile v1".to_owned()
+        }
+        Verdict::Conforms => "conforms to the External Context MCP Profile v1".to_owned(),
+        Verdict::NotEstablished => format!(
+            "conformance to the External Context MCP Profile v1 is NOT established: the {} checks were not exercised",
+            words(&report.unexercised_groups)
+        ),
+    };
+    format!(
+        "{} passed, {} warned, {} failed, {} not applicable, {} not exercised: {verdict}",
+        report.passed, report.warned, report.failed, report.not_applicable, report.not_exercised
+    )
+}
+
+/// 0 conforms, 1 does not, 2 not established (what was asked, a verdict,
+/// could not be given: the message says what would give it).
+fn exit_of(report: &check::CheckReport, target: &Target) -> Outcome {
+    match (report.verdict, &report.undecided) {
+        (Verdict::Conforms, _) => Ok(Exit::Success),
+        (Verdict::DoesNotConform, _) => Ok(Exit::No),
+        (Verdict::NotEstablished, Some(why)) => Err(could_not_run(&format!(
+            "the checks through the upstream could not run, so conformance is not established: {why}"
         ))
         .help(Some(
             "the target must get a 2xx answer it reads through its upstream: record again (`--upstream URL --query WORDS --record FILE`) with words the service finds, and try the mapping on them (`ecp call . WORDS`)",
         ))),
-        _ => Ok(Exit::No),
+        (Verdict::NotEstablished, None) => {
+            let unexercised: Vec<&str> = (report.checks.iter())
+                .filter(|c| c.status == Status::NotExercised)
+                .map(|c| c.id)
+                .collect();
+            let help: Vec<String> = (report.to_exercise().into_iter())
+                .map(|how| exercise_help(how, target))
+                .collect();
+            Err(could_not_run(&format!(
+                "conformance is not established: {} applicable checks were not exercised ({}: {})",
+                unexercised.len(),
+                words(&report.unexercised_groups),
+                unexercised.join(", ")
+            ))
+            .help(Some(help.join("\n  = help: "))))
+        }
+    }
+}
+
+/// How to exercise what was not, as a command for `target` when it is one.
+fn exercise_help(how: &str, target: &Target) -> String {
+    let on = match target {
+        Target::Extension(path) => format!(
+            "ecp check {}",
+            crate::outside::value(&path.display().to_string())
+        ),
+        Target::Command(_) | Target::Url(_) => return how.to_owned(),
+    };
+    if how == check::catalogue::exercise::ANOTHER_API {
+        format!(
+            "a mapping of another API is exercised against that API: `{on} --upstream URL --query WORDS --record {CASSETTE}` (live, recorded), then `{on} --cassette {CASSETTE}` (offline: commit the cassette, the release workflow checks with it)"
+        )
+    } else {
+        how.to_owned()
+    }
+}
+
+/// Where a generated extension keeps its cassette (its release workflow
+/// checks with it).
+const CASSETTE: &str = "tests/upstream.cassette.json";
+
+/// "a", "a and b", "a, b and c".
+fn words(items: &[&str]) -> String {
+    match items {
+        [] => "no".to_owned(),
+        [one] => (*one).to_owned(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
     }
 }
 
@@ -302,7 +365,7 @@ fn revisions_line(report: &check::CheckReport) -> String {
         [handshake] => {
             let older = report.checks.iter().any(|c| {
                 c.id == "discover"
-                    && c.status == check::suite::Status::Skip
+                    && c.status == check::suite::Status::NotApplicable
                     && c.reason.starts_with("the target speaks ")
             });
             if older {

@@ -100,7 +100,7 @@ enum Command {
     Serve(ServeArgs),
     /// Prove that an implementation conforms to the profile, faults included
     #[command(
-        after_help = "Examples:\n  ecp check                                  # the extension in this folder (a Rust one is built first, fast)\n  ecp check dist/linux.x64.acme-context.tar.gz\n  ecp check -- node dist/main.js             # any stdio server\n  ecp check --url https://context.acme.example/mcp --token-env TOKEN\n  ecp check . --upstream https://kb.acme.example/api --query \"deploy policy\" --record tests/kb.cassette.json\n  ecp check . --cassette tests/kb.cassette.json   # offline, from what was recorded\n\nExit status: 0 conforms (warnings allowed), 1 a check failed, 2 the target could not be started."
+        after_help = "Examples:\n  ecp check                                  # the extension in this folder (a Rust one is built first, fast)\n  ecp check dist/linux.x64.acme-context.tar.gz\n  ecp check -- node dist/main.js             # any stdio server\n  ecp check --url https://context.acme.example/mcp --token-env TOKEN\n  ecp check . --upstream https://kb.acme.example/api --query \"deploy policy\" --record tests/upstream.cassette.json\n  ecp check . --cassette tests/upstream.cassette.json   # offline, from what was recorded\n\nExit status: 0 conforms (warnings allowed, every applicable check exercised), 1 a check failed, 2 conformance not established (an applicable check was not exercised: the message says how to run it) or the target could not be started."
     )]
     Check(CheckArgs),
     /// Make one context_search call and pretty-print the result
@@ -636,7 +636,8 @@ pub struct ServeArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
     /// It did what was asked: lint clean (warnings allowed), the target
-    /// conforms, the archives are written.
+    /// conforms (every applicable check exercised), the archives are
+    /// written.
     Success,
     /// It ran, and the answer is no: findings at error level, a failed check,
     /// a call that returned `isError`, a refusal (lint errors that stop
@@ -644,7 +645,8 @@ pub enum Exit {
     /// runtime), a build that failed.
     No,
     /// It could not run: a path that is not there, input it cannot read, a
-    /// target that cannot be started, arguments it cannot use.
+    /// target that cannot be started, arguments it cannot use, a check
+    /// whose verdict is not established (checks that apply did not run).
     CouldNotRun,
     /// It was interrupted (Ctrl-C) and stopped what it had started: the
     /// shell's 128 + SIGINT.

@@ -409,10 +409,11 @@ fn a_mapping_whose_every_call_fails_passes_nothing_that_needs_a_call() {
             .is_some_and(|why| why.starts_with("no successful baseline call")),
         "{report:#}"
     );
+    assert_eq!(report["verdict"], "not-established", "{report:#}");
     for id in NEED_A_BASELINE {
         assert_eq!(
             status_of(&report, id),
-            Some("skip"),
+            Some("not-exercised"),
             "{id} without a successful call: {report:#}"
         );
         assert!(
@@ -422,7 +423,63 @@ fn a_mapping_whose_every_call_fails_passes_nothing_that_needs_a_call() {
         );
     }
     assert_eq!(
-        report["skipped"].as_u64().unwrap() as usize,
-        with_status(&report, "skip").len()
+        report["not_exercised"].as_u64().unwrap() as usize,
+        with_status(&report, "not-exercised").len()
+    );
+}
+
+/// The Quickstart's next step (`$EDITOR src/provider.rs` maps another
+/// API), then plain `ecp check .` against ecp's scripted V1 upstream: the
+/// mapping never gets an answer it can use, so nothing through the
+/// upstream ran. That is no verdict of conformance (exit 2), in words and
+/// in JSON, and the run says which groups and what command would run them.
+#[test]
+fn a_remapped_rust_mapping_checked_without_its_api_is_not_established() {
+    let temp = tempfile::tempdir().unwrap();
+    // A name of its own: the binary's path in the shared target folder is
+    // the package's name.
+    let dir = temp.path().join("remapped-context");
+    let target = dir.to_str().unwrap();
+    let new = crate::cli::ecp(&["new", "remapped-context", "--yes", "--dir", target]);
+    assert!(new.status.success(), "{}", show(&new));
+    adapt("datasette_provider.rs", &dir.join("src/provider.rs"));
+
+    let (code, report) = check(&[target]);
+    assert_eq!(code, Some(2), "{report:#}");
+    assert_eq!(report["verdict"], "not-established", "{report:#}");
+    assert_eq!(report["failed"], 0, "{report:#}");
+    for id in MUST_PASS {
+        assert_eq!(status_of(&report, id), Some("not-exercised"), "{id}");
+    }
+    assert_eq!(status_of(&report, "redaction"), Some("not-exercised"));
+    assert_eq!(status_of(&report, "http-headers"), Some("not-applicable"));
+    let groups = &report["unexercised_groups"];
+    assert!(
+        groups.as_array().unwrap().iter().any(|g| g == "upstream"),
+        "{report:#}"
+    );
+
+    let output = crate::cli::ecp(&["check", target]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", show(&output));
+    assert!(!stdout.contains("conforms to"), "{stdout}");
+    assert!(
+        stdout.contains("conformance to the External Context MCP Profile v1 is NOT established: the inputs, upstream, output and protocol checks were not exercised"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("\nerror: conformance is not established: 21 applicable checks were not exercised (inputs, upstream, output and protocol: valid-inputs, upstream-request, "),
+        "{stderr}"
+    );
+    // One way to exercise them all: the mapping's own API.
+    assert_eq!(stderr.matches("= help:").count(), 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "= help: a mapping of another API is exercised against that API: `ecp check {target} --upstream URL --query WORDS --record tests/upstream.cassette.json`"
+        )) && stderr.contains(&format!("`ecp check {target} --cassette tests/upstream.cassette.json`")),
+        "{stderr}"
     );
 }

@@ -1,8 +1,9 @@
 //! `ecp check`: it passes conforming servers (`ecp serve --http`, a built
-//! `ecp new` extension as a folder, as an archive, and as the remote adapter
-//! checked by URL with a minted token), reports the upstream
-//! checks as skipped for a target without the V1 binding, and fails each
-//! deliberately broken server on the check that names its defect.
+//! `ecp new` extension as a folder and as an archive), reports the upstream
+//! checks as not exercised, and the run as not established, where they
+//! never ran (a target that never calls ecp's upstream, the remote adapter
+//! checked by URL with a minted token), and fails each deliberately broken
+//! server on the check that names its defect.
 
 use std::{
     path::PathBuf,
@@ -56,14 +57,15 @@ fn with_status<'a>(report: &'a Value, status: &str) -> Vec<&'a str> {
         .collect()
 }
 
-/// The protocol checks a target legitimately skips: the HTTP headers on
-/// stdio, and every one for a target that does not speak 2026-07-28.
-pub(crate) fn legitimate_skip(check: &Value) -> bool {
+/// The checks that do not apply to a target: the HTTP headers on stdio,
+/// and every protocol check for a target that does not speak 2026-07-28.
+pub(crate) fn legitimately_not_applicable(check: &Value) -> bool {
     let reason = check["reason"].as_str().unwrap_or("");
-    (check["id"] == "http-headers" && reason == "stdio carries no headers")
-        || (PROTOCOL_CHECKS.contains(&check["id"].as_str().unwrap_or(""))
-            && reason.starts_with("the target speaks ")
-            && reason.contains(", not 2026-07-28: "))
+    check["status"] == "not-applicable"
+        && ((check["id"] == "http-headers" && reason == "stdio carries no headers")
+            || (PROTOCOL_CHECKS.contains(&check["id"].as_str().unwrap_or(""))
+                && reason.starts_with("the target speaks ")
+                && reason.contains(", not 2026-07-28: ")))
 }
 
 const PROTOCOL_CHECKS: [&str; 6] = [
@@ -81,15 +83,25 @@ fn assert_conforms(code: Option<i32>, report: &Value) {
         Vec::<&str>::new(),
         "{report:#}"
     );
-    let skipped: Vec<&Value> = report["checks"]
+    let not_run: Vec<&Value> = report["checks"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|c| c["status"] == "skip" && !legitimate_skip(c))
+        .filter(|c| !["pass", "warn"].contains(&c["status"].as_str().unwrap()))
+        .filter(|c| !legitimately_not_applicable(c))
         .collect();
-    assert!(skipped.is_empty(), "{skipped:#?}");
+    assert!(not_run.is_empty(), "{not_run:#?}");
+    assert_eq!(report["verdict"], "conforms", "{report:#}");
+    assert_eq!(report["not_exercised"], 0, "{report:#}");
     assert_eq!(code, Some(0));
     assert!(with_status(report, "pass").len() >= 26);
+    // Every canary reached the target, and none came back.
+    assert!(
+        reason(report, "redaction").contains(
+            "clean of the query, the token, the endpoint and the upstream body, each of which reached the target"
+        ),
+        "{report:#}"
+    );
 }
 
 /// `ecp check --url URL`, with `token` passed through `--token-env`.
@@ -106,10 +118,10 @@ async fn check_url(url: &str, token: Option<&str>) -> std::process::Output {
         .unwrap()
 }
 
-/// A URL target of ecp's own adapter conforms: nothing fails, the checks
-/// that need the scripted V1 upstream are skipped, not failed, and every
-/// protocol check passes.
-fn assert_conforms_by_url(output: &std::process::Output) {
+/// A URL target of ecp's own adapter: nothing fails and every protocol
+/// check passes, but the checks that need ecp's upstream never ran (ecp
+/// cannot point a URL's upstream): not established, exit 2, saying how.
+fn assert_not_established_by_url(output: &std::process::Output) {
     let report: Value = serde_json::from_slice(&output.stdout)
         .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stderr)));
     assert_eq!(
@@ -119,13 +131,21 @@ fn assert_conforms_by_url(output: &std::process::Output) {
     );
     assert!(with_status(&report, "pass").contains(&"input-schema"));
     assert!(
-        with_status(&report, "skip").contains(&"render-vectors"),
+        with_status(&report, "not-exercised").contains(&"render-vectors"),
         "no V1 binding behind a URL"
     );
     // ecp's remote adapter keeps every 2026-07-28 rule over HTTP.
     assert_eq!(report["revisions"], json!(["2025-11-25", "2026-07-28"]));
     assert_eq!(protocol_statuses(&report), all("pass", &[]), "{report:#}");
-    assert_eq!(output.status.code(), Some(0), "{report:#}");
+    assert_eq!(report["verdict"], "not-established", "{report:#}");
+    assert_eq!(report["unexercised_groups"], json!(["upstream", "output"]));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with("error: conformance is not established")
+            && stderr.contains("= help: check the server as ecp starts it"),
+        "{stderr}"
+    );
+    assert_eq!(output.status.code(), Some(2), "{report:#}");
 }
 
 #[test]
@@ -142,31 +162,53 @@ fn ecp_serve_http_conforms_even_with_a_dead_proxy_in_the_environment() {
     assert_conforms(code, &report);
 }
 
+/// A server that answers from a corpus file of its own never calls ecp's
+/// upstream: the upstream and output checks, and the canaries it never
+/// got, are not exercised, and the run establishes nothing (exit 2).
 #[test]
-fn a_target_without_the_binding_skips_the_upstream_checks_with_a_reason() {
+fn a_target_that_never_calls_the_upstream_is_not_established() {
     let corpus = crate::cli::corpus();
     let (code, report) = check(&["--", ecp_bin(), "serve", "--fixture", &corpus]);
-    let skipped = with_status(&report, "skip");
+    let not_exercised = with_status(&report, "not-exercised");
     assert!(
-        skipped.contains(&"render-vectors") && skipped.contains(&"cancellation"),
+        not_exercised.contains(&"render-vectors") && not_exercised.contains(&"cancellation"),
         "{report:#}"
     );
     for check in report["checks"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|c| c["status"] == "skip" && c["id"] != "http-headers")
+        .filter(|c| c["status"] == "not-exercised" && c["id"] != "redaction")
     {
         assert!(check["reason"].as_str().unwrap().starts_with(
             "no successful baseline call: the target never called the scripted upstream"
         ));
+        assert!(
+            check["exercise"]
+                .as_str()
+                .is_some_and(|how| how.contains("--cassette FILE")),
+            "{check:#}"
+        );
     }
+    assert_eq!(with_status(&report, "not-applicable"), ["http-headers"]);
+    // The query reached it and stayed out; ecp's token, endpoint and
+    // upstream body never reached it, so they prove nothing.
+    assert_eq!(status(&report, "redaction"), "not-exercised", "{report:#}");
+    assert_eq!(
+        reason(&report, "redaction"),
+        "results and stderr clean of the query, which reached the target; the token, the endpoint and the upstream body never did, so nothing shows they would be kept out"
+    );
     assert_eq!(
         with_status(&report, "fail"),
         Vec::<&str>::new(),
         "{report:#}"
     );
-    assert_eq!(code, Some(0), "skips alone do not fail");
+    assert_eq!(report["verdict"], "not-established", "{report:#}");
+    assert_eq!(
+        report["unexercised_groups"],
+        json!(["inputs", "upstream", "output"])
+    );
+    assert_eq!(code, Some(2), "no verdict of conformance: {report:#}");
 }
 
 #[test]
@@ -207,6 +249,7 @@ fn every_broken_server_fails_on_the_check_that_names_its_defect() {
             failed.contains(&expected),
             "{defect}: expected {expected} to fail, failed: {failed:?}"
         );
+        assert_eq!(report["verdict"], "does-not-conform", "{defect}");
         assert_eq!(code, Some(1), "{defect}");
     }
 }
@@ -309,6 +352,16 @@ fn each_python_defect_is_named_by_its_check() {
             _ => {}
         }
     }
+}
+
+fn status<'a>(report: &'a Value, id: &str) -> &'a str {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .and_then(|c| c["status"].as_str())
+        .unwrap_or("")
 }
 
 fn reason<'a>(report: &'a Value, id: &str) -> &'a str {
@@ -440,7 +493,7 @@ fn a_built_extension_conforms_as_a_folder_and_as_an_archive() {
         )
         .await;
         let token = signer.token(&claims(&server.url));
-        assert_conforms_by_url(&check_url(&server.url, Some(&token)).await);
+        assert_not_established_by_url(&check_url(&server.url, Some(&token)).await);
         assert!(
             server.events("request").len() >= 3,
             "the checks went through dist/main --listen:\n{}",
@@ -499,7 +552,7 @@ async fn the_remote_adapter_is_checked_by_url_with_a_minted_token() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let server = RemoteServer::start(&args, &[]).await;
     let token = signer.token(&claims(&server.url));
-    assert_conforms_by_url(&check_url(&server.url, Some(&token)).await);
+    assert_not_established_by_url(&check_url(&server.url, Some(&token)).await);
 
     // Without the token the endpoint refuses the handshake: could not run.
     let output = check_url(&server.url, None).await;
@@ -635,7 +688,7 @@ fn the_2026_07_28_rules_are_judged_by_the_revision_a_target_speaks() {
         assert_eq!(report["revisions"], both);
         assert_eq!(
             protocol_statuses(report),
-            all("pass", &[("http-headers", "skip")])
+            all("pass", &[("http-headers", "not-applicable")])
         );
     }
     for (_, report) in [&reports[2], &reports[5]] {
@@ -643,7 +696,7 @@ fn the_2026_07_28_rules_are_judged_by_the_revision_a_target_speaks() {
         // Its upstream is dead: the call answers isError, nothing to judge.
         assert_eq!(
             protocol_statuses(report),
-            all("pass", &[("stateless-call", "skip")]),
+            all("pass", &[("stateless-call", "not-exercised")]),
             "{report:#}"
         );
         assert!(reason(report, "stateless-call").contains("no envelope to judge"));
@@ -655,7 +708,7 @@ fn the_2026_07_28_rules_are_judged_by_the_revision_a_target_speaks() {
         let (exit, report) = report;
         assert_conforms(*exit, report);
         assert_eq!(report["revisions"], json!(["2025-11-25"]));
-        assert_eq!(protocol_statuses(report), all("skip", &[]));
+        assert_eq!(protocol_statuses(report), all("not-applicable", &[]));
         assert_eq!(
             reason(report, "discover"),
             format!(
@@ -700,7 +753,10 @@ fn each_2026_07_28_defect_is_named_by_its_check() {
         protocol_statuses(&report),
         all(
             "pass",
-            &[("stateless-call", "skip"), ("http-headers", "fail")]
+            &[
+                ("stateless-call", "not-exercised"),
+                ("http-headers", "fail")
+            ]
         ),
         "{report:#}"
     );
@@ -713,7 +769,7 @@ fn each_2026_07_28_defect_is_named_by_its_check() {
         let (defect, id, code, report) = run.join().unwrap();
         assert_eq!(
             protocol_statuses(&report),
-            all("pass", &[(id, "fail"), ("http-headers", "skip")]),
+            all("pass", &[(id, "fail"), ("http-headers", "not-applicable")]),
             "{defect}: {report:#}"
         );
         assert_eq!(code, Some(1), "{defect}");
@@ -721,7 +777,7 @@ fn each_2026_07_28_defect_is_named_by_its_check() {
     let (code, report) = leak.join().unwrap();
     assert_eq!(
         protocol_statuses(&report),
-        all("pass", &[("http-headers", "skip")]),
+        all("pass", &[("http-headers", "not-applicable")]),
         "{report:#}"
     );
     let redaction = report["checks"]
@@ -740,7 +796,7 @@ fn each_2026_07_28_defect_is_named_by_its_check() {
     let (_, report) = kept.join().unwrap();
     assert_eq!(
         reason(&report, "redaction"),
-        "results and stderr clean (the protocol group's second process's stderr not read to its end: a process it started held it open)",
+        "results and stderr clean of the query, the token, the endpoint and the upstream body, each of which reached the target (the protocol group's second process's stderr not read to its end: a process it started held it open)",
         "{report:#}"
     );
 }

@@ -81,6 +81,7 @@ fn conforms(dir: &Path) {
     let report: serde_json::Value =
         serde_json::from_slice(&checked.stdout).unwrap_or_else(|_| panic!("{}", text(&checked)));
     assert_eq!(report["failed"], 0, "{report:#}");
+    assert_eq!(report["verdict"], "conforms", "{report:#}");
     assert_eq!(checked.status.code(), Some(0));
 }
 

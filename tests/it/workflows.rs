@@ -245,3 +245,91 @@ fn ecps_release_archive_is_the_same_bytes_from_two_folders_and_extracts_with_gnu
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
 }
+
+/// The `run: |` script of the step named `name` in a workflow, dedented.
+fn step_script(workflow: &str, name: &str) -> Option<String> {
+    let after = workflow.split(&format!("- name: {name}\n")).nth(1)?;
+    let mut lines = after.lines();
+    let run = lines.find(|l| l.trim_start().starts_with("run: |"))?;
+    let indent = run.len() - run.trim_start().len() + 2;
+    let script: Vec<&str> = lines
+        .take_while(|l| l.trim().is_empty() || l.len() - l.trim_start().len() >= indent)
+        .map(|l| l.get(indent..).unwrap_or(""))
+        .collect();
+    Some(script.join("\n"))
+}
+
+/// A generated release workflow does not publish a mapping nobody
+/// exercised: before anything is published it runs `ecp check` (which
+/// exits 2, "not established", for a mapping of another API checked
+/// against ecp's scripted V1 upstream), with the committed cassette when
+/// there is one. The step's own script runs here with a stand-in `ecp`
+/// that logs its arguments and answers with the given status.
+#[test]
+fn a_generated_release_workflow_checks_the_mapping_with_its_cassette_before_publishing() {
+    let temp = tempfile::tempdir().unwrap();
+    let bin = temp.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let fake = bin.join("ecp");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho \"$*\" >> \"$ECP_LOG\"\nexit \"$ECP_STATUS\"\n",
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    for template in ["local", "local-ts"] {
+        let dir = temp.path().join(format!("acme-{template}"));
+        let output = ecp_new(&dir, &["--template", template]);
+        assert!(output.status.success(), "{output:?}");
+        let text = std::fs::read_to_string(dir.join(".github/workflows/release.yml")).unwrap();
+        let name = "Conformance, faults included";
+        let script = step_script(&text, name)
+            .unwrap_or_else(|| panic!("{template}: no `{name}` step:\n{text}"));
+        let gate = text.find(&format!("- name: {name}")).unwrap();
+        let publish = text.find("gh release create").unwrap();
+        assert!(
+            gate < publish,
+            "{template}: the check runs before publishing"
+        );
+        if template == "local" {
+            // A failed build job stops the publish job that needs it.
+            assert!(text.contains("needs: build"), "{text}");
+        }
+        let run = |status: &str| {
+            let log = dir.join("ecp.log");
+            let _ = std::fs::remove_file(&log);
+            let done = Command::new("bash")
+                .args(["-eo", "pipefail", "-c", &script])
+                .current_dir(&dir)
+                .env("PATH", &path)
+                .env("ECP_LOG", &log)
+                .env("ECP_STATUS", status)
+                .status()
+                .unwrap();
+            (
+                done.code(),
+                std::fs::read_to_string(&log).unwrap_or_default(),
+            )
+        };
+        assert_eq!(run("0"), (Some(0), "check .\n".to_owned()), "{template}");
+        // Not established (or a failed check) stops the release.
+        assert_eq!(run("2"), (Some(2), "check .\n".to_owned()), "{template}");
+        std::fs::write(dir.join("tests/upstream.cassette.json"), "{}").unwrap_or_else(|_| {
+            std::fs::create_dir_all(dir.join("tests")).unwrap();
+            std::fs::write(dir.join("tests/upstream.cassette.json"), "{}").unwrap();
+        });
+        assert_eq!(
+            run("0"),
+            (
+                Some(0),
+                "check . --cassette tests/upstream.cassette.json\n".to_owned()
+            ),
+            "{template}"
+        );
+    }
+}

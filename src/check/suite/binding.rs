@@ -237,9 +237,12 @@ impl Suite<'_> {
         if let Script::Recorded(cassette) = &scripted.script
             && cassette.baseline().is_none()
         {
-            return Baseline::Failed(no_baseline(
-                "the real upstream answered no recorded call with a 2xx; record again with --query words your service finds",
-            ));
+            return Baseline::Failed(
+                no_baseline(
+                    "the real upstream answered no recorded call with a 2xx; record again with --query words your service finds",
+                ),
+                exercise::RECORD_AGAIN,
+            );
         }
         let before = upstream.requests().len();
         let query = baseline_query(&scripted.script);
@@ -248,19 +251,23 @@ impl Suite<'_> {
             .wait_until(Duration::from_secs(2), |r, _| r.len() > before)
             .await;
         let v1 = matches!(scripted.script, Script::V1 { .. });
-        let hint = if v1 {
-            " (a mapping of another API: check it against that API with --upstream URL, or offline with --cassette FILE)"
+        let (hint, how) = if v1 {
+            (
+                " (a mapping of another API: check it against that API with --upstream URL, or offline with --cassette FILE)",
+                exercise::ANOTHER_API,
+            )
         } else {
-            ""
+            ("", exercise::RECORD_AGAIN)
         };
+        let failed = |why: String| Baseline::Failed(no_baseline(&why), how);
         match result {
-            _ if !seen => Baseline::Failed(no_baseline(&format!(
+            _ if !seen => failed(format!(
                 "the target never called the scripted upstream{hint}"
-            ))),
-            Err(error) => Baseline::Failed(no_baseline(&format!("{error}{hint}"))),
-            Ok(result) if result.is_error == Some(true) => Baseline::Failed(no_baseline(&format!(
+            )),
+            Err(error) => failed(format!("{error}{hint}")),
+            Ok(result) if result.is_error == Some(true) => failed(format!(
                 "the target never got an answer it could use from the scripted upstream{hint}"
-            ))),
+            )),
             Ok(result) => {
                 self.baseline_result = Some(result);
                 Baseline::Succeeded
@@ -525,16 +532,20 @@ impl Suite<'_> {
     /// profile's promises, or the stable error, in time.
     async fn hostile_responses(&mut self, scripted: &Scripted) {
         if scripted.mutations == 0 {
-            self.skip(
+            self.not_exercised(
                 Check::HostileResponses,
                 "--mutations 0: no hostile answer sent",
+                exercise::MUTATIONS,
             );
             return;
         }
         if scripted.hostile_source().is_none() {
-            self.skip(
+            // The hostile answers are JSON of the upstream's own shape; an
+            // upstream that answers in something else has no such shape
+            // (its malformed, oversized and invalid bodies were served).
+            self.not_applicable(
                 Check::HostileResponses,
-                "the recorded answer is not JSON: nothing to bend",
+                "the recorded answer is not JSON: the hostile answers are variants of a JSON answer",
             );
             return;
         }

@@ -6,8 +6,8 @@ use super::*;
 
 impl Suite<'_> {
     pub(super) async fn inputs(&mut self, baseline: &Baseline) {
-        if let Baseline::Failed(reason) = baseline {
-            self.skip(Check::ValidInputs, reason);
+        if let Baseline::Failed(why, how) = baseline {
+            self.not_exercised(Check::ValidInputs, why, how);
         } else {
             self.valid_inputs().await;
         }

@@ -1,7 +1,8 @@
 //! The checks: discovery, inputs, rendering, and, when the target speaks
 //! the Generic HTTP Search V1 binding, every fault of a scripted upstream.
 //! Each check has a stable ID ([`super::catalogue`]) and ends pass, warn,
-//! fail or skip with a reason. By concern: [`discovery`], [`inputs`],
+//! fail, not applicable (with why) or not exercised (with why, and how to
+//! exercise it). By concern: [`discovery`], [`inputs`],
 //! [`binding`] (and the faults), [`output`].
 
 mod binding;
@@ -22,7 +23,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{
-    catalogue::{Check, FAULTS, Group, skip},
+    catalogue::{Check, FAULTS, Group, exercise, skip},
     embedded::Embedded,
     probe::ProbeTarget,
     schema,
@@ -32,14 +33,19 @@ use super::{
 use crate::profile::{self, ContextItem, ecmascript::utf16_len};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Status {
     Pass,
     /// Conforms, with something the provider should look at; does not
     /// change the exit status.
     Warn,
     Fail,
-    Skip,
+    /// The rule does not bind this target (why in the reason); it weighs
+    /// nothing in the verdict.
+    NotApplicable,
+    /// The rule binds the target but this run did not reach it: no verdict
+    /// of conformance while one is left ([`super::catalogue`]).
+    NotExercised,
 }
 
 /// The outcome of one check.
@@ -52,6 +58,9 @@ pub struct CheckResult {
     pub title: &'static str,
     pub status: Status,
     pub reason: String,
+    /// How to exercise it, when it was not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exercise: Option<&'static str>,
 }
 
 /// The longest reason a check gives, in characters.
@@ -67,6 +76,7 @@ impl CheckResult {
             title: check.title(),
             status,
             reason: crate::outside::line(&reason, MAX_REASON_CHARS),
+            exercise: None,
         }
     }
 }
@@ -108,6 +118,9 @@ pub struct Suite<'a> {
     /// Secrets no reason may show (a real upstream's credential, the
     /// bearer of an MCP endpoint): [`crate::check::secret`].
     secrets: crate::check::secret::Secrets,
+    /// How to exercise a check a call that did not succeed left
+    /// unexercised: the baseline's, once it failed.
+    to_exercise: &'static str,
 }
 
 impl<'a> Suite<'a> {
@@ -137,6 +150,7 @@ impl<'a> Suite<'a> {
             probe_stderr: None,
             revision: None,
             secrets: crate::check::secret::Secrets::default(),
+            to_exercise: exercise::A_SUCCESS,
         }
     }
 
@@ -160,9 +174,19 @@ impl<'a> Suite<'a> {
         self.push(CheckResult::new(check, Status::Warn, reason));
     }
 
-    fn skip(&mut self, check: Check, reason: &str) {
-        let reason = self.secrets.redact(reason);
-        self.push(CheckResult::new(check, Status::Skip, reason));
+    /// The rule does not bind this target: `why`.
+    fn not_applicable(&mut self, check: Check, why: &str) {
+        let why = self.secrets.redact(why);
+        self.push(CheckResult::new(check, Status::NotApplicable, why));
+    }
+
+    /// The rule binds the target, but this run did not reach it: `why`,
+    /// and `how` to exercise it.
+    fn not_exercised(&mut self, check: Check, why: &str, how: &'static str) {
+        let why = self.secrets.redact(why);
+        let mut result = CheckResult::new(check, Status::NotExercised, why);
+        result.exercise = Some(how);
+        self.push(result);
     }
 
     fn push(&mut self, result: CheckResult) {
@@ -219,47 +243,41 @@ impl<'a> Suite<'a> {
     pub async fn run(mut self) -> (Vec<CheckResult>, Option<&'static str>, Option<String>) {
         let tool = self.discovery().await;
         if tool.is_none() {
-            // Every later check needs the tool: each is in the report, skipped.
+            // Every later check needs the tool: each is in the report.
             for check in Check::ALL {
                 if check.group() != Group::Discovery {
-                    self.skip(*check, skip::NO_TOOL);
+                    self.not_exercised(*check, skip::NO_TOOL, exercise::TOOL);
                 }
             }
             return (self.results, None, None);
         }
         let baseline = self.baseline().await;
         let undecided = baseline.undecided(self.scripted.as_deref());
+        if !matches!(baseline, Baseline::Succeeded) {
+            self.to_exercise = baseline.unexercised().1;
+        }
         self.inputs(&baseline).await;
         match &baseline {
             Baseline::Succeeded => self.upstream_checks().await,
-            Baseline::NoUpstream => {
+            Baseline::NoUpstream | Baseline::Failed(..) => {
+                let (why, how) = baseline.unexercised();
                 for check in Check::in_group(Group::Binding) {
-                    self.skip(check, skip::NO_BINDING);
-                }
-            }
-            Baseline::Failed(reason) => {
-                for check in Check::in_group(Group::Binding) {
-                    self.skip(check, reason);
+                    self.not_exercised(check, why, how);
                 }
             }
         }
-        match &baseline {
-            Baseline::Failed(reason) => {
-                for check in Check::in_group(Group::Output).filter(|c| *c != Check::Redaction) {
-                    self.skip(check, reason);
-                }
+        if let Baseline::Failed(why, how) = &baseline {
+            for check in Check::in_group(Group::Output).filter(|c| *c != Check::Redaction) {
+                self.not_exercised(check, why, how);
             }
-            _ => {
-                self.concurrency().await;
-                // The stateless call's output feeds the output checks too.
-                self.protocol_checks(&baseline).await;
-                self.output_checks();
-            }
-        }
-        if let Baseline::Failed(_) = &baseline {
             self.protocol_checks(&baseline).await;
+        } else {
+            self.concurrency().await;
+            // The stateless call's output feeds the output checks too.
+            self.protocol_checks(&baseline).await;
+            self.output_checks(baseline.unexercised().1);
         }
-        self.redaction();
+        self.redaction(baseline.unexercised().1);
         let undecided = undecided.map(|why| self.secrets.redact(&why));
         (self.results, self.revision, undecided)
     }
@@ -282,21 +300,33 @@ pub(super) enum Baseline {
     NoUpstream,
     /// The baseline call succeeded.
     Succeeded,
-    /// It did not: why, the reason every dependent check is skipped with.
-    Failed(String),
+    /// It did not: why, the reason every dependent check is not exercised
+    /// with, and how to exercise them.
+    Failed(String, &'static str),
 }
 
 impl Baseline {
     /// Why the run decides nothing about the upstream checks, when it
     /// does not: the baseline failed through a real upstream's answers
-    /// (`--upstream`, `--cassette`). There the upstream checks are the
-    /// point of the run, and skipping every one of them is no verdict; a
-    /// target checked against the scripted V1 upstream keeps its skips
-    /// (a mapping of another API is told to use a cassette).
+    /// (`--upstream`, `--cassette`), where the upstream checks are the
+    /// point of the run. (Against the scripted V1 upstream the same
+    /// checks are not exercised too, and the run is not established
+    /// either; a mapping of another API is told to use a cassette.)
     fn undecided(&self, scripted: Option<&Scripted>) -> Option<String> {
         match (self, scripted.map(|s| &s.script)) {
-            (Baseline::Failed(reason), Some(Script::Recorded(_))) => Some(reason.clone()),
+            (Baseline::Failed(reason, _), Some(Script::Recorded(_))) => Some(reason.clone()),
             _ => None,
+        }
+    }
+
+    /// Why the checks through the upstream did not run, and how to run
+    /// them (for a baseline that succeeded: how to exercise whatever a
+    /// run still leaves, e.g. a canary that never reached the target).
+    fn unexercised(&self) -> (&str, &'static str) {
+        match self {
+            Baseline::NoUpstream => (skip::NO_BINDING, exercise::STARTED),
+            Baseline::Failed(why, how) => (why, how),
+            Baseline::Succeeded => ("", exercise::ANOTHER_API),
         }
     }
 }

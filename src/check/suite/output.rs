@@ -121,7 +121,7 @@ pub(super) fn describe(secret: &str) -> &'static str {
 
 impl Suite<'_> {
     /// Records the output promises over every success seen.
-    pub(super) fn output_checks(&mut self) {
+    pub(super) fn output_checks(&mut self, how: &'static str) {
         for check in [
             Check::StructuredContent,
             Check::TextSerialization,
@@ -135,7 +135,7 @@ impl Suite<'_> {
                 .map(|(_, p)| p.clone());
             let successes = self.successes;
             if successes == 0 && first.is_none() {
-                self.skip(check, "no call succeeded: no result to judge");
+                self.not_exercised(check, "no call succeeded: no result to judge", how);
                 continue;
             }
             self.record(
@@ -182,7 +182,10 @@ impl Suite<'_> {
         );
     }
 
-    pub(super) fn redaction(&mut self) {
+    /// No canary in any result or stderr; a canary that never reached the
+    /// target proves nothing, so the check names those that did, and is
+    /// not exercised while one did not (`how` says what would send it).
+    pub(super) fn redaction(&mut self, how: &'static str) {
         let mut secrets = vec![
             QUERY_CANARY.to_owned(),
             TOKEN_CANARY.to_owned(),
@@ -191,24 +194,7 @@ impl Suite<'_> {
         if let Some(upstream) = self.upstream {
             secrets.push(upstream.base_url.trim_start_matches("http://").to_owned());
         }
-        let leak = secrets.iter().find_map(|secret| {
-            if self.texts.iter().any(|t| t.contains(secret.as_str())) {
-                Some(format!("a result holds {}", describe(secret)))
-            } else if self.session.stderr_holds(secret) {
-                Some(format!("stderr holds {}", describe(secret)))
-            } else if self
-                .probe_stderr
-                .as_ref()
-                .is_some_and(|(stderr, _)| stderr.holds(secret))
-            {
-                Some(format!(
-                    "stderr of the protocol group's second process holds {}",
-                    describe(secret)
-                ))
-            } else {
-                None
-            }
-        });
+        let leak = secrets.iter().find_map(|secret| self.leak_of(secret));
         let probe_wrote = self
             .probe_stderr
             .as_ref()
@@ -227,9 +213,92 @@ impl Suite<'_> {
             }
             _ => "",
         };
-        self.record(
-            Check::Redaction,
-            leak.map_or_else(|| Ok(format!("{checked} clean{partly}")), Err),
-        );
+        if let Some(leak) = leak {
+            self.record(Check::Redaction, Err(leak));
+            return;
+        }
+        let (reached, missed) = self.canaries_reached();
+        let clean = format!("{checked} clean of {}", words(&reached));
+        if missed.is_empty() {
+            let each = if reached.len() == 1 {
+                ""
+            } else {
+                ", each of which"
+            };
+            let reason = format!("{clean}{each} reached the target{partly}");
+            self.record(Check::Redaction, Ok(reason));
+        } else {
+            let why = format!(
+                "{clean}, which reached the target; {} never did, so nothing shows {} would be kept out{partly}",
+                words(&missed),
+                if missed.len() == 1 { "it" } else { "they" }
+            );
+            self.not_exercised(Check::Redaction, &why, how);
+        }
+    }
+
+    /// Where `secret` shows, if anywhere.
+    fn leak_of(&self, secret: &str) -> Option<String> {
+        if self.texts.iter().any(|t| t.contains(secret)) {
+            Some(format!("a result holds {}", describe(secret)))
+        } else if self.session.stderr_holds(secret) {
+            Some(format!("stderr holds {}", describe(secret)))
+        } else if self
+            .probe_stderr
+            .as_ref()
+            .is_some_and(|(stderr, _)| stderr.holds(secret))
+        {
+            Some(format!(
+                "stderr of the protocol group's second process holds {}",
+                describe(secret)
+            ))
+        } else {
+            None
+        }
+    }
+
+    /// The canaries that reached the target, and those that never did, by
+    /// what ecp saw: the query in every call; the token in a request to
+    /// ecp's upstream (in any form the secret rule reads: a header, the
+    /// URL, the body, base64 of a Basic pair); the endpoint when the
+    /// target called it; the upstream body when a fault that carries it
+    /// was served. A server that keeps its own endpoint and credential (in
+    /// a file of its own) never gets ecp's.
+    fn canaries_reached(&self) -> (Vec<&'static str>, Vec<&'static str>) {
+        let requests = self.upstream.map(Upstream::requests).unwrap_or_default();
+        let token = crate::check::secret::Secrets::new([TOKEN_CANARY]);
+        let carries_token = |r: &SeenRequest| {
+            token.holds(&r.path)
+                || token.holds(&r.body)
+                || r.headers.iter().any(|(_, value)| token.holds(value))
+        };
+        let body_faults = [
+            Check::FaultRateLimit,
+            Check::FaultServerError,
+            Check::FaultMalformed,
+            Check::FaultInvalidUtf8,
+        ];
+        let served_body = |r: &SeenRequest| {
+            r.marker()
+                .is_some_and(|(m, _)| body_faults.iter().any(|c| c.id() == m))
+        };
+        let canaries = [
+            (describe(QUERY_CANARY), true),
+            (describe(TOKEN_CANARY), requests.iter().any(carries_token)),
+            ("the endpoint", !requests.is_empty()),
+            (describe(BODY_CANARY), requests.iter().any(served_body)),
+        ];
+        let reached = canaries.iter().filter(|(_, r)| *r).map(|(c, _)| *c);
+        let missed = canaries.iter().filter(|(_, r)| !*r).map(|(c, _)| *c);
+        (reached.collect(), missed.collect())
+    }
+}
+
+/// "a", "a and b", "a, b and c".
+fn words(items: &[&str]) -> String {
+    match items {
+        [] => "nothing".to_owned(),
+        [one] => (*one).to_owned(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
     }
 }

@@ -4,7 +4,7 @@
 //! ([`crate::check::probe`]) with raw requests. A target that does not
 //! speak 2026-07-28 (its `server/discover` is an unknown method, or it does
 //! not list the revision) is judged by the revision its `initialize`
-//! negotiated: these checks are skipped, saying which.
+//! negotiated: these checks are not applicable, saying which.
 
 use super::*;
 use crate::check::probe::{Answer, Probe, ProbeTarget};
@@ -131,7 +131,7 @@ impl Suite<'_> {
     pub(super) async fn protocol(&mut self, target: Option<&ProbeTarget>, query: &str) {
         let Some(target) = target else {
             for check in Check::in_group(Group::Protocol) {
-                self.skip(check, "no second channel to the target");
+                self.not_exercised(check, "no second channel to the target", exercise::STARTED);
             }
             return;
         };
@@ -140,7 +140,7 @@ impl Suite<'_> {
             Err(why) => {
                 self.record(Check::Discover, Err(why.clone()));
                 for check in Check::in_group(Group::Protocol).skip(1) {
-                    self.skip(check, &why);
+                    self.not_exercised(check, &why, exercise::DISCOVER);
                 }
                 return;
             }
@@ -166,14 +166,14 @@ impl Suite<'_> {
                 let reason =
                     format!("the target speaks {handshake} (initialize), not {STATELESS}: {why}");
                 for check in Check::in_group(Group::Protocol) {
-                    self.skip(check, &reason);
+                    self.not_applicable(check, &reason);
                 }
                 return;
             }
             Discovered::Broken(why) => {
                 self.record(Check::Discover, Err(why.clone()));
                 for check in Check::in_group(Group::Protocol).skip(1) {
-                    self.skip(check, "server/discover failed");
+                    self.not_exercised(check, "server/discover failed", exercise::DISCOVER);
                 }
                 return;
             }
@@ -204,7 +204,7 @@ impl Suite<'_> {
             let headers = standard_headers(probe).await;
             self.record(Check::HttpHeaders, headers);
         } else {
-            self.skip(Check::HttpHeaders, "stdio carries no headers");
+            self.not_applicable(Check::HttpHeaders, skip::STDIO);
         }
     }
 
@@ -288,7 +288,7 @@ impl Suite<'_> {
                         let said = output::text_of(&result).unwrap_or("(no single text block)");
                         let reason =
                             format!("the call answered isError ({said}): no envelope to judge");
-                        self.skip(Check::StatelessCall, &reason);
+                        self.not_exercised(Check::StatelessCall, &reason, self.to_exercise);
                         return;
                     }
                     Ok(_) => match self.output_problems.get(before..).unwrap_or_default() {
