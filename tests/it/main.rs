@@ -5,6 +5,7 @@ mod channels;
 mod check;
 mod ci_tools;
 mod cli;
+mod config_file;
 mod contracts;
 mod deploy;
 mod doctor;
