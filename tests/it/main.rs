@@ -21,6 +21,7 @@ mod lint;
 mod local_ts;
 mod managed;
 mod mcp;
+mod mem0_lint;
 mod new;
 #[path = "../support/nginx.rs"]
 mod nginx;
