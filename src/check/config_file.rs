@@ -101,7 +101,20 @@ impl ConfigFile {
                 "give the configuration file the target reads (a regular file)",
             )
         })?;
-        let document = crate::json::parse_value(&text).map_err(|e| {
+        let source = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+        Self::from_text(var, &source, &text, pointer, token_env)
+    }
+
+    /// The file `source` named by `var`, from its text.
+    pub fn from_text(
+        var: &str,
+        source: &Path,
+        text: &str,
+        pointer: Option<&str>,
+        token_env: Option<&str>,
+    ) -> Result<ConfigFile, String> {
+        let path = source;
+        let document = crate::json::parse_value(text).map_err(|e| {
             refusal(
                 format!(
                     "--config-file {var}: {} is not JSON: {}",
@@ -111,11 +124,13 @@ impl ConfigFile {
                 &format!("`ecp lint {}` shows where", path.display()),
             )
         })?;
-        let source = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
-        let (shape, credential_env) = locate(var, &source, &document, pointer, token_env)?;
+        let (shape, credential_env) = locate(var, source, &document, pointer, token_env)?;
+        if shape == Shape::QwenInstance {
+            lint_first_error(var, source, text)?;
+        }
         Ok(ConfigFile {
             var: var.to_owned(),
-            source,
+            source: source.to_owned(),
             credential_env,
             shape,
             document,
@@ -125,25 +140,7 @@ impl ConfigFile {
     /// Writes the copy pointed at `base_url` into `folder` and returns its
     /// path.
     pub fn write_copy(&self, folder: &Path, base_url: &str) -> Result<PathBuf, String> {
-        let mut copy = self.document.clone();
-        match &self.shape {
-            Shape::QwenInstance => {
-                let url = url::Url::parse(base_url)
-                    .map_err(|e| format!("the upstream {base_url} is not a URL: {e}"))?;
-                let origin = url.origin().ascii_serialization();
-                let base_path = url.path().trim_end_matches('/').to_owned();
-                let endpoint = &mut copy["endpoint"];
-                endpoint["origin"] = Value::String(origin);
-                endpoint["basePath"] = Value::String(base_path);
-                // ecp's upstream is plain HTTP on loopback.
-                endpoint["allowInsecureHttp"] = Value::Bool(url.scheme() == "http");
-            }
-            Shape::Pointer(pointer) => {
-                if let Some(slot) = copy.pointer_mut(pointer) {
-                    *slot = Value::String(base_url.to_owned());
-                }
-            }
-        }
+        let copy = self.pointed_copy(base_url)?;
         let name = self.source.file_name().map_or_else(
             || "config.json".into(),
             |n| n.to_string_lossy().into_owned(),
@@ -153,6 +150,71 @@ impl ConfigFile {
         std::fs::write(&path, text)
             .map_err(|e| format!("cannot write the copy of {}: {e}", self.source.display()))?;
         Ok(path)
+    }
+
+    /// The document with its endpoint replaced by `base_url`.
+    pub fn pointed_copy(&self, base_url: &str) -> Result<Value, String> {
+        let mut copy = self.document.clone();
+        match &self.shape {
+            Shape::QwenInstance => {
+                let url = url::Url::parse(base_url)
+                    .map_err(|e| format!("the upstream {base_url} is not a URL: {e}"))?;
+                let origin = url.origin().ascii_serialization();
+                let base_path = url.path().trim_end_matches('/').to_owned();
+                if let Some(endpoint) = copy.get_mut("endpoint").and_then(Value::as_object_mut) {
+                    endpoint.insert("origin".into(), Value::String(origin));
+                    endpoint.insert("basePath".into(), Value::String(base_path));
+                    // ecp's upstream is plain HTTP on loopback.
+                    endpoint.insert(
+                        "allowInsecureHttp".into(),
+                        Value::Bool(url.scheme() == "http"),
+                    );
+                }
+            }
+            Shape::Pointer(pointer) => {
+                if let Some(slot) = copy.pointer_mut(pointer) {
+                    *slot = Value::String(base_url.to_owned());
+                }
+            }
+        }
+        Ok(copy)
+    }
+}
+
+/// Refuses a Qwen InstanceConfig `ecp lint` finds an error in (the
+/// provider would not start with it): the first error, and where to see
+/// them all.
+fn lint_first_error(var: &str, source: &Path, text: &str) -> Result<(), String> {
+    use crate::lint::{Report, Severity, json, mem0};
+    let Ok(root) = json::parse(text) else {
+        return Ok(());
+    };
+    let Some(kind) = mem0::recognise(&root) else {
+        return Ok(());
+    };
+    let mut report = Report::default();
+    mem0::lint(
+        &source.display().to_string(),
+        text,
+        &root,
+        kind,
+        &mut report,
+    );
+    match report
+        .findings
+        .iter()
+        .find(|f| f.severity == Severity::Error)
+    {
+        Some(finding) => Err(refusal(
+            format!(
+                "--config-file {var}: {}: {} [{}]; Qwen's provider would not start with it",
+                source.display(),
+                finding.message,
+                finding.rule
+            ),
+            &format!("`ecp lint {}` shows every finding", source.display()),
+        )),
+        None => Ok(()),
     }
 }
 

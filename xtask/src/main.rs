@@ -679,6 +679,7 @@ const FUZZ_TARGETS: &[&str] = &[
     "check_replay",
     "lint_clients",
     "qwen_files",
+    "mem0_config",
 ];
 
 /// cargo fuzz's sanitizer, the same for the build and its runs (another
