@@ -11,6 +11,7 @@ pub mod jwt;
 pub mod lint_archive;
 pub mod lint_clients;
 pub mod lint_manifest;
+pub mod mem0_config;
 pub mod outside_text;
 pub mod provenance;
 pub mod qwen_files;
@@ -20,7 +21,7 @@ pub mod release_assets;
 pub type Body = fn(&[u8]);
 
 /// Each target by its name (the folder of its seeds).
-pub const TARGETS: [(&str, Body); 13] = [
+pub const TARGETS: [(&str, Body); 14] = [
     ("check_replay", check_replay::run),
     ("declared_pattern", declared_pattern::run),
     ("http_body", http_body::run),
@@ -30,6 +31,7 @@ pub const TARGETS: [(&str, Body); 13] = [
     ("lint_archive", lint_archive::run),
     ("lint_clients", lint_clients::run),
     ("lint_manifest", lint_manifest::run),
+    ("mem0_config", mem0_config::run),
     ("outside_text", outside_text::run),
     ("provenance", provenance::run),
     ("qwen_files", qwen_files::run),

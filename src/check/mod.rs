@@ -33,6 +33,7 @@
 pub mod canary;
 pub mod cassette;
 pub mod catalogue;
+pub mod config_file;
 pub mod embedded;
 pub mod lines;
 pub mod mutate;
@@ -82,6 +83,10 @@ pub struct CheckSettings {
     pub token_env: Option<String>,
     /// For a URL target: a bearer token for the MCP endpoint itself.
     pub bearer: Option<String>,
+    /// A configuration file that carries the target's endpoint
+    /// (`--config-file`); a Qwen InstanceConfig a manifest names is found
+    /// without it.
+    pub config_file: Option<config_file::ConfigFile>,
     /// Which upstream the target is pointed at.
     pub upstream: UpstreamSource,
     /// Seeds the hostile answers.
@@ -247,7 +252,17 @@ fn resolve(
                     if let Some(note) = &launch.note {
                         eprintln!("{note}");
                     }
-                    if endpoint.is_some() {
+                    if let Some(endpoint) = endpoint {
+                        let config = match &settings.config_file {
+                            Some(config) => Some(config.clone()),
+                            None => {
+                                target::qwen_config_of(&launch).map_err(CheckError::Settings)?
+                            }
+                        };
+                        if let Some(config) = config {
+                            target::point_config(&mut launch, &config, endpoint)
+                                .map_err(CheckError::Settings)?;
+                        }
                         target::reach_loopback_directly(&mut launch.env);
                     }
                     Ok(Reach::Spawn(launch))
@@ -272,25 +287,35 @@ fn resolve(
                     .unwrap_or_else(|| DEFAULT_BASE_URL_ENV.into()),
                 token: (settings.token_env.clone()).unwrap_or_else(|| DEFAULT_TOKEN_ENV.into()),
             };
-            let mut env = BTreeMap::new();
-            if let Some((base_url, token)) = endpoint {
-                env.insert(binding.base_url.clone(), base_url.to_owned());
-                if let Some(token) = token {
-                    env.insert(binding.token.clone(), token.to_owned());
-                }
-                target::reach_loopback_directly(&mut env);
-            }
-            Ok(Reach::Spawn(Launch {
+            let mut launch = Launch {
                 program: program.clone(),
                 note: None,
                 args: args.to_vec(),
                 cwd: None,
-                env,
+                env: BTreeMap::new(),
                 call_timeout,
                 include_tools: None,
-                binding: Some(binding),
+                binding: Some(binding.clone()),
                 _extracted: None,
-            }))
+                scratch: None,
+            };
+            match (endpoint, &settings.config_file) {
+                (Some(endpoint), Some(config)) => {
+                    target::point_config(&mut launch, config, endpoint)
+                        .map_err(CheckError::Settings)?;
+                }
+                (Some((base_url, token)), None) => {
+                    launch.env.insert(binding.base_url, base_url.to_owned());
+                    if let Some(token) = token {
+                        launch.env.insert(binding.token, token.to_owned());
+                    }
+                }
+                (None, _) => {}
+            }
+            if endpoint.is_some() {
+                target::reach_loopback_directly(&mut launch.env);
+            }
+            Ok(Reach::Spawn(launch))
         }
         Target::Url(url) => Ok(Reach::Http {
             url: url.clone(),
@@ -388,7 +413,7 @@ async fn record(
     let Some(binding) = opened.binding.clone() else {
         opened.session.close().await;
         return Err(CheckError::Settings(
-            "--upstream needs a target that takes its endpoint from a *_BASE_URL variable (a local extension, or -- CMD with --base-url-env)".into(),
+            "--upstream needs a target that takes its endpoint from a *_BASE_URL variable (a local extension, or -- CMD with --base-url-env) or from a configuration file (--config-file VAR=PATH)".into(),
         ));
     };
     let secret = opened

@@ -69,6 +69,9 @@ pub struct Launch {
     pub binding: Option<BindingEnv>,
     /// Keeps an extracted archive alive for the run.
     pub _extracted: Option<Arc<tempfile::TempDir>>,
+    /// Keeps the copy of a configuration file pointed at ecp's upstream
+    /// ([`super::config_file`]) alive for the run.
+    pub scratch: Option<Arc<tempfile::TempDir>>,
 }
 
 impl Launch {
@@ -226,6 +229,7 @@ pub fn from_extension(
         include_tools,
         binding,
         _extracted: extracted,
+        scratch: None,
     }))
 }
 
@@ -318,6 +322,56 @@ fn entry_in_source_folder(
         ));
     }
     Ok((program, None))
+}
+
+/// Points `launch` at `endpoint` through a copy of `config`: the copy is
+/// written into a scratch folder the launch keeps, the file's variable
+/// names the copy, the credential variable gets the token when one is
+/// given, and those two variables become the launch's binding.
+pub fn point_config(
+    launch: &mut Launch,
+    config: &super::config_file::ConfigFile,
+    endpoint: (&str, Option<&str>),
+) -> Result<(), String> {
+    let scratch = tempfile::Builder::new()
+        .prefix("ecp-config-")
+        .tempdir()
+        .map_err(|e| format!("cannot make a temporary folder: {e}"))?;
+    let copy = config.write_copy(scratch.path(), endpoint.0)?;
+    launch
+        .env
+        .insert(config.var.clone(), copy.to_string_lossy().into_owned());
+    if let Some(token) = endpoint.1 {
+        launch
+            .env
+            .insert(config.credential_env.clone(), token.to_owned());
+    }
+    launch.binding = Some(BindingEnv {
+        base_url: config.var.clone(),
+        token: config.credential_env.clone(),
+    });
+    launch.scratch = Some(Arc::new(scratch));
+    Ok(())
+}
+
+/// The Qwen InstanceConfig a manifest-started server reads: the one its
+/// manifest's `env` names in `QWEN_EXTERNAL_CONTEXT_MEM0_CONFIG`, or, for
+/// a server with no endpoint variable of its own (Qwen's own provider
+/// passes none; it inherits Qwen's environment), the one ecp's own
+/// environment names.
+pub fn qwen_config_of(launch: &Launch) -> Result<Option<super::config_file::ConfigFile>, String> {
+    use super::config_file::{ConfigFile, QWEN_MEM0_CONFIG_ENV};
+    let path = match launch.env.get(QWEN_MEM0_CONFIG_ENV) {
+        Some(path) => Some(path.clone()),
+        None if launch.binding.is_none() => std::env::var(QWEN_MEM0_CONFIG_ENV).ok(),
+        None => None,
+    };
+    match path {
+        Some(path) if !path.trim().is_empty() && !path.starts_with("${") => {
+            ConfigFile::read(QWEN_MEM0_CONFIG_ENV, Path::new(&path), None, None).map(Some)
+        }
+        _ => Ok(None),
+    }
 }
 
 /// The loopback names the scripted upstream is reached by.

@@ -24,8 +24,17 @@ fn settings(path: Option<PathBuf>, args: &TargetArgs) -> Result<CheckSettings, S
         })?),
         _ => None,
     };
+    let config_file = match &args.config_file {
+        Some(spec) => Some(check::config_file::ConfigFile::open(
+            spec,
+            args.endpoint_pointer.as_deref(),
+            args.token_env.as_deref(),
+        )?),
+        None => None,
+    };
     Ok(CheckSettings {
         target,
+        config_file,
         base_url_env: args.base_url_env.clone(),
         token_env: args.token_env.clone(),
         bearer,

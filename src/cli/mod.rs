@@ -348,6 +348,18 @@ pub struct TargetArgs {
     #[arg(long, value_name = "NAME")]
     pub token_env: Option<String>,
 
+    /// A target that reads its endpoint from a configuration file: VAR
+    /// names the file (a Qwen InstanceConfig for
+    /// QWEN_EXTERNAL_CONTEXT_MEM0_CONFIG); the target gets a copy pointed at
+    /// ecp's upstream
+    #[arg(long, value_name = "VAR=PATH", conflicts_with = "url")]
+    pub config_file: Option<String>,
+
+    /// With --config-file: the JSON pointer of the endpoint URL in a file
+    /// that is not a Qwen InstanceConfig (e.g. /endpoint/url)
+    #[arg(long, value_name = "POINTER", requires = "config_file")]
+    pub endpoint_pointer: Option<String>,
+
     /// Any stdio MCP server: the program and its arguments, after `--`
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,

@@ -14,6 +14,7 @@ pub mod bundle;
 /// The one JSON reader (moved below the commands; this path stays).
 pub use crate::json;
 pub mod manifest;
+pub mod mem0;
 pub mod paths;
 pub mod release;
 pub mod report;
@@ -378,6 +379,8 @@ pub fn lint_path_with(
             tag_rule(&display(&path.join(MANIFEST)), tag, &found, &mut report);
         }
         facts = Some(found);
+    } else if let Some((text, root, kind)) = mem0_file(path, name, &metadata)? {
+        mem0::lint(&display(path), &text, &root, kind, &mut report);
     } else {
         let text = read(path, None)?;
         let found = lint_manifest_text(&display(path), &text, &mut report)?;
@@ -390,6 +393,23 @@ pub fn lint_path_with(
     }
     report.sort();
     Ok((report, facts))
+}
+
+/// A file given on its own that is one of Qwen's Mem0 provider files
+/// (recognised by its shape, [`mem0::recognise`]), read and parsed.
+fn mem0_file(
+    path: &Path,
+    name: &str,
+    metadata: &std::fs::Metadata,
+) -> Result<Option<(String, json::Node, mem0::Kind)>, LintError> {
+    if name == MANIFEST || !metadata.is_file() {
+        return Ok(None);
+    }
+    let text = read(path, None)?;
+    let Ok(root) = json::parse(&text) else {
+        return Ok(None);
+    };
+    Ok(mem0::recognise(&root).map(|kind| (text, root, kind)))
 }
 
 /// The folder a file given on its own sits in: `.` for a bare file name

@@ -351,6 +351,56 @@ literal secret. `ecp package --registry NAME` writes it.";
 no dependencies: the bundle must be self-contained and `package.json` lists none. Install scripts \
 (`preinstall`, `install`, `postinstall`, `prepare`) run for whoever installs the package with npm. \
 `ecp package --npm` writes such a package.";
+    Mem0Read = "mem0-read", Error,
+        "Qwen's Mem0 provider cannot read this configuration file: over 64 KiB, or a byte-order mark",
+        "`@qwen-code/external-context-mem0` reads its InstanceConfig and DialectV1 files with a 64 KiB \
+cap and `JSON.parse` on the UTF-8 text: a larger file, or one starting with a byte-order mark (which \
+`JSON.parse` does not skip), stops the provider at startup with `configuration is invalid`. Save the \
+file as plain UTF-8 JSON under 64 KiB.";
+    Mem0Schema = "mem0-schema", Error,
+        "a Mem0 InstanceConfig or DialectV1 file does not validate against Qwen's published schema",
+        "The provider validates `schemaVersion: 2` (on-demand), `schemaVersion: 3` (Auto Recall) and \
+`dialectVersion: 1` files against its published draft-07 schemas (vendored in ecp, \
+`contracts/qwen-mem0/`) and refuses any file they refuse: extra fields (even `$schema`), missing \
+ones, a `timeoutMs` outside 100-30000 (v2) or 100-5000 (v3), a `credentialEnv` that is not an \
+upper-case variable name, values outside the dialect's closed enums. ecp recognises these files by \
+their `schemaVersion` (with `dialectPath`, `endpoint` or `credentialEnv`) or `dialectVersion` field.";
+    Mem0Endpoint = "mem0-endpoint", Error,
+        "the InstanceConfig's endpoint.origin is not an https origin the provider accepts",
+        "`endpoint.origin` holds only a scheme and authority: no user info, query, fragment or path \
+(a shared prefix goes in `endpoint.basePath`). It must be https, or http with \
+`allowInsecureHttp: true`; anything else stops the provider with `endpoint is invalid`.";
+    Mem0InsecureHttp = "mem0-insecure-http", Warning,
+        "the Mem0 endpoint is plain http to a host that is not loopback or a private address",
+        "With `allowInsecureHttp: true` the provider sends the credential over plain HTTP to any host. \
+Qwen's README allows it only for a trusted private-network endpoint and never over public HTTP. \
+Use https, or an address on loopback or a private network.";
+    Mem0Path = "mem0-path", Error,
+        "endpoint.basePath or the dialect's search.path is not a static path the provider accepts",
+        "Both paths are static: they start with `/` (basePath may also be empty) and hold no `//`, `?`, \
+`#`, backslash, `%`, control character, or `.`/`..` segment. Otherwise the provider stops with \
+`path is invalid`.";
+    Mem0DialectPath = "mem0-dialect-path", Error,
+        "the InstanceConfig's dialectPath is not an absolute path",
+        "The provider reads `dialectPath` only as an absolute local path: it is not resolved against \
+the instance file, expanded from variables or loaded from a URL. A relative one stops it with \
+`dialect path must be absolute`.";
+    Mem0DialectGet = "mem0-dialect-get", Error,
+        "a GET dialect places the query or a scope value in a JSON body",
+        "A `GET` search has no body: `queryLocation`, `userIdLocation`, `agentIdLocation` and \
+`appIdLocation` must be `query` (or `omit` for a scope). The provider refuses the dialect \
+otherwise (`dialect is invalid`).";
+    Mem0Scope = "mem0-scope", Error,
+        "the instance's scope does not match the dialect's scope locations",
+        "Every dialect scope location other than `omit` needs that value (`userId`, `agentId`, `appId`) \
+in the instance's `scope`, and every `omit` needs it absent. ecp checks this when the dialect file \
+named by `dialectPath` is readable where lint runs; the provider refuses a mismatch at startup \
+(`scope is invalid`).";
+    Mem0RepositoryRoot = "mem0-repository-root", Error,
+        "a v3 InstanceConfig's autoRecall.repositoryRoot is not an absolute folder below a filesystem root",
+        "The Auto Recall hook runs only in `autoRecall.repositoryRoot` and below; the provider refuses \
+a relative path or a filesystem root (`/`, `C:\\`). Whether the folder exists is checked on the \
+host that runs Qwen, not here.";
     ReleaseVersion = "release-version", Error,
         "the release tag, the manifest `version` and the archives must agree",
         "Qwen decides updates of a GitHub install by comparing the release's `tag_name` with \

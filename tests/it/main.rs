@@ -5,6 +5,7 @@ mod channels;
 mod check;
 mod ci_tools;
 mod cli;
+mod config_file;
 mod contracts;
 mod deploy;
 mod doctor;
@@ -20,6 +21,7 @@ mod lint;
 mod local_ts;
 mod managed;
 mod mcp;
+mod mem0_lint;
 mod new;
 #[path = "../support/nginx.rs"]
 mod nginx;

@@ -29,6 +29,17 @@ token is optional (sent as a bearer when set; `--token-in-query NAME` sends
 it as the query parameter NAME instead, form-encoded as `urlencode` writes
 it, so that `+`, `/` and `=` travel as `%2B`, `%2F` and `%3D`).
 
+`--api mem0` reads its endpoint as Qwen's own provider
+(`@qwen-code/external-context-mem0`) does, from administrator files only:
+the InstanceConfig (schemaVersion 2) whose absolute path is in
+`QWEN_EXTERNAL_CONTEXT_MEM0_CONFIG`, the DialectV1 file its absolute
+`dialectPath` names (each at most 64 KiB), the credential from the
+variable `credentialEnv` names; https, or http with `allowInsecureHttp`;
+the request (method, path under `endpoint.basePath`, query and scope
+placement, limit, threshold, rerank, auth header) and the response
+fields as the dialect says; the instance's `timeoutMs` as its budget.
+Without a usable file it exits before the handshake, as the package does.
+
 `--defect NAME` breaks one promise, for the tests that prove ecp check
 names it: accepts-2001, extra-item-properties, destructive, extra-hint,
 extra-tool, float-in-text; and for a mapping's upstream: retry (a failed
@@ -334,7 +345,116 @@ class Failed(Exception):
     pass
 
 
+MEM0 = None
+AUTH = ("authorization", "Bearer %s")
+
+
+def mem0_file(path):
+    if not os.path.isabs(path):
+        raise ValueError("not absolute")
+    with open(path, "rb") as f:
+        data = f.read(64 * 1024 + 1)
+    if len(data) > 64 * 1024:
+        raise ValueError("too large")
+    return json.loads(data.decode("utf-8"))
+
+
+def mem0_config():
+    """The InstanceConfig and dialect as Qwen's provider reads them."""
+    global MEM0, AUTH, BUDGET_SECONDS
+    try:
+        instance = mem0_file(os.environ.get("QWEN_EXTERNAL_CONTEXT_MEM0_CONFIG", ""))
+        dialect = mem0_file(instance["dialectPath"])
+        endpoint = instance["endpoint"]
+        origin = urllib.parse.urlsplit(endpoint["origin"])
+        secure = origin.scheme == "https" or (origin.scheme == "http" and endpoint.get("allowInsecureHttp") is True)
+        if not secure or origin.username or origin.query or origin.fragment or origin.path not in ("", "/"):
+            raise ValueError("endpoint")
+        search = dialect["search"]
+        locations = [search["queryLocation"], search["userIdLocation"], search["agentIdLocation"], search["appIdLocation"]]
+        if search["method"] == "GET" and any(l.startswith("json") for l in locations):
+            raise ValueError("dialect")
+        for key, location in (("userId", "userIdLocation"), ("agentId", "agentIdLocation"), ("appId", "appIdLocation")):
+            if (search[location] == "omit") != (key not in instance["scope"]):
+                raise ValueError("scope")
+        name = instance["credentialEnv"]
+        token = os.environ.get(name, "")
+        if not token.strip() or token.strip() == "${%s}" % name:
+            raise ValueError("credential")
+        base = "%s://%s%s" % (origin.scheme, origin.netloc, endpoint.get("basePath", "").rstrip("/"))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        sys.stderr.write("configuration: the Mem0 instance configuration is unavailable or invalid\n")
+        sys.exit(1)
+    AUTH = {
+        "authorization-token": ("authorization", "Token %s"),
+        "authorization-bearer": ("authorization", "Bearer %s"),
+        "x-api-key": ("x-api-key", "%s"),
+    }[dialect["auth"]]
+    BUDGET_SECONDS = instance["timeoutMs"] / 1000.0
+    MEM0 = (instance, dialect)
+    return urllib.parse.urlsplit(base), token
+
+
+def fetch_mem0(base, token, query, call, deadline):
+    """The dialect's search request."""
+    instance, dialect = MEM0
+    search = dialect["search"]
+    size = 6 if DEFECT == "six-items" else LIMIT
+    pairs, body = [], {}
+
+    def place(location, name, value):
+        if location == "query":
+            pairs.append((name, value))
+        elif location == "json":
+            body[name] = value
+        elif location == "json.filters":
+            body.setdefault("filters", {})[name] = value
+
+    place(search["queryLocation"], "query", query)
+    for key, location, name in (("userId", "userIdLocation", "user_id"), ("agentId", "agentIdLocation", "agent_id"), ("appId", "appIdLocation", "app_id")):
+        place(search[location], name, instance["scope"].get(key))
+    extra = [(n, v) for n, v in ((search["limitField"], size), ("threshold", search.get("threshold")), ("rerank", search.get("rerank"))) if n != "omit" and v is not None]
+    for name, value in extra:
+        if search["method"] == "GET":
+            pairs.append((name, str(value).lower() if isinstance(value, bool) else str(value)))
+        else:
+            body[name] = value
+    target = "%s://%s%s%s" % (base.scheme, base.netloc, base.path, search["path"])
+    if pairs:
+        target += "?" + urllib.parse.urlencode(pairs)
+    payload = json.dumps(body, ensure_ascii=False).encode("utf-8") if search["method"] == "POST" else None
+    return send_once(call, deadline, search["method"], target, token, payload)
+
+
+def parse_mem0(body):
+    """The dialect's response fields as provider items."""
+    response = MEM0[1]["response"]
+    document = parse_document(body)
+    if response["collection"] == "root-array":
+        rows = document
+    else:
+        rows = document.get("results") if isinstance(document, dict) else None
+    if not isinstance(rows, list):
+        raise Failed()
+    items = []
+    for row in rows:
+        if not isinstance(row, dict):
+            continue
+        item = {}
+        for source, key in ((response["idField"], "id"), (response["contentField"], "content"), (response["titleField"], "title"), (response["uriField"], "uri"), (response["updatedAtField"], "updatedAt")):
+            if source != "omit" and isinstance(row.get(source), str) and row[source]:
+                item[key] = row[source]
+        score = row.get(response["scoreField"]) if response["scoreField"] != "omit" else None
+        if isinstance(score, (int, float)) and not isinstance(score, bool) and math.isfinite(score):
+            item["score"] = score
+        if item.get("id") and item.get("content"):
+            items.append(item)
+    return kept(items)
+
+
 def config():
+    if API == "mem0":
+        return mem0_config()
     base = os.environ.get("PROVIDER_CONTEXT_BASE_URL", "")
     token = os.environ.get("PROVIDER_CONTEXT_TOKEN", "")
     if token == "${PROVIDER_CONTEXT_TOKEN}":
@@ -414,7 +534,7 @@ def exchange(call, deadline, method, target, token, body=None, hops=0):
     connection, request_target, headers = connect(url, remaining)
     headers["accept"] = "application/json"
     if token:
-        headers["authorization"] = "Bearer " + token
+        headers[AUTH[0]] = AUTH[1] % token
     if body is not None:
         headers["content-type"] = "application/json"
     call.attach(connection)
@@ -641,7 +761,9 @@ def tool_call(request_id, params, base, token, stateless=False):
 
         def work():
             try:
-                if API == "datasette":
+                if API == "mem0":
+                    outcome["items"] = parse_mem0(fetch_mem0(base, token, query, call, deadline))
+                elif API == "datasette":
                     outcome["items"] = parse_datasette(fetch_datasette(base, token, query, call, deadline))
                 else:
                     outcome["items"] = parse_items(fetch(base, token, query, call, deadline))
@@ -778,7 +900,7 @@ def main():
             DEFECT = args.pop(0)
         elif flag == "--schemas" and args:
             SCHEMAS = args.pop(0)
-        elif flag == "--api" and args and args[0] in ("v1", "datasette"):
+        elif flag == "--api" and args and args[0] in ("v1", "datasette", "mem0"):
             API = args.pop(0)
         elif flag == "--database" and args:
             DATABASE = args.pop(0)
@@ -792,7 +914,7 @@ def main():
             LISTEN = int(args.pop(0))
         else:
             sys.stderr.write(
-                "usage: profile_server.py [--defect NAME] [--schemas own|qwen] [--api v1|datasette]"
+                "usage: profile_server.py [--defect NAME] [--schemas own|qwen] [--api v1|datasette|mem0]"
                 " [--database NAME] [--table NAME] [--token-in-query NAME] [--stateless] [--listen PORT]\n"
             )
             sys.exit(2)

@@ -680,6 +680,7 @@ const FUZZ_TARGETS: &[&str] = &[
     "lint_clients",
     "qwen_files",
     "declared_pattern",
+    "mem0_config",
 ];
 
 /// cargo fuzz's sanitizer, the same for the build and its runs (another
