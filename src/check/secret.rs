@@ -531,11 +531,14 @@ mod tests {
 
     #[test]
     fn spans_stay_on_character_boundaries() {
-        let rule = Secrets::new(["é"]);
+        let rule = Secrets::new(["éé"]);
         // The secret's bytes percent-encoded next to multi-byte characters.
-        assert_eq!(rule.redact("ü%C3%A9ü"), format!("ü{REDACTED}ü"));
-        assert_eq!(rule.redact(r"\u00e9ü"), format!("{REDACTED}ü"));
-        assert_eq!(Secrets::new(["\u{a9}"]).redact("\u{e9}"), "\u{e9}");
+        assert_eq!(rule.redact("ü%C3%A9%C3%A9ü"), format!("ü{REDACTED}ü"));
+        assert_eq!(rule.redact(r"\u00e9\u00E9ü"), format!("{REDACTED}ü"));
+        assert_eq!(
+            Secrets::new(["\u{a9}\u{a9}"]).redact("\u{e9}\u{e9}"),
+            "\u{e9}\u{e9}"
+        );
     }
 
     #[test]
