@@ -110,12 +110,8 @@ pub(super) fn preflight(
         return Ok(outputs);
     }
     let (manifest, project) = source(folder)?;
-    let native = facts
-        .entry_point
-        .as_ref()
-        .is_some_and(|e| e.kind == lint::manifest::EntryKind::Native);
     if let Some(explicit) = &settings.channels.npm {
-        if native {
+        if is_native(facts) {
             return Err(refused(
                 "an npm package installs on every platform, and this extension's dist/main is built for one: publish its GitHub release archives (ecp package without --npm); --npm is for a TypeScript or a remote extension",
             ));
@@ -202,12 +198,8 @@ pub(super) fn check_arguments(settings: &PackageSettings) -> Result<(), PackageE
         })
     };
     let local = facts.entry_point.is_some();
-    let native = facts
-        .entry_point
-        .as_ref()
-        .is_some_and(|e| e.kind == lint::manifest::EntryKind::Native);
     if let Some(explicit) = &settings.channels.npm {
-        if native {
+        if is_native(&facts) {
             return refuse(
                 "--npm: an npm package installs on every platform, and this extension's dist/main is built for one",
                 "publish its GitHub release archives (ecp package without --npm); --npm is for a TypeScript or a remote extension",
@@ -248,6 +240,14 @@ pub(super) fn check_arguments(settings: &PackageSettings) -> Result<(), PackageE
         }
     }
     Ok(())
+}
+
+/// Whether the manifest's entry point is a native `dist/main`.
+fn is_native(facts: &lint::manifest::ManifestFacts) -> bool {
+    facts
+        .entry_point
+        .as_ref()
+        .is_some_and(|e| e.kind == lint::manifest::EntryKind::Native)
 }
 
 /// Whether the folder has an MCP Bundle manifest.

@@ -8,7 +8,8 @@
 //! JavaScript's `\s` is not Rust's: it holds U+FEFF (so a file that starts
 //! with a byte order mark keeps its first line: `^\s*` eats the mark) and
 //! not U+0085, and `String.prototype.trim` strips the same set. Both are
-//! spelled out here ([`JS_SPACE`], [`js_trim`]). A later line wins over an
+//! spelled out here ([`JS_SPACE`], and the runtime's ECMAScript whitespace
+//! for [`js_trim`]). A later line wins over an
 //! earlier one through an index, so a file of many names is read in linear
 //! time.
 //!
@@ -32,24 +33,9 @@ static LINE: LazyLock<Regex> = LazyLock::new(|| {
         .expect("the line expression compiles")
 });
 
-/// Whether `c` is in JavaScript's `\s` (what `trim` strips).
-fn js_space(c: char) -> bool {
-    matches!(
-        c,
-        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
-            ..='\u{200a}'
-                | '\u{2028}'
-                | '\u{2029}'
-                | '\u{202f}'
-                | '\u{205f}'
-                | '\u{3000}'
-                | '\u{feff}'
-    )
-}
-
 /// `String.prototype.trim`.
 fn js_trim(text: &str) -> &str {
-    text.trim_matches(js_space)
+    text.trim_matches(crate::runtime::profile::is_ecmascript_whitespace)
 }
 
 /// The variables of a `.env` text, in the order they first appear, each
