@@ -71,7 +71,7 @@ fn archive_for(path: &Path, color: ColorChoice) -> Result<PathBuf, Failure> {
             return Ok(archive);
         }
         None => eprintln!(
-            "ecp try: packaging first ({} was not made by ecp package on this machine: an archive that came with the folder is never installed as the folder)",
+            "ecp try: packaging first ({} was not made by ecp package here, for this user: an archive that came with the folder is never installed as the folder)",
             archive.display()
         ),
         Some(why) => eprintln!("ecp try: packaging first ({why})"),

@@ -86,7 +86,7 @@ fn try_packages_when_needed_and_prints_the_qwen_commands() {
     let copied = copy.join("dist/linux.acme-context-remote.tar.gz");
     let output = ecp_try(&copy, &home, &["--print"]);
     assert!(
-        text(&output).contains("was not made by ecp package on this machine"),
+        text(&output).contains("was not made by ecp package here"),
         "{}",
         text(&output)
     );
@@ -101,7 +101,7 @@ fn try_packages_when_needed_and_prints_the_qwen_commands() {
     let output = ecp_try(&copy, &home, &["--print"]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert!(
-        text(&output).contains("was not made by ecp package on this machine"),
+        text(&output).contains("was not made by ecp package here"),
         "{}",
         text(&output)
     );
