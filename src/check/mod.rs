@@ -158,6 +158,10 @@ pub struct CheckReport {
     /// such a run is not established (exit 2 unless a check failed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub undecided: Option<String>,
+    /// What the mapping made of a real upstream's answer (`--upstream`,
+    /// `--cassette`) to the baseline call: the items it kept, none included.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mapped: Option<suite::Mapped>,
 }
 
 /// What a run establishes.
@@ -549,7 +553,12 @@ pub async fn run(
     .with_secrets(secret::Secrets::new(
         (settings.bearer.iter().chain(&recorded_secret)).map(String::as_str),
     ));
-    let (checks, stateless, undecided) = suite.run().await;
+    let suite::Ran {
+        checks,
+        revision: stateless,
+        undecided,
+        mapped,
+    } = suite.run().await;
     let revisions = opened
         .session
         .client
@@ -573,6 +582,7 @@ pub async fn run(
         checks,
         // It may quote the target: shown as outside text, as reasons are.
         undecided: undecided.map(|why| crate::outside::line(&why, 2000)),
+        mapped,
     })
 }
 

@@ -483,3 +483,79 @@ fn a_remapped_rust_mapping_checked_without_its_api_is_not_established() {
         "{stderr}"
     );
 }
+
+/// Issue 46: a mapping that reads Datasette's integer ids as strings keeps
+/// no item of any answer. Every call "succeeds" with nothing, which proves
+/// nothing about what the mapping does with an item: no verdict of
+/// conformance (exit 2), the reason says so, and the report shows what
+/// the mapping made of the real answer (nothing), where a mapping that
+/// reads them shows its items.
+#[test]
+fn a_mapping_that_keeps_no_item_of_a_real_answer_is_not_established() {
+    let service = start_datasette(&corpus());
+    let base_url = service.base_url.clone();
+    let ((code, report), (empty_code, empty), human) = std::thread::scope(|scope| {
+        let base_url = &base_url;
+        let conforming = scope.spawn(move || check_python(base_url, &[]));
+        let empty = scope.spawn(move || check_python(base_url, &["--defect", "string-id"]));
+        let human = scope.spawn(move || {
+            let mut args = vec!["check", "--upstream", base_url, "--query", QUERY, "--"];
+            let command = python_mapping(&["--defect", "string-id"]);
+            args.extend(command.iter().map(String::as_str));
+            Command::new(env!("CARGO_BIN_EXE_ecp"))
+                .args(&args)
+                .env("PROVIDER_CONTEXT_TOKEN", TOKEN)
+                .stdin(Stdio::null())
+                .output()
+                .unwrap()
+        });
+        (
+            conforming.join().unwrap(),
+            empty.join().unwrap(),
+            human.join().unwrap(),
+        )
+    });
+    assert_proven("the conforming Python mapping", code, &report);
+    let items = report["mapped"]["items"].as_array().expect("mapped items");
+    assert_eq!(items.len(), 5, "{report:#}");
+    assert_eq!(items[0]["id"], "1", "{report:#}");
+    assert!(
+        items[0]["content"].as_str().is_some_and(|c| c
+            .starts_with("The release train leaves every second Tuesday")
+            && c.ends_with("more characters)")
+            && c.chars().count() <= 100),
+        "{report:#}"
+    );
+    assert_eq!(report["mapped"]["query"], QUERY, "{report:#}");
+
+    assert_eq!(empty_code, Some(2), "{empty:#}");
+    assert_eq!(empty["verdict"], "not-established", "{empty:#}");
+    assert_eq!(empty["mapped"]["items"], serde_json::json!([]), "{empty:#}");
+    assert!(
+        empty["undecided"]
+            .as_str()
+            .is_some_and(|why| why.starts_with("the mapping kept no item of the upstream's answer")),
+        "{empty:#}"
+    );
+    for id in ["render-vectors", "fault-malformed", "hostile-responses"] {
+        assert_eq!(
+            status_of(&empty, id),
+            Some("not-exercised"),
+            "{id}: {empty:#}"
+        );
+        assert!(
+            reason_of(&empty, id).starts_with("the mapping kept no item"),
+            "{id}: {}",
+            reason_of(&empty, id)
+        );
+    }
+    let stdout = String::from_utf8_lossy(&human.stdout);
+    assert_eq!(human.status.code(), Some(2), "{}", show(&human));
+    assert!(
+        stdout.contains("mapped: no item kept of the upstream's answer to \"release train\""),
+        "{}",
+        show(&human)
+    );
+    assert!(!stdout.contains("conforms to"), "{stdout}");
+    drop(service);
+}

@@ -47,7 +47,9 @@ request is sent once more), follow-redirect (a 3xx is followed to its
 Location), no-cap (the whole body is read, however large), echo-query (the
 failure text holds the query), six-items (six items asked for and
 returned), ignore-cancel (notifications/cancelled leaves the upstream
-connection open and the call running).
+connection open and the call running), string-id (an id is read only as
+a string, so Datasette's integer ids drop every item and every answer is
+empty).
 
 `--stateless` also speaks MCP revision 2026-07-28 (written from the
 revision: `server/discover`, the per-request `_meta`, `resultType`, cache
@@ -633,7 +635,7 @@ def parse_datasette(body):
             continue
         item = {}
         raw_id = row.get("id")
-        if isinstance(raw_id, int) and not isinstance(raw_id, bool):
+        if isinstance(raw_id, int) and not isinstance(raw_id, bool) and DEFECT != "string-id":
             item["id"] = str(raw_id)
         elif isinstance(raw_id, str):
             item["id"] = raw_id

@@ -222,6 +222,12 @@ pub(super) fn baseline_query(script: &Script) -> String {
     }
 }
 
+/// Why nothing that needs a baseline is decided when the baseline call
+/// succeeded with no item of a real upstream's answer: checks through an
+/// upstream whose every answer comes out empty prove nothing about what
+/// the mapping does with an item.
+pub const NO_ITEM_KEPT: &str = "the mapping kept no item of the upstream's answer";
+
 /// Why nothing that needs a baseline is decided.
 pub(super) fn no_baseline(why: &str) -> String {
     format!("no successful baseline call: {why}")
@@ -246,7 +252,7 @@ impl Suite<'_> {
         }
         let before = upstream.requests().len();
         let query = baseline_query(&scripted.script);
-        let result = self.call(json!({ "query": query })).await;
+        let result = self.call(json!({ "query": &query })).await;
         let seen = upstream
             .wait_until(Duration::from_secs(2), |r, _| r.len() > before)
             .await;
@@ -269,7 +275,25 @@ impl Suite<'_> {
                 "the target never got an answer it could use from the scripted upstream{hint}"
             )),
             Ok(result) => {
+                let kept = (result.structured_content.as_ref()).and_then(output::items_of);
                 self.baseline_result = Some(result);
+                if v1 {
+                    // The render vectors judge what a mapping keeps of V1.
+                    return Baseline::Succeeded;
+                }
+                let Some(kept) = kept else {
+                    // No items to show: the output checks say why.
+                    return Baseline::Succeeded;
+                };
+                self.mapped = Some(Mapped::of(&query, &kept, &self.secrets));
+                if kept.is_empty() {
+                    return Baseline::Failed(
+                        format!(
+                            "{NO_ITEM_KEPT} to {query:?}: it reads a field otherwise than the service writes it (a number read as a string drops every item), or the service found nothing for these words"
+                        ),
+                        how,
+                    );
+                }
                 Baseline::Succeeded
             }
         }
