@@ -34,6 +34,7 @@ pub mod canary;
 pub mod cassette;
 pub mod catalogue;
 pub mod config_file;
+pub mod crash;
 pub mod embedded;
 pub mod lines;
 pub mod mutate;
@@ -444,6 +445,14 @@ async fn record(
         let new = proxy.exchanges().into_iter().skip(before);
         let new: Vec<_> = new.map(|exchange| (query.clone(), exchange)).collect();
         if new.is_empty() {
+            // A failed call's stderr line may still be on its way.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            if let Some(crash) = crash::crash_line(&opened.session.stderr(), &secrets) {
+                opened.session.close().await;
+                return Err(CheckError::Target(format!(
+                    "the call with {query:?} failed in the target before it reached the upstream; its stderr says: {crash}\n  = help: fix the code its stderr names, then try the mapping on these words (`ecp call . WORDS`)"
+                )));
+            }
             let why = match result {
                 Err(error) => secrets.redact(&error),
                 Ok(_) => "it answered without a request".into(),

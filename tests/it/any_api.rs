@@ -559,3 +559,52 @@ fn a_mapping_that_keeps_no_item_of_a_real_answer_is_not_established() {
     assert!(!stdout.contains("conforms to"), "{stdout}");
     drop(service);
 }
+
+/// Issue 46: a call that fails because the target's code crashed is told
+/// by the crash its stderr shows (the credential taken out), not as a
+/// request that never reached the upstream with a hint at the endpoint
+/// variable: recording against the real service, and against the
+/// scripted upstream.
+#[test]
+fn a_crash_in_the_target_is_reported_from_its_stderr() {
+    let service = start_datasette(&corpus());
+    let command = python_mapping(&["--defect", "panic"]);
+    let (recording, scripted) = std::thread::scope(|scope| {
+        let command = &command;
+        let base_url = &service.base_url;
+        let recording = scope.spawn(move || {
+            let mut args = vec!["check", "--upstream", base_url, "--query", QUERY, "--"];
+            args.extend(command.iter().map(String::as_str));
+            Command::new(env!("CARGO_BIN_EXE_ecp"))
+                .args(&args)
+                .env("PROVIDER_CONTEXT_TOKEN", TOKEN)
+                .stdin(Stdio::null())
+                .output()
+                .unwrap()
+        });
+        let scripted = scope.spawn(move || {
+            let mut args = vec!["--"];
+            args.extend(command.iter().map(String::as_str));
+            check(&args)
+        });
+        (recording.join().unwrap(), scripted.join().unwrap())
+    });
+    let panic = "its stderr says: thread 'tokio-runtime-worker' panicked at src/provider.rs:31:42: called `Result::unwrap()` on an `Err` value";
+    let stderr = String::from_utf8_lossy(&recording.stderr);
+    assert_eq!(recording.status.code(), Some(2), "{}", show(&recording));
+    assert!(stderr.contains(panic), "{}", show(&recording));
+    assert!(!stderr.contains(TOKEN), "{}", show(&recording));
+    assert!(
+        !stderr.contains("must take its endpoint"),
+        "{}",
+        show(&recording)
+    );
+
+    let (_, report) = scripted;
+    let reason = reason_of(&report, "upstream-request");
+    assert!(
+        reason.starts_with("no successful baseline call: the target's code crashed; ")
+            && reason.contains(panic),
+        "{report:#}"
+    );
+}

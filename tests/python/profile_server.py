@@ -49,7 +49,8 @@ failure text holds the query), six-items (six items asked for and
 returned), ignore-cancel (notifications/cancelled leaves the upstream
 connection open and the call running), string-id (an id is read only as
 a string, so Datasette's integer ids drop every item and every answer is
-empty).
+empty), panic (a call writes a Rust panic that holds the credential to
+stderr and fails before it reaches the upstream).
 
 `--stateless` also speaks MCP revision 2026-07-28 (written from the
 revision: `server/discover`, the per-request `_meta`, `resultType`, cache
@@ -757,6 +758,14 @@ def tool_call(request_id, params, base, token, stateless=False):
             query = normalized_query(params.get("arguments", {}))
         except InputError as e:
             reply(request_id, failure(str(e)), stateless)
+            return
+        if DEFECT == "panic":
+            sys.stderr.write(
+                "thread 'tokio-runtime-worker' panicked at src/provider.rs:31:42:\n"
+                "called `Result::unwrap()` on an `Err` value: Auth(\"Bearer %s\")\n" % token
+            )
+            sys.stderr.flush()
+            reply(request_id, failure(FAILED), stateless)
             return
         deadline = time.monotonic() + BUDGET_SECONDS
         outcome = {}

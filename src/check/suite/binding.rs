@@ -266,6 +266,12 @@ impl Suite<'_> {
             ("", exercise::RECORD_AGAIN)
         };
         let failed = |why: String| Baseline::Failed(no_baseline(&why), how);
+        let failed_call = !matches!(&result, Ok(r) if r.is_error != Some(true));
+        if failed_call && let Some(crash) = self.crash().await {
+            return failed(format!(
+                "the target's code crashed; its stderr says: {crash}"
+            ));
+        }
         match result {
             _ if !seen => failed(format!(
                 "the target never called the scripted upstream{hint}"
@@ -297,6 +303,16 @@ impl Suite<'_> {
                 Baseline::Succeeded
             }
         }
+    }
+
+    /// The crash the target's stderr tells of, once a failed call's line
+    /// had time to arrive ([`crate::check::crash`]).
+    async fn crash(&self) -> Option<String> {
+        if !self.session.is_process() {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        crate::check::crash::crash_line(&self.session.stderr(), &self.secrets)
     }
 
     pub(super) async fn upstream_checks(&mut self) {
