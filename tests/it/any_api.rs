@@ -608,3 +608,42 @@ fn a_crash_in_the_target_is_reported_from_its_stderr() {
         "{report:#}"
     );
 }
+
+/// Issue 46: the redirect fault sends the client to another host (a second
+/// loopback listener), so a mapping that follows it is caught there, and
+/// one that carries the credential along is told so (not only "a 302
+/// redirect gave a success"), through a real service's recorded answers.
+#[test]
+fn a_followed_redirect_is_seen_on_the_other_host_with_the_token() {
+    let service = start_datasette(&corpus());
+    let base_url = service.base_url.clone();
+    let (keeps, strips) = std::thread::scope(|scope| {
+        let base_url = &base_url;
+        let keeps =
+            scope.spawn(move || check_python(base_url, &["--defect", "redirect-keeps-token"]));
+        let strips = scope.spawn(move || check_python(base_url, &["--defect", "follow-redirect"]));
+        (keeps.join().unwrap(), strips.join().unwrap())
+    });
+    let ((keeps_code, keeps), (strips_code, strips)) = (keeps, strips);
+    assert_eq!(keeps_code, Some(1), "{keeps:#}");
+    assert_eq!(
+        status_of(&keeps, "fault-redirect"),
+        Some("fail"),
+        "{keeps:#}"
+    );
+    let reason = reason_of(&keeps, "fault-redirect");
+    assert!(
+        reason.starts_with("the adapter followed the 302 redirect to another host (http://")
+            && reason.ends_with("/ecp-redirected) and sent the token there"),
+        "{reason}"
+    );
+    assert!(!reason.contains("127.0.0.1:0"), "{reason}");
+    assert_eq!(strips_code, Some(1), "{strips:#}");
+    let reason = reason_of(&strips, "fault-redirect");
+    assert!(
+        reason.starts_with("the adapter followed the 302 redirect to another host")
+            && !reason.contains("token"),
+        "{reason}"
+    );
+    drop(service);
+}

@@ -50,7 +50,9 @@ returned), ignore-cancel (notifications/cancelled leaves the upstream
 connection open and the call running), string-id (an id is read only as
 a string, so Datasette's integer ids drop every item and every answer is
 empty), panic (a call writes a Rust panic that holds the credential to
-stderr and fails before it reaches the upstream).
+stderr and fails before it reaches the upstream), redirect-keeps-token (a
+3xx is followed to its Location, on another host too, with the
+credential).
 
 `--stateless` also speaks MCP revision 2026-07-28 (written from the
 revision: `server/discover`, the per-request `_meta`, `resultType`, cache
@@ -545,11 +547,13 @@ def exchange(call, deadline, method, target, token, body=None, hops=0):
         connection.request(method, request_target, body=body, headers=headers)
         response = connection.getresponse()
         location = response.getheader("location")
-        if DEFECT == "follow-redirect" and 300 <= response.status < 400 and location and hops < 5:
+        follows = DEFECT in ("follow-redirect", "redirect-keeps-token")
+        if follows and 300 <= response.status < 400 and location and hops < 5:
             followed = urllib.parse.urljoin(target, location)
             same_origin = urllib.parse.urlsplit(followed).netloc == url.netloc
+            keep = same_origin or DEFECT == "redirect-keeps-token"
             connection.close()
-            return exchange(call, deadline, "GET", followed, token if same_origin else "", None, hops + 1)
+            return exchange(call, deadline, "GET", followed, token if keep else "", None, hops + 1)
         if not 200 <= response.status < 300:
             raise Failed()
         declared = response.getheader("content-length")
