@@ -34,6 +34,7 @@ pub mod canary;
 pub mod cassette;
 pub mod catalogue;
 pub mod config_file;
+pub mod crash;
 pub mod embedded;
 pub mod lines;
 pub mod mutate;
@@ -158,6 +159,10 @@ pub struct CheckReport {
     /// such a run is not established (exit 2 unless a check failed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub undecided: Option<String>,
+    /// What the mapping made of a real upstream's answer (`--upstream`,
+    /// `--cassette`) to the baseline call: the items it kept, none included.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mapped: Option<suite::Mapped>,
 }
 
 /// What a run establishes.
@@ -440,6 +445,14 @@ async fn record(
         let new = proxy.exchanges().into_iter().skip(before);
         let new: Vec<_> = new.map(|exchange| (query.clone(), exchange)).collect();
         if new.is_empty() {
+            // A failed call's stderr line may still be on its way.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            if let Some(crash) = crash::crash_line(&opened.session.stderr(), &secrets) {
+                opened.session.close().await;
+                return Err(CheckError::Target(format!(
+                    "the call with {query:?} failed in the target before it reached the upstream; its stderr says: {crash}\n  = help: fix the code its stderr names, then try the mapping on these words (`ecp call . WORDS`)"
+                )));
+            }
             let why = match result {
                 Err(error) => secrets.redact(&error),
                 Ok(_) => "it answered without a request".into(),
@@ -549,7 +562,12 @@ pub async fn run(
     .with_secrets(secret::Secrets::new(
         (settings.bearer.iter().chain(&recorded_secret)).map(String::as_str),
     ));
-    let (checks, stateless, undecided) = suite.run().await;
+    let suite::Ran {
+        checks,
+        revision: stateless,
+        undecided,
+        mapped,
+    } = suite.run().await;
     let revisions = opened
         .session
         .client
@@ -573,6 +591,7 @@ pub async fn run(
         checks,
         // It may quote the target: shown as outside text, as reasons are.
         undecided: undecided.map(|why| crate::outside::line(&why, 2000)),
+        mapped,
     })
 }
 

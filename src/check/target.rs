@@ -375,7 +375,9 @@ pub fn qwen_config_of(launch: &Launch) -> Result<Option<super::config_file::Conf
 }
 
 /// The loopback names the scripted upstream is reached by.
-const LOOPBACK: &[&str] = &["127.0.0.1", "localhost", "::1"];
+/// Loopback, with the other host the redirect fault sends a client to
+/// ([`super::upstream::ELSEWHERE_HOST`]).
+const LOOPBACK: &[&str] = &["127.0.0.1", "localhost", "::1", "127.0.0.2"];
 
 /// Adds loopback to the target's `NO_PROXY` and `no_proxy` (keeping what
 /// the caller's environment or the manifest put there), so that a caller's

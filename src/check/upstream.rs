@@ -96,8 +96,10 @@ fn percent_decode(text: &str) -> String {
 pub enum Reply {
     /// Status and body, with a correct content-length.
     Body { status: u16, body: Vec<u8> },
-    /// A 302 to another place.
+    /// A 302 to another place on the same upstream.
     Redirect,
+    /// A 302 to this absolute URL (another host).
+    RedirectTo(String),
     /// Wait, then answer.
     After(Duration, Box<Reply>),
     /// Never answer; hold the connection until the client closes it.
@@ -199,6 +201,9 @@ struct Log {
 /// A running upstream; it stops when dropped.
 pub struct Upstream {
     pub base_url: String,
+    /// The upstream on another host that [`Reply::RedirectTo`] sends a
+    /// client to, when one runs beside this one.
+    pub elsewhere: Option<Box<Upstream>>,
     log: Arc<Mutex<Log>>,
     changed: Arc<Notify>,
     /// The accept loop, aborted with the upstream.
@@ -220,7 +225,15 @@ impl Upstream {
     pub async fn try_start(
         script: impl Fn(&SeenRequest) -> Reply + Send + Sync + 'static,
     ) -> std::io::Result<Upstream> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        Upstream::try_start_on("127.0.0.1", script).await
+    }
+
+    /// [`Upstream::try_start`] on the loopback address `host`.
+    pub async fn try_start_on(
+        host: &str,
+        script: impl Fn(&SeenRequest) -> Reply + Send + Sync + 'static,
+    ) -> std::io::Result<Upstream> {
+        let listener = TcpListener::bind((host, 0)).await?;
         let base_url = format!("http://{}", listener.local_addr()?);
         let log = Arc::new(Mutex::new(Log::default()));
         let changed = Arc::new(Notify::new());
@@ -244,6 +257,7 @@ impl Upstream {
         };
         Ok(Upstream {
             base_url,
+            elsewhere: None,
             log,
             changed,
             _task: tokio_util::task::AbortOnDropHandle::new(task),
@@ -411,6 +425,11 @@ async fn write_reply(stream: &mut TcpStream, reply: Reply) -> std::io::Result<()
             );
             stream.write_all(head.as_bytes()).await
         }
+        Reply::RedirectTo(location) => {
+            let head =
+                format!("HTTP/1.1 302 Found\r\nlocation: {location}\r\ncontent-length: 0\r\n\r\n");
+            stream.write_all(head.as_bytes()).await
+        }
         Reply::After(delay, reply) => {
             tokio::time::sleep(delay).await;
             Box::pin(write_reply(stream, *reply)).await
@@ -503,7 +522,13 @@ async fn drain(stream: &mut TcpStream) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Where [`Reply::Redirect`] points.
+/// The host of the upstream a redirect fault sends a client to: another
+/// loopback address, so another origin by host as well as by port (where
+/// it cannot be bound, as on a macOS without the alias, 127.0.0.1 on a
+/// port of its own).
+pub const ELSEWHERE_HOST: &str = "127.0.0.2";
+
+/// Where [`Reply::Redirect`] points, and the path of [`Reply::RedirectTo`].
 pub const REDIRECTED: &str = "/ecp-redirected";
 
 /// The words of the suite's own calls besides the fault IDs.

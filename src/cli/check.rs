@@ -178,6 +178,9 @@ pub fn run_check(args: CheckArgs, color: ColorChoice) -> Outcome {
         let color = color.for_stdout();
         println!("ecp check: {}", report.target);
         println!("protocol: {}", revisions_line(&report));
+        if let Some(mapped) = &report.mapped {
+            println!("{}", mapped_lines(mapped));
+        }
         for result in &report.checks {
             println!("{}", line(result, color));
         }
@@ -186,6 +189,30 @@ pub fn run_check(args: CheckArgs, color: ColorChoice) -> Outcome {
         println!("{}", crate::outside::json_report(&report));
     }
     exit_of(&report, &settings.target)
+}
+
+/// What the mapping made of a real answer, already outside text: a line
+/// that says how many items, then one per item (its id and the start of
+/// its content).
+fn mapped_lines(mapped: &check::suite::Mapped) -> String {
+    let mut text = match mapped.items.len() {
+        0 => format!(
+            "mapped: no item kept of the upstream's answer to \"{}\"",
+            mapped.query
+        ),
+        1 => format!(
+            "mapped: 1 item of the upstream's answer to \"{}\":",
+            mapped.query
+        ),
+        n => format!(
+            "mapped: {n} items of the upstream's answer to \"{}\":",
+            mapped.query
+        ),
+    };
+    for item in &mapped.items {
+        text.push_str(&format!("\n  {}: {}", item.id, item.content));
+    }
+    text
 }
 
 /// The last line of a human report: the counts and the verdict.
@@ -215,9 +242,11 @@ fn exit_of(report: &check::CheckReport, target: &Target) -> Outcome {
         (Verdict::NotEstablished, Some(why)) => Err(could_not_run(&format!(
             "the checks through the upstream could not run, so conformance is not established: {why}"
         ))
-        .help(Some(
-            "the target must get a 2xx answer it reads through its upstream: record again (`--upstream URL --query WORDS --record FILE`) with words the service finds, and try the mapping on them (`ecp call . WORDS`)",
-        ))),
+        .help(Some(if why.starts_with(check::suite::NO_ITEM_KEPT) {
+            "the mapping must keep the items of a real answer: try it on words the service finds (`ecp call . WORDS` shows what it makes of them), read each field as the service writes it (a number is not a string), then record again (`--upstream URL --query WORDS --record FILE`)"
+        } else {
+            "the target must get a 2xx answer it reads through its upstream: record again (`--upstream URL --query WORDS --record FILE`) with words the service finds, and try the mapping on them (`ecp call . WORDS`)"
+        }))),
         (Verdict::NotEstablished, None) => {
             let unexercised: Vec<&str> = (report.checks.iter())
                 .filter(|c| c.status == Status::NotExercised)

@@ -483,3 +483,167 @@ fn a_remapped_rust_mapping_checked_without_its_api_is_not_established() {
         "{stderr}"
     );
 }
+
+/// Issue 46: a mapping that reads Datasette's integer ids as strings keeps
+/// no item of any answer. Every call "succeeds" with nothing, which proves
+/// nothing about what the mapping does with an item: no verdict of
+/// conformance (exit 2), the reason says so, and the report shows what
+/// the mapping made of the real answer (nothing), where a mapping that
+/// reads them shows its items.
+#[test]
+fn a_mapping_that_keeps_no_item_of_a_real_answer_is_not_established() {
+    let service = start_datasette(&corpus());
+    let base_url = service.base_url.clone();
+    let ((code, report), (empty_code, empty), human) = std::thread::scope(|scope| {
+        let base_url = &base_url;
+        let conforming = scope.spawn(move || check_python(base_url, &[]));
+        let empty = scope.spawn(move || check_python(base_url, &["--defect", "string-id"]));
+        let human = scope.spawn(move || {
+            let mut args = vec!["check", "--upstream", base_url, "--query", QUERY, "--"];
+            let command = python_mapping(&["--defect", "string-id"]);
+            args.extend(command.iter().map(String::as_str));
+            Command::new(env!("CARGO_BIN_EXE_ecp"))
+                .args(&args)
+                .env("PROVIDER_CONTEXT_TOKEN", TOKEN)
+                .stdin(Stdio::null())
+                .output()
+                .unwrap()
+        });
+        (
+            conforming.join().unwrap(),
+            empty.join().unwrap(),
+            human.join().unwrap(),
+        )
+    });
+    assert_proven("the conforming Python mapping", code, &report);
+    let items = report["mapped"]["items"].as_array().expect("mapped items");
+    assert_eq!(items.len(), 5, "{report:#}");
+    assert_eq!(items[0]["id"], "1", "{report:#}");
+    assert!(
+        items[0]["content"].as_str().is_some_and(|c| c
+            .starts_with("The release train leaves every second Tuesday")
+            && c.ends_with("more characters)")
+            && c.chars().count() <= 100),
+        "{report:#}"
+    );
+    assert_eq!(report["mapped"]["query"], QUERY, "{report:#}");
+
+    assert_eq!(empty_code, Some(2), "{empty:#}");
+    assert_eq!(empty["verdict"], "not-established", "{empty:#}");
+    assert_eq!(empty["mapped"]["items"], serde_json::json!([]), "{empty:#}");
+    assert!(
+        empty["undecided"]
+            .as_str()
+            .is_some_and(|why| why.starts_with("the mapping kept no item of the upstream's answer")),
+        "{empty:#}"
+    );
+    for id in ["render-vectors", "fault-malformed", "hostile-responses"] {
+        assert_eq!(
+            status_of(&empty, id),
+            Some("not-exercised"),
+            "{id}: {empty:#}"
+        );
+        assert!(
+            reason_of(&empty, id).starts_with("the mapping kept no item"),
+            "{id}: {}",
+            reason_of(&empty, id)
+        );
+    }
+    let stdout = String::from_utf8_lossy(&human.stdout);
+    assert_eq!(human.status.code(), Some(2), "{}", show(&human));
+    assert!(
+        stdout.contains("mapped: no item kept of the upstream's answer to \"release train\""),
+        "{}",
+        show(&human)
+    );
+    assert!(!stdout.contains("conforms to"), "{stdout}");
+    drop(service);
+}
+
+/// Issue 46: a call that fails because the target's code crashed is told
+/// by the crash its stderr shows (the credential taken out), not as a
+/// request that never reached the upstream with a hint at the endpoint
+/// variable: recording against the real service, and against the
+/// scripted upstream.
+#[test]
+fn a_crash_in_the_target_is_reported_from_its_stderr() {
+    let service = start_datasette(&corpus());
+    let command = python_mapping(&["--defect", "panic"]);
+    let (recording, scripted) = std::thread::scope(|scope| {
+        let command = &command;
+        let base_url = &service.base_url;
+        let recording = scope.spawn(move || {
+            let mut args = vec!["check", "--upstream", base_url, "--query", QUERY, "--"];
+            args.extend(command.iter().map(String::as_str));
+            Command::new(env!("CARGO_BIN_EXE_ecp"))
+                .args(&args)
+                .env("PROVIDER_CONTEXT_TOKEN", TOKEN)
+                .stdin(Stdio::null())
+                .output()
+                .unwrap()
+        });
+        let scripted = scope.spawn(move || {
+            let mut args = vec!["--"];
+            args.extend(command.iter().map(String::as_str));
+            check(&args)
+        });
+        (recording.join().unwrap(), scripted.join().unwrap())
+    });
+    let panic = "its stderr says: thread 'tokio-runtime-worker' panicked at src/provider.rs:31:42: called `Result::unwrap()` on an `Err` value";
+    let stderr = String::from_utf8_lossy(&recording.stderr);
+    assert_eq!(recording.status.code(), Some(2), "{}", show(&recording));
+    assert!(stderr.contains(panic), "{}", show(&recording));
+    assert!(!stderr.contains(TOKEN), "{}", show(&recording));
+    assert!(
+        !stderr.contains("must take its endpoint"),
+        "{}",
+        show(&recording)
+    );
+
+    let (_, report) = scripted;
+    let reason = reason_of(&report, "upstream-request");
+    assert!(
+        reason.starts_with("no successful baseline call: the target's code crashed; ")
+            && reason.contains(panic),
+        "{report:#}"
+    );
+}
+
+/// Issue 46: the redirect fault sends the client to another host (a second
+/// loopback listener), so a mapping that follows it is caught there, and
+/// one that carries the credential along is told so (not only "a 302
+/// redirect gave a success"), through a real service's recorded answers.
+#[test]
+fn a_followed_redirect_is_seen_on_the_other_host_with_the_token() {
+    let service = start_datasette(&corpus());
+    let base_url = service.base_url.clone();
+    let (keeps, strips) = std::thread::scope(|scope| {
+        let base_url = &base_url;
+        let keeps =
+            scope.spawn(move || check_python(base_url, &["--defect", "redirect-keeps-token"]));
+        let strips = scope.spawn(move || check_python(base_url, &["--defect", "follow-redirect"]));
+        (keeps.join().unwrap(), strips.join().unwrap())
+    });
+    let ((keeps_code, keeps), (strips_code, strips)) = (keeps, strips);
+    assert_eq!(keeps_code, Some(1), "{keeps:#}");
+    assert_eq!(
+        status_of(&keeps, "fault-redirect"),
+        Some("fail"),
+        "{keeps:#}"
+    );
+    let reason = reason_of(&keeps, "fault-redirect");
+    assert!(
+        reason.starts_with("the adapter followed the 302 redirect to another host (http://")
+            && reason.ends_with("/ecp-redirected) and sent the token there"),
+        "{reason}"
+    );
+    assert!(!reason.contains("127.0.0.1:0"), "{reason}");
+    assert_eq!(strips_code, Some(1), "{strips:#}");
+    let reason = reason_of(&strips, "fault-redirect");
+    assert!(
+        reason.starts_with("the adapter followed the 302 redirect to another host")
+            && !reason.contains("token"),
+        "{reason}"
+    );
+    drop(service);
+}

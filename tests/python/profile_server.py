@@ -47,7 +47,12 @@ request is sent once more), follow-redirect (a 3xx is followed to its
 Location), no-cap (the whole body is read, however large), echo-query (the
 failure text holds the query), six-items (six items asked for and
 returned), ignore-cancel (notifications/cancelled leaves the upstream
-connection open and the call running).
+connection open and the call running), string-id (an id is read only as
+a string, so Datasette's integer ids drop every item and every answer is
+empty), panic (a call writes a Rust panic that holds the credential to
+stderr and fails before it reaches the upstream), redirect-keeps-token (a
+3xx is followed to its Location, on another host too, with the
+credential).
 
 `--stateless` also speaks MCP revision 2026-07-28 (written from the
 revision: `server/discover`, the per-request `_meta`, `resultType`, cache
@@ -542,11 +547,13 @@ def exchange(call, deadline, method, target, token, body=None, hops=0):
         connection.request(method, request_target, body=body, headers=headers)
         response = connection.getresponse()
         location = response.getheader("location")
-        if DEFECT == "follow-redirect" and 300 <= response.status < 400 and location and hops < 5:
+        follows = DEFECT in ("follow-redirect", "redirect-keeps-token")
+        if follows and 300 <= response.status < 400 and location and hops < 5:
             followed = urllib.parse.urljoin(target, location)
             same_origin = urllib.parse.urlsplit(followed).netloc == url.netloc
+            keep = same_origin or DEFECT == "redirect-keeps-token"
             connection.close()
-            return exchange(call, deadline, "GET", followed, token if same_origin else "", None, hops + 1)
+            return exchange(call, deadline, "GET", followed, token if keep else "", None, hops + 1)
         if not 200 <= response.status < 300:
             raise Failed()
         declared = response.getheader("content-length")
@@ -633,7 +640,7 @@ def parse_datasette(body):
             continue
         item = {}
         raw_id = row.get("id")
-        if isinstance(raw_id, int) and not isinstance(raw_id, bool):
+        if isinstance(raw_id, int) and not isinstance(raw_id, bool) and DEFECT != "string-id":
             item["id"] = str(raw_id)
         elif isinstance(raw_id, str):
             item["id"] = raw_id
@@ -755,6 +762,14 @@ def tool_call(request_id, params, base, token, stateless=False):
             query = normalized_query(params.get("arguments", {}))
         except InputError as e:
             reply(request_id, failure(str(e)), stateless)
+            return
+        if DEFECT == "panic":
+            sys.stderr.write(
+                "thread 'tokio-runtime-worker' panicked at src/provider.rs:31:42:\n"
+                "called `Result::unwrap()` on an `Err` value: Auth(\"Bearer %s\")\n" % token
+            )
+            sys.stderr.flush()
+            reply(request_id, failure(FAILED), stateless)
             return
         deadline = time.monotonic() + BUDGET_SECONDS
         outcome = {}

@@ -10,7 +10,8 @@ use super::{output::text_of, *};
 use crate::check::{
     cassette::{Cassette, Tape, as_recorded},
     mutate,
-    upstream::REDIRECTED,
+    secret::Secrets,
+    upstream::{ELSEWHERE_HOST, REDIRECTED},
 };
 
 /// What the scripted upstream answers with.
@@ -81,7 +82,13 @@ impl Scripted {
 
     /// What to answer `request` with: the marker among its words selects
     /// the fault (see [`crate::check::upstream::markers`]).
-    pub fn reply_for(&self, request: &SeenRequest, hostile: Option<&Value>) -> Reply {
+    /// A redirect goes to `elsewhere`, an absolute URL on another host.
+    pub fn reply_for(
+        &self,
+        request: &SeenRequest,
+        hostile: Option<&Value>,
+        elsewhere: &str,
+    ) -> Reply {
         if request.path.starts_with(REDIRECTED) {
             return self.success(request);
         }
@@ -91,7 +98,7 @@ impl Scripted {
             "fault-timeout" => {
                 Reply::After(Duration::from_secs(600), Box::new(self.success(request)))
             }
-            "fault-redirect" => Reply::Redirect,
+            "fault-redirect" => Reply::RedirectTo(elsewhere.to_owned()),
             "fault-rate-limit" => Reply::status(429, &canary_body),
             "fault-server-error" => Reply::status(500, &canary_body),
             "fault-malformed" => Reply::json(format!(r#"{{"items":[{{"id":"{BODY_CANARY}""#)),
@@ -143,12 +150,53 @@ impl Scripted {
     }
 }
 
-/// Starts the scripted upstream for a run.
+/// Starts the scripted upstream for a run, with the upstream on another
+/// host its redirect fault points at (it answers every request with a
+/// success, so that a client that follows the redirect gets one).
 pub async fn start_upstream(scripted: Arc<Scripted>) -> Result<Upstream, String> {
     let hostile = scripted.hostile_source();
-    Upstream::try_start(move |request| scripted.reply_for(request, hostile.as_ref()))
-        .await
-        .map_err(|e| format!("cannot start the scripted upstream: {e}"))
+    let answer = {
+        let scripted = scripted.clone();
+        move |request: &SeenRequest| scripted.success(request)
+    };
+    let elsewhere = match Upstream::try_start_on(ELSEWHERE_HOST, answer.clone()).await {
+        Ok(elsewhere) => elsewhere,
+        Err(_) => Upstream::try_start(answer)
+            .await
+            .map_err(|e| format!("cannot start the scripted upstream: {e}"))?,
+    };
+    let location = format!("{}{REDIRECTED}", elsewhere.base_url);
+    let mut upstream = Upstream::try_start(move |request| {
+        scripted.reply_for(request, hostile.as_ref(), &location)
+    })
+    .await
+    .map_err(|e| format!("cannot start the scripted upstream: {e}"))?;
+    upstream.elsewhere = Some(Box::new(elsewhere));
+    Ok(upstream)
+}
+
+/// What the redirect fault's other host saw: nothing when no client
+/// followed the redirect, else that it was followed, and whether the
+/// token went with it (in any form [`Secrets`] knows, in any header, the
+/// target or the body).
+fn followed_redirect(upstream: &Upstream) -> Option<String> {
+    let elsewhere = upstream.elsewhere.as_deref()?;
+    let requests = elsewhere.requests();
+    let first = requests.first()?;
+    let token = Secrets::new(Some(TOKEN_CANARY));
+    let leaked = requests.iter().any(|r| {
+        token.holds(&r.path)
+            || token.holds(&r.body)
+            || r.headers.iter().any(|(_, value)| token.holds(value))
+    });
+    let place = format!("{}{}", elsewhere.base_url, first.path);
+    Some(if leaked {
+        format!(
+            "the adapter followed the 302 redirect to another host ({place}) and sent the token there"
+        )
+    } else {
+        format!("the adapter followed the 302 redirect to another host ({place})")
+    })
 }
 
 /// What is wrong with the V1 probe request, if anything.
@@ -222,6 +270,12 @@ pub(super) fn baseline_query(script: &Script) -> String {
     }
 }
 
+/// Why nothing that needs a baseline is decided when the baseline call
+/// succeeded with no item of a real upstream's answer: checks through an
+/// upstream whose every answer comes out empty prove nothing about what
+/// the mapping does with an item.
+pub const NO_ITEM_KEPT: &str = "the mapping kept no item of the upstream's answer";
+
 /// Why nothing that needs a baseline is decided.
 pub(super) fn no_baseline(why: &str) -> String {
     format!("no successful baseline call: {why}")
@@ -246,7 +300,7 @@ impl Suite<'_> {
         }
         let before = upstream.requests().len();
         let query = baseline_query(&scripted.script);
-        let result = self.call(json!({ "query": query })).await;
+        let result = self.call(json!({ "query": &query })).await;
         let seen = upstream
             .wait_until(Duration::from_secs(2), |r, _| r.len() > before)
             .await;
@@ -260,6 +314,12 @@ impl Suite<'_> {
             ("", exercise::RECORD_AGAIN)
         };
         let failed = |why: String| Baseline::Failed(no_baseline(&why), how);
+        let failed_call = !matches!(&result, Ok(r) if r.is_error != Some(true));
+        if failed_call && let Some(crash) = self.crash().await {
+            return failed(format!(
+                "the target's code crashed; its stderr says: {crash}"
+            ));
+        }
         match result {
             _ if !seen => failed(format!(
                 "the target never called the scripted upstream{hint}"
@@ -269,10 +329,38 @@ impl Suite<'_> {
                 "the target never got an answer it could use from the scripted upstream{hint}"
             )),
             Ok(result) => {
+                let kept = (result.structured_content.as_ref()).and_then(output::items_of);
                 self.baseline_result = Some(result);
+                if v1 {
+                    // The render vectors judge what a mapping keeps of V1.
+                    return Baseline::Succeeded;
+                }
+                let Some(kept) = kept else {
+                    // No items to show: the output checks say why.
+                    return Baseline::Succeeded;
+                };
+                self.mapped = Some(Mapped::of(&query, &kept, &self.secrets));
+                if kept.is_empty() {
+                    return Baseline::Failed(
+                        format!(
+                            "{NO_ITEM_KEPT} to {query:?}: it reads a field otherwise than the service writes it (a number read as a string drops every item), or the service found nothing for these words"
+                        ),
+                        how,
+                    );
+                }
                 Baseline::Succeeded
             }
         }
+    }
+
+    /// The crash the target's stderr tells of, once a failed call's line
+    /// had time to arrive ([`crate::check::crash`]).
+    async fn crash(&self) -> Option<String> {
+        if !self.session.is_process() {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        crate::check::crash::crash_line(&self.session.stderr(), &self.secrets)
     }
 
     pub(super) async fn upstream_checks(&mut self) {
@@ -303,7 +391,11 @@ impl Suite<'_> {
                 let what = number.map_or(marker.clone(), |n| format!("{marker} {n}"));
                 format!("{n} requests for the call `{what}`: the adapter retried")
             });
-        let redirected = requests.iter().any(|r| r.path.starts_with(REDIRECTED));
+        let redirected = requests.iter().any(|r| r.path.starts_with(REDIRECTED))
+            || upstream
+                .elsewhere
+                .as_deref()
+                .is_some_and(|e| !e.requests().is_empty());
         self.record(
             Check::NoRetry,
             match retried {
@@ -446,10 +538,14 @@ impl Suite<'_> {
             let reached = requests
                 .iter()
                 .any(|r| r.marker().is_some_and(|(m, _)| m == id.id()));
+            let followed = (*id == Check::FaultRedirect)
+                .then(|| followed_redirect(upstream))
+                .flatten();
             let outcome = match self.observe(&arguments, result) {
                 _ if !reached => Err(format!(
                     "the call never reached the upstream, so {what} was never served"
                 )),
+                _ if followed.is_some() => Err(followed.unwrap_or_default()),
                 Err(error) => Err(error),
                 Ok(result) if result.is_error != Some(true) => {
                     Err(format!("{what} gave a success"))

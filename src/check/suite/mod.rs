@@ -11,7 +11,7 @@ mod inputs;
 mod output;
 mod protocol;
 
-pub use binding::{Script, Scripted, start_upstream};
+pub use binding::{NO_ITEM_KEPT, Script, Scripted, start_upstream};
 pub use output::same_as_json_parse;
 use output::success_problems;
 pub use protocol::STATELESS;
@@ -121,6 +121,58 @@ pub struct Suite<'a> {
     /// How to exercise a check a call that did not succeed left
     /// unexercised: the baseline's, once it failed.
     to_exercise: &'static str,
+    /// What the mapping made of a real upstream's answer (the baseline's).
+    mapped: Option<Mapped>,
+}
+
+/// What a run returns: the results in order, the stateless revision the
+/// target was judged by (when it speaks one), why the upstream checks
+/// could not run through a real upstream's answers ([`Baseline::undecided`])
+/// and what the mapping made of that answer ([`Mapped`]).
+pub struct Ran {
+    pub checks: Vec<CheckResult>,
+    pub revision: Option<&'static str>,
+    pub undecided: Option<String>,
+    pub mapped: Option<Mapped>,
+}
+
+/// The items a mapping made of a real upstream's answer to the baseline
+/// call: each id and the start of its content, as outside text.
+#[derive(Debug, Clone, Serialize)]
+pub struct Mapped {
+    /// The words of the call.
+    pub query: String,
+    /// Empty when the mapping kept none.
+    pub items: Vec<MappedItem>,
+}
+
+/// One item a mapping made: its id, and the first characters of its
+/// content.
+#[derive(Debug, Clone, Serialize)]
+pub struct MappedItem {
+    pub id: String,
+    pub content: String,
+}
+
+/// How much of an id and of a content [`Mapped`] shows, in characters.
+const MAPPED_ID_CHARS: usize = 60;
+const MAPPED_CONTENT_CHARS: usize = 60;
+
+impl Mapped {
+    /// `items` as shown: secrets taken out, escaped and bounded through
+    /// [`crate::outside`], at most the profile's five.
+    fn of(query: &str, items: &[ContextItem], secrets: &crate::check::secret::Secrets) -> Mapped {
+        let shown = |text: &str, max| crate::outside::line(&secrets.redact(text), max);
+        Mapped {
+            query: shown(query, MAPPED_CONTENT_CHARS),
+            items: (items.iter().take(profile::PROVIDER_LIMIT))
+                .map(|item| MappedItem {
+                    id: shown(&item.id, MAPPED_ID_CHARS),
+                    content: shown(&item.content, MAPPED_CONTENT_CHARS),
+                })
+                .collect(),
+        }
+    }
 }
 
 impl<'a> Suite<'a> {
@@ -151,6 +203,7 @@ impl<'a> Suite<'a> {
             revision: None,
             secrets: crate::check::secret::Secrets::default(),
             to_exercise: exercise::A_SUCCESS,
+            mapped: None,
         }
     }
 
@@ -236,11 +289,8 @@ impl<'a> Suite<'a> {
         Ok(result)
     }
 
-    /// Runs every check and returns the results in order, with the
-    /// stateless revision the target was judged by (when it speaks one)
-    /// and, when the upstream checks could not run through a real
-    /// upstream's answers, why ([`Baseline::undecided`]).
-    pub async fn run(mut self) -> (Vec<CheckResult>, Option<&'static str>, Option<String>) {
+    /// Runs every check: [`Ran`].
+    pub async fn run(mut self) -> Ran {
         let tool = self.discovery().await;
         if tool.is_none() {
             // Every later check needs the tool: each is in the report.
@@ -249,7 +299,12 @@ impl<'a> Suite<'a> {
                     self.not_exercised(*check, skip::NO_TOOL, exercise::TOOL);
                 }
             }
-            return (self.results, None, None);
+            return Ran {
+                checks: self.results,
+                revision: None,
+                undecided: None,
+                mapped: None,
+            };
         }
         let baseline = self.baseline().await;
         let undecided = baseline.undecided(self.scripted.as_deref());
@@ -279,7 +334,12 @@ impl<'a> Suite<'a> {
         }
         self.redaction(baseline.unexercised().1);
         let undecided = undecided.map(|why| self.secrets.redact(&why));
-        (self.results, self.revision, undecided)
+        Ran {
+            checks: self.results,
+            revision: self.revision,
+            undecided,
+            mapped: self.mapped,
+        }
     }
 
     /// The protocol group, with the baseline's query for the stateless call.
