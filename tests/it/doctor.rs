@@ -98,13 +98,19 @@ fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
-fn ids(report: &Value) -> Vec<String> {
-    report["extensions"][0]["findings"]
+/// The IDs of a list of findings.
+fn ids_of(findings: &Value) -> Vec<String> {
+    findings
         .as_array()
         .unwrap()
         .iter()
         .map(|f| f["id"].as_str().unwrap().to_owned())
         .collect()
+}
+
+/// The first extension's finding IDs.
+fn ids(report: &Value) -> Vec<String> {
+    ids_of(&report["extensions"][0]["findings"])
 }
 
 #[test]
@@ -300,12 +306,7 @@ fn settings_env_safe_mode_and_a_stopping_machine_change_the_answer() {
 
 /// The machine's findings (not one extension's).
 fn machine_ids(report: &Value) -> Vec<String> {
-    report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["id"].as_str().unwrap().to_owned())
-        .collect()
+    ids_of(&report["findings"])
 }
 
 /// A workspace `.env` that starts with a byte order mark, or that is
