@@ -52,11 +52,11 @@ fn refusal(message: String, help: &str) -> String {
     format!("{message}\n  = help: {help}")
 }
 
-/// Whether `document` has the shape of Qwen's InstanceConfig (v2, v3).
-pub fn is_qwen_instance(document: &Value) -> bool {
-    matches!(document["schemaVersion"].as_u64(), Some(2 | 3))
-        && document["endpoint"].is_object()
-        && document.get("dialectPath").is_some()
+/// Whether `root` is Qwen's InstanceConfig (v2, v3), by the one
+/// recogniser lint uses too (`crate::lint::mem0::recognise`).
+fn is_qwen_instance(root: &crate::json::Node) -> bool {
+    use crate::lint::mem0::{Kind, recognise};
+    recognise(root).is_some_and(|kind| kind != Kind::Dialect)
 }
 
 impl ConfigFile {
@@ -114,7 +114,7 @@ impl ConfigFile {
         token_env: Option<&str>,
     ) -> Result<ConfigFile, String> {
         let path = source;
-        let document = crate::json::parse_value(text).map_err(|e| {
+        let root = crate::json::parse(text).map_err(|e| {
             refusal(
                 format!(
                     "--config-file {var}: {} is not JSON: {}",
@@ -124,9 +124,11 @@ impl ConfigFile {
                 &format!("`ecp lint {}` shows where", path.display()),
             )
         })?;
-        let (shape, credential_env) = locate(var, source, &document, pointer, token_env)?;
+        let document = root.to_value();
+        let instance = is_qwen_instance(&root);
+        let (shape, credential_env) = locate(var, source, &document, instance, pointer, token_env)?;
         if shape == Shape::QwenInstance {
-            lint_first_error(var, source, text)?;
+            lint_first_error(var, source, text, &root)?;
         }
         Ok(ConfigFile {
             var: var.to_owned(),
@@ -184,22 +186,18 @@ impl ConfigFile {
 /// Refuses a Qwen InstanceConfig `ecp lint` finds an error in (the
 /// provider would not start with it): the first error, and where to see
 /// them all.
-fn lint_first_error(var: &str, source: &Path, text: &str) -> Result<(), String> {
-    use crate::lint::{Report, Severity, json, mem0};
-    let Ok(root) = json::parse(text) else {
-        return Ok(());
-    };
-    let Some(kind) = mem0::recognise(&root) else {
+fn lint_first_error(
+    var: &str,
+    source: &Path,
+    text: &str,
+    root: &crate::json::Node,
+) -> Result<(), String> {
+    use crate::lint::{Report, Severity, mem0};
+    let Some(kind) = mem0::recognise(root) else {
         return Ok(());
     };
     let mut report = Report::default();
-    mem0::lint(
-        &source.display().to_string(),
-        text,
-        &root,
-        kind,
-        &mut report,
-    );
+    mem0::lint(&source.display().to_string(), text, root, kind, &mut report);
     match report
         .findings
         .iter()
@@ -233,6 +231,7 @@ fn locate(
     var: &str,
     source: &Path,
     document: &Value,
+    instance: bool,
     pointer: Option<&str>,
     token_env: Option<&str>,
 ) -> Result<(Shape, String), String> {
@@ -258,7 +257,7 @@ fn locate(
         };
         return Ok((Shape::Pointer(pointer.to_owned()), credential.to_owned()));
     }
-    if !is_qwen_instance(document) {
+    if !instance {
         return Err(refusal(
             format!("--config-file {var}: ecp does not know where the endpoint is in {shown}"),
             "name the endpoint URL's place with --endpoint-pointer /json/pointer (a Qwen InstanceConfig, schemaVersion 2 or 3, is known)",
