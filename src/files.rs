@@ -129,3 +129,39 @@ pub fn read_text(path: &Path, folder: Option<&Path>, max: u64) -> Result<String,
         Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
     })
 }
+
+/// The folders of an extension's source folder that hold what is built
+/// or fetched, not its sources: [`changed_since`] skips them.
+const BUILT: &[&str] = &["dist", "release", "target", "node_modules", ".git", "build"];
+
+/// The first file of the source folder `folder` (its build outputs and
+/// dependencies aside) changed after `made`, shown relative to `folder`;
+/// `None` when none did. A folder of over 20,000 entries is not compared
+/// (it counts as changed, with that reason). Links are not followed.
+pub fn changed_since(folder: &Path, made: std::time::SystemTime) -> Option<String> {
+    let mut stack = vec![folder.to_owned()];
+    let mut seen = 0usize;
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            seen += 1;
+            if seen > 20_000 {
+                return Some("the folder is too large to compare".into());
+            }
+            let name = entry.file_name();
+            if dir == folder && BUILT.iter().any(|s| name == *s) {
+                continue;
+            }
+            let Ok(metadata) = std::fs::symlink_metadata(entry.path()) else {
+                continue;
+            };
+            if metadata.is_dir() {
+                stack.push(entry.path());
+            } else if metadata.modified().is_ok_and(|m| m > made) {
+                let path = entry.path();
+                let shown = path.strip_prefix(folder).unwrap_or(&path);
+                return Some(format!("{} changed since", shown.display()));
+            }
+        }
+    }
+    None
+}

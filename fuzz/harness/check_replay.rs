@@ -37,6 +37,7 @@ pub fn run(data: &[u8]) {
             path: cassette.exchanges[0].target.clone(),
             headers: Vec::new(),
             body: cassette.exchanges[0].body.clone(),
+            tag: None,
         };
         assert!(cassette.answer_for(&request).is_some());
     }
@@ -52,6 +53,7 @@ pub fn run(data: &[u8]) {
         path,
         headers: Vec::new(),
         body,
+        tag: None,
     };
     if let Some((marker, _)) = request.marker() {
         assert!(markers().contains(&marker.as_str()));

@@ -67,6 +67,11 @@ pub struct Cassette {
 pub struct Tape {
     /// The query the target was called with.
     pub query: String,
+    /// The name of the profile's valid input the call sent
+    /// (`contracts/v1/test-vectors.json`), when it was one: the service's
+    /// own answers to them judge `valid-inputs`. Never the baseline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
     pub method: String,
     /// Path and query string, as the target sent them.
     pub target: String,
@@ -214,22 +219,50 @@ impl Cassette {
             .map_err(|e| format!("the cassette was not saved: {e}"))
     }
 
-    /// The first exchange the upstream answered with a 2xx, whose query the
-    /// suite's baseline call repeats.
+    /// The first exchange of a probe query the upstream answered with a
+    /// 2xx, whose query the suite's baseline call repeats.
     pub fn baseline(&self) -> Option<&Tape> {
-        self.exchanges.iter().find(|tape| tape.succeeded())
+        (self.exchanges.iter()).find(|tape| tape.succeeded() && tape.input.is_none())
     }
 
     /// The recorded answer for a request: the exchange with the same
     /// method, target and body (read [`as_recorded`]); else the baseline's.
     pub fn answer_for(&self, request: &SeenRequest) -> Option<&Tape> {
+        self.recorded_for(request).or_else(|| self.baseline())
+    }
+
+    /// The exchange recorded for this very request, if there is one.
+    pub fn recorded_for(&self, request: &SeenRequest) -> Option<&Tape> {
         let (target, body) = as_recorded(request);
+        self.exchanges.iter().find(|tape| {
+            tape.method == request.method && tape.target == target && tape.body == body
+        })
+    }
+
+    /// Whether it holds the service's answers to the profile's valid
+    /// inputs (recorded by this ecp; older cassettes do not).
+    pub fn has_inputs(&self) -> bool {
+        self.exchanges.iter().any(|tape| tape.input.is_some())
+    }
+
+    /// Adds the exchanges of the calls with the profile's valid inputs:
+    /// (query, input name, exchange), up to the most a cassette holds.
+    pub fn add_inputs(&mut self, exchanges: &[(String, String, Exchange)], secret: Option<&str>) {
+        let pairs: Vec<(String, Exchange)> = (exchanges.iter())
+            .map(|(query, _, exchange)| (query.clone(), exchange.clone()))
+            .collect();
+        let names = exchanges.iter().filter(|(_, _, e)| e.response.is_ok());
+        let added = Cassette::from_exchanges(&self.base_path, &pairs, secret);
+        if self.credential_header.is_none() {
+            self.credential_header = added.credential_header;
+        }
+        let room = MAX_EXCHANGES.saturating_sub(self.exchanges.len());
+        let tapes = added.exchanges.into_iter().zip(names).take(room);
         self.exchanges
-            .iter()
-            .find(|tape| {
-                tape.method == request.method && tape.target == target && tape.body == body
-            })
-            .or_else(|| self.baseline())
+            .extend(tapes.map(|(tape, (_, name, _))| Tape {
+                input: Some(name.clone()),
+                ..tape
+            }));
     }
 }
 
@@ -256,6 +289,7 @@ fn tape(
         .collect();
     Tape {
         query: query.to_owned(),
+        input: None,
         method: request.method.clone(),
         target: secret.redact(&request.path),
         headers,
@@ -281,6 +315,7 @@ mod tests {
                     ("x-trace".into(), "s3cret-value in a header".into()),
                 ],
                 body: String::new(),
+                tag: None,
             },
             response: Ok(Recorded {
                 status: 200,
@@ -354,6 +389,7 @@ mod tests {
             path: format!("/s?q=b&key={TOKEN_CANARY}"),
             headers: Vec::new(),
             body: String::new(),
+            tag: None,
         };
         assert_eq!(recorded.answer_for(&replayed).unwrap().response, "[2]");
     }

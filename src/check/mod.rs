@@ -229,6 +229,19 @@ fn describe(target: &Target) -> String {
     }
 }
 
+/// Writes `note` to stderr, once per run: `--upstream` starts the target
+/// twice (to record, then to check), and the build it runs is the same.
+fn say_once(note: &str) {
+    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut said = SAID
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !said.iter().any(|s| s == note) {
+        eprintln!("{note}");
+        said.push(note.to_owned());
+    }
+}
+
 /// How a target is reached, resolved once for `ecp check` and `ecp call`.
 enum Reach {
     /// A process ecp starts (a local extension's server, or a command).
@@ -255,7 +268,7 @@ fn resolve(
             match target::from_extension(path, endpoint).map_err(CheckError::Target)? {
                 ManifestServer::Local(mut launch) => {
                     if let Some(note) = &launch.note {
-                        eprintln!("{note}");
+                        say_once(note);
                     }
                     if let Some(endpoint) = endpoint {
                         let config = match &settings.config_file {
@@ -479,9 +492,47 @@ async fn record(
         }
         exchanges.extend(new);
     }
+    let inputs = record_inputs(&opened.session, &proxy).await;
     opened.session.close().await;
-    let cassette = cassette::Cassette::from_exchanges(&base_path, &exchanges, secret.as_deref());
+    let mut cassette =
+        cassette::Cassette::from_exchanges(&base_path, &exchanges, secret.as_deref());
+    cassette.add_inputs(&inputs, secret.as_deref());
     Ok((cassette, secret))
+}
+
+/// The profile's valid inputs sent through the target to the real
+/// upstream: what the service answers each is replayed when
+/// `valid-inputs` runs, so that a mapping that breaks the service's own
+/// syntax with one of them fails there, named with the input. A call that
+/// never reached the upstream, or that the upstream did not answer,
+/// leaves nothing (the replay then answers with the baseline's answer).
+async fn record_inputs(
+    session: &target::Session,
+    proxy: &upstream::Upstream,
+) -> Vec<(String, String, upstream::Exchange)> {
+    let Ok(embedded) = embedded::Embedded::get() else {
+        return Vec::new();
+    };
+    let mut recorded = Vec::new();
+    for (name, arguments) in &embedded.valid_inputs {
+        let before = proxy.exchanges().len();
+        let _ = session.call(arguments.clone()).await;
+        for _ in 0..20 {
+            if proxy.exchanges().len() > before {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let query = (arguments.get("query").and_then(serde_json::Value::as_str))
+            .unwrap_or_default()
+            .to_owned();
+        recorded.extend(
+            (proxy.exchanges().into_iter().skip(before))
+                .filter(|exchange| exchange.response.is_ok())
+                .map(|exchange| (query.clone(), name.clone(), exchange)),
+        );
+    }
+    recorded
 }
 
 /// The answers the target's upstream gives during the run, the base path,

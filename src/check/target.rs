@@ -280,7 +280,10 @@ fn input_message(error: &InputError) -> String {
 /// changed, and the dependencies are the ones `cargo test` built), and run
 /// it, saying which: the check always meets the current code, seconds after
 /// a one-line edit. A build failure stops the command with the compiler's
-/// last lines. A missing bundle says which command makes it.
+/// last lines. A TypeScript extension's bundle is built by `npm run build`
+/// when it is older than the sources, or refused when it cannot be
+/// ([`crate::package::build::bundle_for_check`]): a check never judges a
+/// stale bundle.
 fn entry_in_source_folder(
     folder: &Path,
     program: String,
@@ -312,14 +315,23 @@ fn entry_in_source_folder(
     }
     if let Some(script) = args.first()
         && Path::new(script).starts_with(folder)
-        && !Path::new(script).exists()
         && ["js", "mjs", "cjs"]
             .iter()
             .any(|ext| script.ends_with(&format!(".{ext}")))
     {
-        return Err(format!(
-            "the bundle {script} does not exist\n  = help: build it first (for example `npm run build`), or pass the release archive"
-        ));
+        let built = build::bundle_for_check(folder, Path::new(script))?;
+        if !Path::new(script).exists() {
+            return Err(format!(
+                "the bundle {script} does not exist\n  = help: build it first (for example `npm run build`), or pass the release archive"
+            ));
+        }
+        let note = match built {
+            Some(why) => format!(
+                "note: running {script}, built now by `npm run build` ({why}; `ecp package` builds the release one)"
+            ),
+            None => format!("note: running {script}, the bundle of the current code"),
+        };
+        return Ok((program, Some(note)));
     }
     Ok((program, None))
 }

@@ -22,7 +22,13 @@ pub struct SeenRequest {
     /// Header names lower-cased, in arrival order.
     pub headers: Vec<(String, String)>,
     pub body: String,
+    /// Which of the suite's calls sent it, as the upstream told ([`Tag`]).
+    pub tag: Option<Tag>,
 }
+
+/// One of the suite's calls: a [`markers`] word and the number after it
+/// (`ecpmutation 12`).
+pub type Tag = (String, Option<usize>);
 
 impl SeenRequest {
     pub fn header(&self, name: &str) -> Option<&str> {
@@ -36,6 +42,11 @@ impl SeenRequest {
     pub fn query(&self) -> String {
         let body: serde_json::Value = serde_json::from_str(&self.body).unwrap_or_default();
         body["query"].as_str().unwrap_or_default().to_owned()
+    }
+
+    /// Whether this request carries the call tagged `id`.
+    pub fn is(&self, id: &str) -> bool {
+        self.tag.as_ref().is_some_and(|(m, _)| m == id)
     }
 
     /// The words of the request: its target percent-decoded (`+` read as a
@@ -59,7 +70,7 @@ impl SeenRequest {
     /// The first of the suite's [`markers`] among the request's
     /// [`words`](Self::words), with the number that follows it, if any
     /// (`ecpmutation 12`).
-    pub fn marker(&self) -> Option<(String, Option<usize>)> {
+    pub fn marker(&self) -> Option<Tag> {
         let words = self.words();
         words.iter().enumerate().find_map(|(at, word)| {
             markers().contains(&word.as_str()).then(|| {
@@ -201,6 +212,9 @@ struct Log {
 /// A running upstream; it stops when dropped.
 pub struct Upstream {
     pub base_url: String,
+    /// The tag of the call the suite makes next, for requests that carry no
+    /// marker word ([`Upstream::arm`]).
+    armed: Arc<Mutex<Option<Tag>>>,
     /// The upstream on another host that [`Reply::RedirectTo`] sends a
     /// client to, when one runs beside this one.
     pub elsewhere: Option<Box<Upstream>>,
@@ -237,10 +251,12 @@ impl Upstream {
         let base_url = format!("http://{}", listener.local_addr()?);
         let log = Arc::new(Mutex::new(Log::default()));
         let changed = Arc::new(Notify::new());
+        let armed = Arc::new(Mutex::new(None));
         let script: Arc<Script> = Arc::new(script);
         let task = {
             let log = log.clone();
             let changed = changed.clone();
+            let armed = armed.clone();
             tokio::spawn(async move {
                 loop {
                     let Ok((stream, _)) = listener.accept().await else {
@@ -248,15 +264,19 @@ impl Upstream {
                     };
                     tokio::spawn(connection(
                         stream,
-                        script.clone(),
-                        log.clone(),
-                        changed.clone(),
+                        Shared {
+                            script: script.clone(),
+                            log: log.clone(),
+                            changed: changed.clone(),
+                            armed: armed.clone(),
+                        },
                     ));
                 }
             })
         };
         Ok(Upstream {
             base_url,
+            armed,
             elsewhere: None,
             log,
             changed,
@@ -268,6 +288,19 @@ impl Upstream {
         self.log
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Tags the requests that arrive from now on and carry no marker word
+    /// as the call `tag` (`None`: leaves them untagged). A mapping may
+    /// rewrite the query's words (a query language wants plain words, so
+    /// `fault-timeout` becomes `fault timeout`); the suite then makes its
+    /// calls one at a time, arming each before it is sent, and tells them
+    /// apart by their order.
+    pub fn arm(&self, tag: Option<Tag>) {
+        *self
+            .armed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = tag;
     }
 
     pub fn requests(&self) -> Vec<SeenRequest> {
@@ -307,9 +340,10 @@ impl Upstream {
         }
     }
 
-    /// Waits until the connection that carried `query` has closed; `false`
-    /// if `limit` passes first.
-    pub async fn wait_for_close_of(&self, query: &str, limit: Duration) -> bool {
+    /// Waits until the connection that carried the call tagged `tag` (or
+    /// a request whose query is `tag`) has closed; `false` if `limit`
+    /// passes first.
+    pub async fn wait_for_close_of(&self, tag: &str, limit: Duration) -> bool {
         let deadline = Instant::now() + limit;
         loop {
             let notified = self.changed.notified();
@@ -317,7 +351,7 @@ impl Upstream {
                 .log()
                 .closed_queries
                 .iter()
-                .any(|queries| queries.iter().any(|q| q == query))
+                .any(|queries| queries.iter().any(|q| q == tag))
             {
                 return true;
             }
@@ -400,6 +434,7 @@ async fn read_request(stream: &mut TcpStream) -> Option<SeenRequest> {
         path,
         headers,
         body: String::from_utf8_lossy(&body).into_owned(),
+        tag: None,
     })
 }
 
@@ -531,13 +566,17 @@ pub const ELSEWHERE_HOST: &str = "127.0.0.2";
 /// Where [`Reply::Redirect`] points, and the path of [`Reply::RedirectTo`].
 pub const REDIRECTED: &str = "/ecp-redirected";
 
+/// The query word by which the suite learns whether its marker words
+/// survive the mapping: a word with a hyphen, as the fault IDs have.
+pub const TAGGING_PROBE: &str = "ecp-probe";
+
 /// The words of the suite's own calls besides the fault IDs.
 const SUITE_WORDS: &[&str] = &[
+    TAGGING_PROBE,
     "ecphang",
     "ecpvector",
     "ecpconcurrent",
     "ecpmutation",
-    "ecpprobe",
 ];
 
 /// The words the suite's queries start with, which the scripted upstream
@@ -614,20 +653,35 @@ async fn forward_request(forward: &Forward, request: &SeenRequest) -> Result<Rec
     })
 }
 
-async fn connection(
-    mut stream: TcpStream,
+/// What every connection of one upstream shares.
+struct Shared {
     script: Arc<Script>,
     log: Arc<Mutex<Log>>,
     changed: Arc<Notify>,
-) {
+    armed: Arc<Mutex<Option<Tag>>>,
+}
+
+async fn connection(mut stream: TcpStream, shared: Shared) {
+    let Shared {
+        script,
+        log,
+        changed,
+        armed,
+    } = shared;
     // Answers go out in several writes; without TCP_NODELAY the second one
     // waits for the peer's delayed ACK (about 40 ms a request).
     let _ = stream.set_nodelay(true);
     let mut queries = Vec::new();
-    while let Some(request) = read_request(&mut stream).await {
+    while let Some(mut request) = read_request(&mut stream).await {
+        request.tag = request.marker().or_else(|| {
+            armed
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone()
+        });
         let mut reply = script(&request);
         queries.push(request.query());
-        queries.extend(request.marker().map(|(word, _)| word));
+        queries.extend(request.tag.as_ref().map(|(word, _)| word.clone()));
         log.lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .requests

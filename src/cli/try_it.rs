@@ -162,32 +162,7 @@ fn stale(folder: &Path, archive: &Path) -> Option<String> {
     let Ok(made) = std::fs::metadata(archive).and_then(|m| m.modified()) else {
         return Some(format!("{} does not exist yet", archive.display()));
     };
-    let skipped = ["dist", "release", "target", "node_modules", ".git", "build"];
-    let mut stack = vec![folder.to_owned()];
-    let mut seen = 0usize;
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            seen += 1;
-            if seen > 20_000 {
-                return Some("the folder is too large to compare".into());
-            }
-            let name = entry.file_name();
-            if dir == folder && skipped.iter().any(|s| name == *s) {
-                continue;
-            }
-            let Ok(metadata) = std::fs::symlink_metadata(entry.path()) else {
-                continue;
-            };
-            if metadata.is_dir() {
-                stack.push(entry.path());
-            } else if metadata.modified().is_ok_and(|m| m > made) {
-                let path = entry.path();
-                let shown = path.strip_prefix(folder).unwrap_or(&path);
-                return Some(format!("{} changed since", shown.display()));
-            }
-        }
-    }
-    None
+    crate::files::changed_since(folder, made)
 }
 
 /// Lints the archive as `ecp lint` would; errors stop the run.

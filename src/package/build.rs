@@ -342,6 +342,52 @@ fn npm(folder: &Path, args: &[&str], progress: bool) -> Result<(), PackageError>
     }))
 }
 
+/// A TypeScript (Node) extension's bundle for `ecp check .` and `ecp call
+/// .`, as a Rust one gets its dev build: when `package.json` has a `build`
+/// script and the bundle is missing or older than a source file
+/// ([`crate::files::changed_since`]), `npm run build` makes it first, so
+/// that a check never judges a stale bundle. `Ok(None)`: it was current
+/// (or the folder has no build script); `Ok(Some(why))`: it was built now,
+/// because of `why`. Without `node_modules` it is refused, with the
+/// commands that install and build.
+pub fn bundle_for_check(folder: &Path, bundle: &Path) -> Result<Option<String>, String> {
+    let manifest = folder.join("package.json");
+    let Ok(text) = crate::files::read_text(&manifest, Some(folder), 1024 * 1024) else {
+        return Ok(None);
+    };
+    let has_build = crate::json::parse_value(&text)
+        .ok()
+        .is_some_and(|package| package["scripts"]["build"].is_string());
+    if !has_build {
+        return Ok(None);
+    }
+    let shown = bundle.strip_prefix(folder).unwrap_or(bundle).display();
+    let why = match std::fs::metadata(bundle).and_then(|m| m.modified()) {
+        Err(_) => format!("{shown} does not exist yet"),
+        Ok(made) => match crate::files::changed_since(folder, made) {
+            None => return Ok(None),
+            Some(why) => why,
+        },
+    };
+    if !folder.join("node_modules").is_dir() {
+        return Err(format!(
+            "{shown} is not the build of the current code ({why}), and the dependencies are not installed\n  = help: run `npm ci && npm run build` in {} (both run code from the folder), then this again",
+            folder.display()
+        ));
+    }
+    npm(folder, &["run", "build"], false).map_err(|e| {
+        format!(
+            "{e}\n  = help: fix the code and run this again (`npm run build` shows every error)"
+        )
+    })?;
+    if !bundle.is_file() {
+        return Err(format!(
+            "`npm run build` wrote no {shown}\n  = help: the build script must write the bundle the manifest runs"
+        ));
+    }
+    Ok(Some(why))
+}
+
 /// `npm ci` (a missing `package-lock.json` is created first, with a note)
 /// and `npm run build`, which writes the bundle. Both run code from the
 /// folder, which is said first: `npm ci` the install scripts of the package

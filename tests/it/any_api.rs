@@ -350,6 +350,9 @@ fn each_defective_mapping_fails_on_the_check_that_names_it() {
         ("echo-query", &["redaction"]),
         ("six-items", &["structured-content", "hostile-responses"]),
         ("ignore-cancel", &["cancellation"]),
+        // Datasette reads the query as FTS5 syntax: the profile's valid
+        // input `<script> "x"` is a 400 from the real service.
+        ("raw-search", &["valid-inputs"]),
     ];
     // The runs are I/O-bound (budgets and faults); run them side by side,
     // with the conforming mapping.
@@ -391,6 +394,12 @@ fn each_defective_mapping_fails_on_the_check_that_names_it() {
         eprintln!("{}", wrong.join("\n\n"));
     }
     assert_proven("the conforming Python mapping", code, &report);
+    // Each valid input was answered as the real service answered it.
+    assert!(
+        reason_of(&report, "valid-inputs")
+            .ends_with("calls, each answered as the real service answered it"),
+        "{report:#}"
+    );
     assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
     drop(service);
 }
@@ -644,6 +653,87 @@ fn a_followed_redirect_is_seen_on_the_other_host_with_the_token() {
         reason.starts_with("the adapter followed the 302 redirect to another host")
             && !reason.contains("token"),
         "{reason}"
+    );
+    drop(service);
+}
+
+/// Issue 46: the profile's valid inputs reach the real service. A mapping
+/// that hands the query to Datasette's FTS5 query language unescaped
+/// fails `valid-inputs` on the input the service refused, with the
+/// service's own status; its recorded cassette holds that answer, so the
+/// offline run finds the same.
+#[test]
+fn a_valid_input_the_real_service_refuses_is_the_mappings_finding() {
+    let service = start_datasette(&corpus());
+    let temp = tempfile::tempdir().unwrap();
+    let cassette = temp.path().join("raw.cassette.json");
+    let cassette = cassette.to_str().unwrap();
+    let command = python_mapping(&["--defect", "raw-search"]);
+    let mut args = vec![
+        "--upstream",
+        &service.base_url,
+        "--query",
+        QUERY,
+        "--record",
+        cassette,
+        "--",
+    ];
+    args.extend(command.iter().map(String::as_str));
+    let (code, live) = check(&args);
+    drop(service);
+    let mut offline = vec!["--cassette", cassette, "--"];
+    offline.extend(command.iter().map(String::as_str));
+    let (offline_code, replayed) = check(&offline);
+    for (code, report) in [(code, &live), (offline_code, &replayed)] {
+        assert_eq!(code, Some(1), "{report:#}");
+        assert_eq!(
+            status_of(report, "valid-inputs"),
+            Some("fail"),
+            "{report:#}"
+        );
+        assert_eq!(
+            reason_of(report, "valid-inputs"),
+            "the profile's valid input `angle brackets and quotes` (\"<script> \\\"x\\\"\") gave an error: the real service answered HTTP 400 to the request the mapping made of it (GET /kb/docs.json): escape the query for the service's own syntax (a query language reads quotes, operators and brackets), or send it where the service reads plain text",
+            "{report:#}"
+        );
+    }
+    // The other checks are those of a working mapping.
+    assert_eq!(with_status(&live, "fail"), ["valid-inputs"], "{live:#}");
+    let text = std::fs::read_to_string(cassette).unwrap();
+    let recorded: Value = serde_json::from_str(&text).unwrap();
+    let inputs: Vec<&str> = (recorded["exchanges"].as_array().unwrap().iter())
+        .filter_map(|tape| tape["input"].as_str())
+        .collect();
+    assert!(inputs.contains(&"angle brackets and quotes"), "{text}");
+    assert!(!text.contains(TOKEN), "{text}");
+}
+
+/// Issue 46: a mapping that rewrites the query's words (a query language
+/// wants plain words: hyphens become spaces) never sends ecp's marker
+/// words (`fault-timeout`) on. ecp then tells its calls apart by their
+/// order, one at a time: the conforming mapping is proven, no fault is
+/// "never reached", and a retry is still counted.
+#[test]
+fn calls_whose_words_the_mapping_rewrites_are_told_apart_by_their_order() {
+    let service = start_datasette(&corpus());
+    let base_url = service.base_url.clone();
+    let ((code, report), (retry_code, retried)) = std::thread::scope(|scope| {
+        let base_url = &base_url;
+        let plain = scope.spawn(move || check_python(base_url, &["--plain-words"]));
+        let retry =
+            scope.spawn(move || check_python(base_url, &["--plain-words", "--defect", "retry"]));
+        (plain.join().unwrap(), retry.join().unwrap())
+    });
+    assert_proven("the mapping that sends plain words", code, &report);
+    assert!(
+        reason_of(&report, "no-retry").contains("told apart by their order, one call at a time"),
+        "{report:#}"
+    );
+    assert_eq!(retry_code, Some(1), "{retried:#}");
+    assert_eq!(status_of(&retried, "no-retry"), Some("fail"), "{retried:#}");
+    assert!(
+        reason_of(&retried, "no-retry").contains("the adapter retried"),
+        "{retried:#}"
     );
     drop(service);
 }

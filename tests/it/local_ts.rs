@@ -560,6 +560,57 @@ fn a_generated_typescript_extension_tests_builds_packages_reproducibly_and_confo
     conforms(&dir, &dir);
     conforms(&dir, &dir);
     conforms(&archive, &dir);
+
+    stale_bundles_are_never_judged(&dir);
+}
+
+/// Issue 47: `ecp check .` and `ecp call .` on a TypeScript source folder
+/// whose `src/` changed after `dist/main.js` run `npm run build` first and
+/// say so (the edited code is what answers); without `node_modules` they
+/// refuse, naming the commands, and run nothing.
+fn stale_bundles_are_never_judged(dir: &Path) {
+    let provider = dir.join("src/provider.ts");
+    let kept = std::fs::read_to_string(&provider).unwrap();
+    // A side effect esbuild keeps, to find in the bundle.
+    std::fs::write(
+        &provider,
+        format!("{kept}\n(globalThis as Record<string, unknown>).ecpEdit = \"edit-7731\";\n"),
+    )
+    .unwrap();
+    let call = ecp_npm(dir, &["call", ".", "deployment policy"]);
+    let said = String::from_utf8_lossy(&call.stderr);
+    assert!(
+        said.contains(&format!(
+            "note: running {}, built now by `npm run build` (src/provider.ts changed since;",
+            dir.join("dist/main.js").display()
+        )),
+        "{}",
+        show(&call)
+    );
+    let bundle = std::fs::read_to_string(dir.join("dist/main.js")).unwrap();
+    assert!(bundle.contains("edit-7731"), "the bundle was not rebuilt");
+    // Current now: no build, and the note says which bundle runs.
+    let again = ecp_npm(dir, &["call", ".", "deployment policy"]);
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("the bundle of the current code"),
+        "{}",
+        show(&again)
+    );
+
+    std::fs::write(&provider, &kept).unwrap();
+    let modules = dir.join("node_modules");
+    let away = dir.join("../node_modules.away");
+    std::fs::rename(&modules, &away).unwrap();
+    let refused = ecp_npm(dir, &["check", ".", "--format", "json"]);
+    std::fs::rename(&away, &modules).unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{}", show(&refused));
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("dist/main.js is not the build of the current code (src/provider.ts changed since), and the dependencies are not installed")
+            && said.contains("= help: run `npm ci && npm run build` in "),
+        "{said}"
+    );
+    assert!(refused.stdout.is_empty(), "{}", show(&refused));
 }
 
 #[test]

@@ -52,7 +52,11 @@ a string, so Datasette's integer ids drop every item and every answer is
 empty), panic (a call writes a Rust panic that holds the credential to
 stderr and fails before it reaches the upstream), redirect-keeps-token (a
 3xx is followed to its Location, on another host too, with the
-credential).
+credential), raw-search (Datasette is asked to read the query as its FTS5
+query language, unescaped: it answers 400 to `<script> "x"`).
+`--plain-words` is no defect: a mapping that sends the query's hyphens
+as spaces, so that ecp's marker words (`fault-timeout`) never reach the
+API as written.
 
 `--stateless` also speaks MCP revision 2026-07-28 (written from the
 revision: `server/discover`, the per-request `_meta`, `resultType`, cache
@@ -112,6 +116,9 @@ API = "v1"
 DATABASE = "kb"
 TABLE = "docs"
 TOKEN_IN_QUERY = None
+# --plain-words: the query's hyphens sent as spaces, as a mapping of a
+# query language does (its words, not ecp's marker words, reach the API).
+PLAIN_WORDS = False
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -602,7 +609,11 @@ def fetch(base, token, query, call, deadline):
 def fetch_datasette(base, token, query, call, deadline):
     """Datasette's table API with full-text search."""
     size = 6 if DEFECT == "six-items" else LIMIT
+    if PLAIN_WORDS:
+        query = query.replace("-", " ")
     pairs = [("_search", query), ("_shape", "objects"), ("_size", size)]
+    if DEFECT == "raw-search":
+        pairs.append(("_searchmode", "raw"))
     if TOKEN_IN_QUERY and token:
         pairs.append((TOKEN_IN_QUERY, token))
         token = ""
@@ -778,6 +789,11 @@ def tool_call(request_id, params, base, token, stateless=False):
             try:
                 if API == "mem0":
                     outcome["items"] = parse_mem0(fetch_mem0(base, token, query, call, deadline))
+                elif API == "datasette" and not query.split() and DEFECT != "raw-search":
+                    # No word as Datasette splits them (Python's, U+0085
+                    # among the separators): no search, which it would
+                    # answer with a 400.
+                    outcome["items"] = []
                 elif API == "datasette":
                     outcome["items"] = parse_datasette(fetch_datasette(base, token, query, call, deadline))
                 else:
@@ -907,7 +923,7 @@ def handle(message, base, token, threaded=True):
 
 
 def main():
-    global DEFECT, SCHEMAS, API, DATABASE, TABLE, STATELESS, LISTEN, TOKEN_IN_QUERY
+    global DEFECT, SCHEMAS, API, DATABASE, TABLE, STATELESS, LISTEN, TOKEN_IN_QUERY, PLAIN_WORDS
     args = sys.argv[1:]
     while args:
         flag = args.pop(0)
@@ -925,12 +941,14 @@ def main():
             TOKEN_IN_QUERY = args.pop(0)
         elif flag == "--stateless":
             STATELESS = True
+        elif flag == "--plain-words":
+            PLAIN_WORDS = True
         elif flag == "--listen" and args and args[0].isdigit():
             LISTEN = int(args.pop(0))
         else:
             sys.stderr.write(
                 "usage: profile_server.py [--defect NAME] [--schemas own|qwen] [--api v1|datasette|mem0]"
-                " [--database NAME] [--table NAME] [--token-in-query NAME] [--stateless] [--listen PORT]\n"
+                " [--database NAME] [--table NAME] [--token-in-query NAME] [--plain-words] [--stateless] [--listen PORT]\n"
             )
             sys.exit(2)
     base, token = config()

@@ -11,8 +11,63 @@ use crate::check::{
     cassette::{Cassette, Tape, as_recorded},
     mutate,
     secret::Secrets,
-    upstream::{ELSEWHERE_HOST, REDIRECTED},
+    target::Session,
+    upstream::{ELSEWHERE_HOST, REDIRECTED, TAGGING_PROBE},
 };
+
+/// How the upstream tells the suite's calls apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Tagging {
+    /// By the marker word each query starts with (`fault-timeout ...`),
+    /// which the request still carries: the calls may run at once.
+    Words,
+    /// By their order: the mapping rewrites the query's words, so the
+    /// calls run one at a time, and the upstream is armed with each
+    /// call's tag before it is sent ([`Upstream::arm`]).
+    Order,
+}
+
+/// A call the upstream knows as `tag`: by its words, or armed first (one
+/// call at a time); the result and how long it took.
+async fn tagged_call(
+    session: &Session,
+    upstream: &Upstream,
+    tagging: Tagging,
+    tag: Tag,
+    arguments: Value,
+) -> (Value, Result<CallToolResult, String>, Duration) {
+    if tagging == Tagging::Order {
+        upstream.arm(Some(tag));
+    }
+    let started = std::time::Instant::now();
+    let result = session.call(arguments.clone()).await;
+    (arguments, result, started.elapsed())
+}
+
+/// Runs `calls` (tag, arguments): all at once when the words tell them
+/// apart, else one at a time in order.
+async fn tagged_calls(
+    session: &Session,
+    upstream: &Upstream,
+    tagging: Tagging,
+    calls: Vec<(Tag, Value)>,
+) -> Vec<(Value, Result<CallToolResult, String>, Duration)> {
+    match tagging {
+        Tagging::Words => {
+            let calls = calls
+                .into_iter()
+                .map(|(tag, arguments)| tagged_call(session, upstream, tagging, tag, arguments));
+            futures_util::future::join_all(calls).await
+        }
+        Tagging::Order => {
+            let mut answers = Vec::with_capacity(calls.len());
+            for (tag, arguments) in calls {
+                answers.push(tagged_call(session, upstream, tagging, tag, arguments).await);
+            }
+            answers
+        }
+    }
+}
 
 /// What the scripted upstream answers with.
 #[derive(Debug, Clone)]
@@ -93,7 +148,7 @@ impl Scripted {
             return self.success(request);
         }
         let canary_body = format!(r#"{{"error":"{BODY_CANARY}"}}"#);
-        let (marker, number) = request.marker().unwrap_or_default();
+        let (marker, number) = request.tag.clone().unwrap_or_default();
         match marker.as_str() {
             "fault-timeout" => {
                 Reply::After(Duration::from_secs(600), Box::new(self.success(request)))
@@ -368,7 +423,8 @@ impl Suite<'_> {
             return;
         };
         self.request_check(upstream, &scripted.script);
-        self.render_check(&scripted.script).await;
+        self.learn_tagging(upstream).await;
+        self.render_check(upstream, &scripted.script).await;
         self.faults(upstream).await;
 
         // No retry: one upstream request per call.
@@ -376,7 +432,7 @@ impl Suite<'_> {
         let requests = upstream.requests();
         let mut counts = std::collections::BTreeMap::new();
         for request in &requests {
-            let Some((marker, number)) = request.marker() else {
+            let Some((marker, number)) = request.tag.clone() else {
                 continue;
             };
             if marker.starts_with("fault-") || marker == "ecpvector" {
@@ -402,19 +458,43 @@ impl Suite<'_> {
                 Some(reason) => Err(reason),
                 None if counts.is_empty() => Err("no fault call reached the upstream".into()),
                 None => Ok(format!(
-                    "{} calls, one request each{}",
+                    "{} calls, one request each{}{}",
                     counts.len(),
                     if redirected {
                         " (not counting a followed redirect)"
                     } else {
                         ""
+                    },
+                    match self.tagging {
+                        Tagging::Words => "",
+                        Tagging::Order => {
+                            "; told apart by their order, one call at a time: the mapping does not keep ecp's marker words (`fault-timeout`) in its requests"
+                        }
                     }
                 )),
             },
         );
 
         self.cancellation(upstream).await;
-        self.hostile_responses(&scripted).await;
+        self.hostile_responses(upstream, &scripted).await;
+        upstream.arm(None);
+    }
+
+    /// Whether the upstream sees the suite's marker words: a call whose
+    /// query starts with one, as every fault's does. A mapping that
+    /// rewrites the query (a query language's plain words) drops them,
+    /// and then the calls are told apart by their order.
+    async fn learn_tagging(&mut self, upstream: &Upstream) {
+        upstream.arm(None);
+        let before = upstream.requests().len();
+        let _ = self
+            .call(json!({"query": format!("{TAGGING_PROBE} {QUERY_CANARY}")}))
+            .await;
+        upstream
+            .wait_until(Duration::from_secs(2), |r, _| r.len() > before)
+            .await;
+        let kept = (upstream.requests().iter().skip(before)).any(|r| r.is(TAGGING_PROBE));
+        self.tagging = if kept { Tagging::Words } else { Tagging::Order };
     }
 
     fn request_check(&mut self, upstream: &Upstream, script: &Script) {
@@ -464,15 +544,16 @@ impl Suite<'_> {
         self.record(Check::UpstreamRequest, outcome);
     }
 
-    async fn render_check(&mut self, script: &Script) {
+    async fn render_check(&mut self, upstream: &Upstream, script: &Script) {
         let outcome = match script {
             Script::V1 { vectors } => {
                 let mut mismatch = None;
                 for (index, (_, expected)) in vectors.iter().enumerate() {
-                    match self
-                        .call(json!({"query": format!("ecpvector {index}")}))
-                        .await
-                    {
+                    let tag = ("ecpvector".to_owned(), Some(index));
+                    let arguments = json!({"query": format!("ecpvector {index}")});
+                    let (arguments, result, _) =
+                        tagged_call(self.session, upstream, self.tagging, tag, arguments).await;
+                    match self.observe(&arguments, result) {
                         Ok(result) if text_of(&result) == Some(expected.as_str()) => {}
                         Ok(_) => {
                             mismatch.get_or_insert(format!(
@@ -503,24 +584,26 @@ impl Suite<'_> {
         // Each gives the same stable error, before the MCP timeout. They run
         // at once (each upstream request on its own connection), so the two
         // that wait out the budget cost one budget, not two.
+        // (With the calls told apart by their order, one at a time.)
         let session = self.session;
-        let calls = FAULTS.iter().map(|(id, _)| async move {
-            let arguments = json!({"query": format!("{id} {QUERY_CANARY}")});
-            let started = std::time::Instant::now();
-            let result = session.call(arguments.clone()).await;
-            (arguments, result, started.elapsed())
-        });
-        let mut answers = futures_util::future::join_all(calls).await;
+        let calls = (FAULTS.iter())
+            .map(|(id, _)| {
+                let tag = (id.id().to_owned(), None);
+                (tag, json!({"query": format!("{id} {QUERY_CANARY}")}))
+            })
+            .collect();
+        let mut answers = tagged_calls(session, upstream, self.tagging, calls).await;
         // A server that answers one call at a time cannot meet the timeout
         // for the second waiting fault; such a fault is tried again alone
         // (another query, so that no-retry still counts one request each),
         // and passing then is a warning.
         let mut alone = vec![false; answers.len()];
         for (index, (id, _)) in FAULTS.iter().enumerate() {
-            if answers[index]
-                .1
-                .as_ref()
-                .is_err_and(|e| e.contains("MCP timeout"))
+            if self.tagging == Tagging::Words
+                && answers[index]
+                    .1
+                    .as_ref()
+                    .is_err_and(|e| e.contains("MCP timeout"))
             {
                 let arguments = json!({"query": format!("{id} {QUERY_CANARY} alone")});
                 let started = std::time::Instant::now();
@@ -535,9 +618,7 @@ impl Suite<'_> {
         for (((id, what), (arguments, result, elapsed)), alone) in
             FAULTS.iter().zip(answers).zip(alone)
         {
-            let reached = requests
-                .iter()
-                .any(|r| r.marker().is_some_and(|(m, _)| m == id.id()));
+            let reached = requests.iter().any(|r| r.is(id.id()));
             let followed = (*id == Check::FaultRedirect)
                 .then(|| followed_redirect(upstream))
                 .flatten();
@@ -587,8 +668,11 @@ impl Suite<'_> {
     }
 
     pub(super) async fn cancellation(&mut self, upstream: &Upstream) {
-        let hung = |r: &SeenRequest| r.marker().is_some_and(|(m, _)| m == "ecphang");
+        let hung = |r: &SeenRequest| r.is("ecphang");
         let before = upstream.requests().iter().filter(|r| hung(r)).count();
+        if self.tagging == Tagging::Order {
+            upstream.arm(Some(("ecphang".to_owned(), None)));
+        }
         let peer = self.session.client.peer().clone();
         let call = tokio::spawn(async move {
             let mut params = rmcp::model::CallToolRequestParams::new("context_search");
@@ -626,7 +710,7 @@ impl Suite<'_> {
 
     /// The hostile answers: every one gives a result that keeps the
     /// profile's promises, or the stable error, in time.
-    async fn hostile_responses(&mut self, scripted: &Scripted) {
+    async fn hostile_responses(&mut self, upstream: &Upstream, scripted: &Scripted) {
         if scripted.mutations == 0 {
             self.not_exercised(
                 Check::HostileResponses,
@@ -651,11 +735,14 @@ impl Suite<'_> {
         let mut failed = 0;
         let mut problem = None;
         for chunk in (0..total).collect::<Vec<_>>().chunks(4) {
-            let calls = chunk.iter().map(|index| async move {
-                let arguments = json!({"query": format!("ecpmutation {index}")});
-                (*index, arguments.clone(), session.call(arguments).await)
-            });
-            for (index, arguments, result) in futures_util::future::join_all(calls).await {
+            let calls = (chunk.iter())
+                .map(|&index| {
+                    let tag = ("ecpmutation".to_owned(), Some(index));
+                    (tag, json!({"query": format!("ecpmutation {index}")}))
+                })
+                .collect();
+            let answers = tagged_calls(session, upstream, self.tagging, calls).await;
+            for (&index, (arguments, result, _)) in chunk.iter().zip(answers) {
                 let result = self.observe(&arguments, result);
                 let outcome = match &result {
                     Err(error) => Err(error.clone()),

@@ -3,6 +3,7 @@
 //! the query.
 
 use super::*;
+use crate::check::cassette::Tape;
 
 impl Suite<'_> {
     pub(super) async fn inputs(&mut self, baseline: &Baseline) {
@@ -14,29 +15,51 @@ impl Suite<'_> {
         self.invalid_inputs().await;
     }
 
-    /// Valid inputs: each succeeds and keeps every output promise.
+    /// Valid inputs: each succeeds and keeps every output promise. Through
+    /// a real upstream's answers, each call is answered with what the
+    /// service itself answered that input when it was recorded
+    /// (`--upstream` records them; [`Cassette::has_inputs`]), so a mapping
+    /// that breaks on one of them against the service fails here.
     async fn valid_inputs(&mut self) {
-        let mut problems: Vec<(Check, String)> = Vec::new();
+        let mut first = None;
         let valid = &self.embedded.valid_inputs;
+        let cassette = match self.scripted.as_deref().map(|s| &s.script) {
+            Some(Script::Recorded(cassette)) => Some(cassette.clone()),
+            _ => None,
+        };
         for (name, arguments) in valid {
-            match self.call(arguments.clone()).await {
-                Err(error) => problems.push((Check::ValidInputs, format!("{name}: {error}"))),
-                Ok(result) => problems.extend(
-                    success_problems(&self.embedded.output_validator, &result)
-                        .into_iter()
-                        .filter(|(id, _)| *id == Check::ValidInputs)
-                        .map(|(id, p)| (id, format!("{name}: {p}"))),
-                ),
+            let before = self.upstream.map_or(0, |u| u.requests().len());
+            let result = self.call(arguments.clone()).await;
+            let answered = self.upstream.and_then(|upstream| {
+                let requests = upstream.requests();
+                let cassette = cassette.as_ref()?;
+                (requests.iter().skip(before)).find_map(|r| cassette.recorded_for(r).cloned())
+            });
+            let problem = match result {
+                Err(error) => Some(format!("{name}: {error}")),
+                Ok(result) if result.is_error == Some(true) => {
+                    Some(refused_valid_input(name, arguments, answered.as_ref()))
+                }
+                Ok(result) => (success_problems(&self.embedded.output_validator, &result))
+                    .into_iter()
+                    .find(|(id, _)| *id == Check::ValidInputs)
+                    .map(|(_, p)| format!("{name}: {p}")),
+            };
+            if let Some(problem) = problem {
+                first.get_or_insert(problem);
             }
         }
         let count = valid.len();
-        let first = problems
-            .iter()
-            .find(|(check, _)| *check == Check::ValidInputs)
-            .map(|(_, p)| p.clone());
+        let against = match &cassette {
+            None => String::new(),
+            Some(cassette) if cassette.has_inputs() => {
+                ", each answered as the real service answered it".to_owned()
+            }
+            Some(_) => ", answered with the recorded baseline answer: the cassette holds no answer of the service to them (record it again with --upstream URL --record FILE to judge them against the service)".to_owned(),
+        };
         self.record(
             Check::ValidInputs,
-            first.map_or_else(|| Ok(format!("{count} calls")), Err),
+            first.map_or_else(|| Ok(format!("{count} calls{against}")), Err),
         );
     }
 
@@ -107,5 +130,30 @@ impl Suite<'_> {
             Check::InputErrorsRedacted,
             echoed.map_or_else(|| Ok("no echo".into()), Err),
         );
+    }
+}
+
+/// Why a valid input's stable error is the mapping's finding: what the
+/// real service answered the request the mapping made of it, when that
+/// answer was recorded.
+fn refused_valid_input(name: &str, arguments: &Value, answered: Option<&Tape>) -> String {
+    let query = arguments.get("query").and_then(Value::as_str).unwrap_or("");
+    let shown = if query.chars().count() <= 40 {
+        format!(" ({query:?})")
+    } else {
+        String::new()
+    };
+    let input = format!("the profile's valid input `{name}`{shown} gave an error");
+    match answered {
+        Some(tape) if !tape.succeeded() => format!(
+            "{input}: the real service answered HTTP {} to the request the mapping made of it ({} {}): escape the query for the service's own syntax (a query language reads quotes, operators and brackets), or send it where the service reads plain text",
+            tape.status,
+            tape.method,
+            tape.target.split('?').next().unwrap_or("")
+        ),
+        Some(_) => format!(
+            "{input}, though the real service answered it with a success: the mapping cannot read the service's answer to it"
+        ),
+        None => input,
     }
 }

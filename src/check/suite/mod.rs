@@ -28,7 +28,7 @@ use super::{
     probe::ProbeTarget,
     schema,
     target::{Session, WatchedStderr},
-    upstream::{Reply, SeenRequest, Upstream},
+    upstream::{Reply, SeenRequest, Tag, Upstream},
 };
 use crate::profile::{self, ContextItem, ecmascript::utf16_len};
 
@@ -123,6 +123,8 @@ pub struct Suite<'a> {
     to_exercise: &'static str,
     /// What the mapping made of a real upstream's answer (the baseline's).
     mapped: Option<Mapped>,
+    /// How the upstream tells the suite's calls apart.
+    tagging: binding::Tagging,
 }
 
 /// What a run returns: the results in order, the stateless revision the
@@ -204,6 +206,7 @@ impl<'a> Suite<'a> {
             secrets: crate::check::secret::Secrets::default(),
             to_exercise: exercise::A_SUCCESS,
             mapped: None,
+            tagging: binding::Tagging::Words,
         }
     }
 

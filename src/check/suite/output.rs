@@ -147,6 +147,11 @@ impl Suite<'_> {
 
     pub(super) async fn concurrency(&mut self) {
         const CALLS: usize = 20;
+        // Told apart by their order, all twenty are the one armed call.
+        let armed = (self.upstream).filter(|_| self.tagging == super::binding::Tagging::Order);
+        if let Some(upstream) = armed {
+            upstream.arm(Some(("ecpconcurrent".to_owned(), None)));
+        }
         let calls: Vec<_> = (0..CALLS)
             .map(|n| {
                 let peer = self.session.client.peer().clone();
@@ -167,6 +172,9 @@ impl Suite<'_> {
                 answered += 1;
                 succeeded += usize::from(result.is_error != Some(true));
             }
+        }
+        if let Some(upstream) = armed {
+            upstream.arm(None);
         }
         // With an upstream of ecp's, the baseline succeeded: so must these.
         let want_success = self.upstream.is_some();
@@ -278,10 +286,7 @@ impl Suite<'_> {
             Check::FaultMalformed,
             Check::FaultInvalidUtf8,
         ];
-        let served_body = |r: &SeenRequest| {
-            r.marker()
-                .is_some_and(|(m, _)| body_faults.iter().any(|c| c.id() == m))
-        };
+        let served_body = |r: &SeenRequest| body_faults.iter().any(|c| r.is(c.id()));
         let canaries = [
             (describe(QUERY_CANARY), true),
             (describe(TOKEN_CANARY), requests.iter().any(carries_token)),

@@ -24,7 +24,10 @@ export class SearchProvider implements Provider {
 
   async search(query: string, limit: number, signal: AbortSignal): Promise<ProviderItem[]> {
     // The request: json-server's full-text filter, one request, never retried.
-    const rows = await this.upstream.get("docs").query("q", query).query("_limit", limit).send(signal);
+    // A GET carries the query in its URL, and Node refuses a head over 16 KiB
+    // (431): the first 256 code points are searched (2000 emoji are 24 KB).
+    const words = Array.from(query).slice(0, 256).join("");
+    const rows = await this.upstream.get("docs").query("q", words).query("_limit", limit).send(signal);
     // The mapping: each row to a profile item.
     if (!Array.isArray(rows)) throw new ProviderError("the response is not an array of rows");
     return rows.map((row: { id?: unknown; title?: unknown; body?: unknown; url?: unknown; updated?: unknown } | null) => ({
