@@ -183,6 +183,48 @@ fn server_builds_trade_size_for_speed_and_stdio_ones_stay_small() {
     }
 }
 
+/// Issue 47: `ecp check .` builds the binary with `cargo build`, after the
+/// provider engineer's `cargo test`. Cargo resolves features per build
+/// (resolver 2): a dev-dependency feature the normal build lacks (tokio's
+/// "full") made that build compile tokio and everything above it a second
+/// time (89 s on 2 cores). Every package of the normal build has the same
+/// features with the tests' dev-dependencies as without them.
+#[test]
+fn cargo_test_and_the_checks_cargo_build_resolve_the_same_features() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("acme-context");
+    assert!(generate(&dir, &[]).status.success());
+    let features = |edges: &str| -> std::collections::BTreeMap<String, String> {
+        let output = Command::new(env!("CARGO"))
+            .args(["tree", "--offline", "--prefix", "none", "-e", edges])
+            .args(["-f", "{p}|{f}"])
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let listed = String::from_utf8(output.stdout).unwrap();
+        (listed.lines())
+            .filter_map(|line| line.split_once('|'))
+            .map(|(package, features)| {
+                let package = package.trim_end_matches(" (*)").to_owned();
+                (package, features.trim_end_matches(" (*)").to_owned())
+            })
+            .collect()
+    };
+    let built = features("normal,build");
+    let tested = features("normal,build,dev");
+    assert!(built.keys().any(|p| p.starts_with("tokio v")), "{built:#?}");
+    let differ: Vec<String> = (built.iter())
+        .filter(|(package, f)| tested.get(*package) != Some(f))
+        .map(|(package, f)| format!("{package}: {f} / {:?}", tested.get(package)))
+        .collect();
+    assert!(differ.is_empty(), "{differ:#?}");
+}
+
 #[test]
 fn local_file_list_and_manifest_snapshots() {
     let temp = tempfile::tempdir().unwrap();
