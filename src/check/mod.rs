@@ -29,6 +29,16 @@
 //! It is not 1: nothing was found wrong, and 1 would send a reader looking
 //! for a failed check that is not there. A run whose baseline failed
 //! through a real upstream's answers (`undecided`) is one such run.
+//!
+//! # Against a real service
+//!
+//! `--upstream URL` runs the target against a recording proxy first: the
+//! `--query` calls, then the profile's valid inputs, whose answers
+//! [`suite`]'s `valid-inputs` replays, so a mapping that breaks the
+//! service's own syntax with one of them fails, named with the input. The
+//! suite tells its calls apart by a marker word each query starts with,
+//! and, when a probe call shows the mapping drops them (a query language's
+//! plain words), by their order, one at a time ([`upstream::Upstream::arm`]).
 
 pub mod canary;
 pub mod cassette;
@@ -697,14 +707,76 @@ pub async fn fixture_upstream(
     })
 }
 
-/// `ecp call`: one `context_search` call against a target. With a fixture
-/// upstream, the target's endpoint and credential variables point at it.
+/// An upstream of ecp's on 127.0.0.1 that `ecp call` points the target's
+/// endpoint and credential variables at: a fixture corpus served as V1
+/// (`--fixture`), or a cassette's recorded answers replayed (`--cassette`).
+pub struct CallUpstream {
+    pub upstream: upstream::Upstream,
+    /// Where the target's base URL points on it.
+    pub base_path: String,
+    /// The credential the target is given.
+    pub token: &'static str,
+    /// The option that asked for it, for errors.
+    pub flag: &'static str,
+}
+
+impl CallUpstream {
+    /// `ecp call --fixture`.
+    pub async fn fixture(
+        corpus: crate::providers::fixture::FixtureCorpus,
+    ) -> Result<CallUpstream, CheckError> {
+        Ok(CallUpstream {
+            upstream: fixture_upstream(corpus).await?,
+            base_path: "/".into(),
+            token: FIXTURE_TOKEN,
+            flag: "--fixture",
+        })
+    }
+
+    /// `ecp call --cassette`: the recorded answer to the same request, else
+    /// the baseline's, as `ecp check --cassette` replays them. The target
+    /// gets the suite's token, which the replay reads as the recorded
+    /// credential wherever the request carries it.
+    pub async fn cassette(cassette: cassette::Cassette) -> Result<CallUpstream, CheckError> {
+        let base_path = cassette.base_path.clone();
+        let upstream =
+            upstream::Upstream::try_start(move |request| match cassette.answer_for(request) {
+                Some(tape) => {
+                    let recorded = tape.recorded();
+                    upstream::Reply::Raw {
+                        status: recorded.status,
+                        content_type: recorded.content_type,
+                        body: recorded.body,
+                    }
+                }
+                None => upstream::Reply::status(404, "{}"),
+            })
+            .await
+            .map_err(|e| {
+                CheckError::Upstream(format!(
+                    "cannot start the cassette's replay on 127.0.0.1: {e}"
+                ))
+            })?;
+        Ok(CallUpstream {
+            upstream,
+            base_path,
+            token: TOKEN_CANARY,
+            flag: "--cassette",
+        })
+    }
+}
+
+/// `ecp call`: one `context_search` call against a target. With an
+/// upstream of ecp's ([`CallUpstream`]), the target's endpoint and
+/// credential variables point at it.
 pub async fn call_once(
     settings: &CheckSettings,
     query: &str,
-    fixture: Option<&upstream::Upstream>,
+    served: Option<&CallUpstream>,
 ) -> Result<CallOutcome, CheckError> {
-    let endpoint = fixture.map(|u| (u.base_url.as_str(), Some(FIXTURE_TOKEN)));
+    let base_url = served.map(|s| format!("{}{}", s.upstream.base_url, s.base_path));
+    let endpoint = (served.zip(base_url.as_deref())).map(|(s, url)| (url, Some(s.token)));
+    let fixture = served;
     let reach = resolve(settings, endpoint, Duration::from_secs(600))?;
     // The target's answer, failure text and stderr may echo its credential
     // (in the upstream's body, or the request URL it logs).
@@ -712,11 +784,13 @@ pub async fn call_once(
     let session = match reach {
         Reach::Spawn(launch) => {
             secrets.extend(credential_of(&launch).filter(|_| fixture.is_none()));
-            if fixture.is_some() && launch.binding.is_none() {
-                return Err(CheckError::Settings(
-                    "--fixture needs a manifest that passes the endpoint and credential in `env` (`*_BASE_URL`, `*_TOKEN`), as `ecp new` writes it"
-                        .into(),
-                ));
+            if let Some(served) = fixture
+                && launch.binding.is_none()
+            {
+                return Err(CheckError::Settings(format!(
+                    "{} needs a manifest that passes the endpoint and credential in `env` (`*_BASE_URL`, `*_TOKEN`), as `ecp new` writes it",
+                    served.flag
+                )));
             }
             Session::spawn(&launch)
                 .await
@@ -734,18 +808,15 @@ pub async fn call_once(
         Reach::Http {
             url, call_timeout, ..
         } => {
-            if fixture.is_some() {
-                return Err(CheckError::Settings(
+            if let Some(served) = fixture {
+                return Err(CheckError::Settings(format!(
+                    "{} {}",
+                    served.flag,
                     match settings.target {
-                        Target::Url(_) => {
-                            "--fixture applies to a local extension or a command, not to --url"
-                        }
-                        _ => {
-                            "--fixture applies to a local extension, not to a remote (httpUrl) one"
-                        }
+                        Target::Url(_) => "applies to a local extension or a command, not to --url",
+                        _ => "applies to a local extension, not to a remote (httpUrl) one",
                     }
-                    .into(),
-                ));
+                )));
             }
             Session::connect(&url, settings.bearer.clone(), call_timeout)
                 .await

@@ -336,16 +336,24 @@ pub fn run_call(args: CallArgs) -> Outcome {
             Err(error) => return Err(could_not_run(&error.to_string())),
         },
     };
+    let cassette = match &args.cassette {
+        None => None,
+        Some(path) => match check::cassette::Cassette::load(path) {
+            Ok(cassette) => Some(cassette),
+            Err(error) => return Err(could_not_run(&error)),
+        },
+    };
     let (settings, tokio) = match prepare(path, &args.target) {
         Ok(prepared) => prepared,
         Err(message) => return Err(could_not_run(&message)),
     };
     let outcome = run_guarded(tokio, async {
-        let upstream = match fixture {
-            Some(corpus) => Some(check::fixture_upstream(corpus).await?),
-            None => None,
+        let served = match (fixture, cassette) {
+            (Some(corpus), _) => Some(check::CallUpstream::fixture(corpus).await?),
+            (None, Some(cassette)) => Some(check::CallUpstream::cassette(cassette).await?),
+            (None, None) => None,
         };
-        check::call_once(&settings, &query, upstream.as_ref()).await
+        check::call_once(&settings, &query, served.as_ref()).await
     })?;
     let outcome = match outcome {
         Ok(outcome) => outcome,

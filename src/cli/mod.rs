@@ -70,7 +70,7 @@ impl ColorChoice {
 enum Command {
     /// Create a provider extension from a template
     #[command(
-        after_help = "Examples:\n  ecp new acme-context                     # asks on a terminal; the local Rust template otherwise\n  ecp new acme-context --yes --dir ./ext   # the defaults, no questions\n  ecp new acme-context --template remote --endpoint https://context.acme.example/mcp"
+        after_help = "Examples:\n  ecp new acme-context                     # asks on a terminal; the local Rust template otherwise\n  ecp new acme-context --yes --dir ./ext   # the defaults, no questions\n  ecp new acme-context --template remote --endpoint https://context.acme.example/mcp   # your endpoint here: ecp lint refuses a reserved .example name before you publish"
     )]
     New(NewArgs),
     /// Check a manifest, an extension folder or a release archive before publishing
@@ -430,6 +430,13 @@ pub struct CallArgs {
     /// Generic HTTP Search V1 endpoint on 127.0.0.1 that serves it.
     #[arg(long, value_name = "FILE|example")]
     pub fixture: Option<PathBuf>,
+
+    /// Answer from a cassette `ecp check --upstream URL --record FILE`
+    /// recorded: the extension's *_BASE_URL and *_TOKEN point at a replay
+    /// on 127.0.0.1 that gives the recorded answer to the same request (else
+    /// the first successful one), offline
+    #[arg(long, value_name = "FILE", conflicts_with = "fixture")]
+    pub cassette: Option<PathBuf>,
 
     #[command(flatten)]
     pub target: TargetArgs,

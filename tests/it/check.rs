@@ -35,6 +35,7 @@ fn check_with_env(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, Value) {
         .args(args)
         .envs(env.iter().copied())
         .env("CARGO_TARGET_DIR", crate::cli::generated_target())
+        .envs(crate::cli::LIGHT_RELEASE)
         .stdin(Stdio::null())
         .output()
         .unwrap();

@@ -10,7 +10,7 @@ use std::{
 
 use ecp::check::upstream::{Reply, Upstream};
 
-use crate::cli::{ecp_new, generated_target};
+use crate::cli::ecp_new;
 
 fn ecp_bin() -> &'static str {
     env!("CARGO_BIN_EXE_ecp")
@@ -81,7 +81,8 @@ fn run_block(script: &str) -> (tempfile::TempDir, String, String) {
         .current_dir(temp.path())
         .env("PATH", path)
         .env("EDITOR", "true")
-        .env("CARGO_TARGET_DIR", generated_target())
+        .env("CARGO_TARGET_DIR", crate::cli::generated_target())
+        .envs(crate::cli::LIGHT_RELEASE)
         .env("CARGO_NET_OFFLINE", "true")
         .env("npm_config_cache", crate::cli::npm_cache())
         .env_remove("ACME_CONTEXT_BASE_URL")

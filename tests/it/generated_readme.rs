@@ -108,6 +108,7 @@ fn bash(dir: &Path, block: &str) -> Command {
         )
         .env("EDITOR", "true")
         .env("CARGO_TARGET_DIR", &target)
+        .envs(crate::cli::LIGHT_RELEASE)
         .env("CARGO_NET_OFFLINE", "true")
         .env_remove("RUSTFLAGS")
         .env("npm_config_cache", crate::cli::npm_cache())

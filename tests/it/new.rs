@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use ecp::check::upstream::{Reply, Upstream};
 
 use crate::{
-    cli::{ecp, ecp_new, files_under, generated_target, relative},
+    cli::{ecp, ecp_new, files_under, relative},
     mcp::{assert_canonical_tool, text_of},
 };
 
@@ -45,7 +45,8 @@ fn cargo(dir: &Path, args: &[&str]) {
     let status = Command::new(env!("CARGO"))
         .args(args)
         .current_dir(dir)
-        .env("CARGO_TARGET_DIR", generated_target())
+        .env("CARGO_TARGET_DIR", crate::cli::generated_target())
+        .envs(crate::cli::LIGHT_RELEASE)
         .status()
         .unwrap();
     assert!(

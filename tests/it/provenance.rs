@@ -12,7 +12,7 @@ use std::{
 
 use serde_json::{Value, json};
 
-use crate::cli::{ecp, ecp_new, package_into, prebuilt};
+use crate::cli::{ecp, ecp_new, ecp_shipped_profile, package_into, prebuilt};
 
 const ARCHIVE: &str = "linux.x64.acme-context.tar.gz";
 
@@ -172,6 +172,11 @@ fn reference_verifier(envelope: &Path, public: &Path, archives: &[PathBuf]) -> (
 
 /// `ecp verify ARGS --format json`: exit code and the report.
 fn verify(args: &[&str]) -> (Option<i32>, Value) {
+    verify_by(ecp, args)
+}
+
+/// [`verify`] run by `ecp` (one of the helpers of `crate::cli`).
+fn verify_by(ecp: fn(&[&str]) -> Output, args: &[&str]) -> (Option<i32>, Value) {
     let mut all = vec!["verify"];
     all.extend_from_slice(args);
     all.extend_from_slice(&["--format", "json"]);
@@ -709,6 +714,10 @@ fn holds(haystack: &[u8], needle: &str) -> bool {
 /// four minutes of the suite); a changed source byte changes the archive;
 /// and `ecp verify --rebuild` proves the first and names where the second
 /// differs from its commit.
+///
+/// With the generated crate's release profile as it ships (fat LTO, one
+/// codegen unit); the other tests build a lighter one
+/// (`crate::cli::LIGHT_RELEASE`).
 #[test]
 fn builds_are_reproducible_and_a_rebuild_proves_it() {
     let temp = tempfile::tempdir().unwrap();
@@ -740,7 +749,7 @@ fn builds_are_reproducible_and_a_rebuild_proves_it() {
             .unwrap();
     }
     let package_second = || {
-        let output = ecp(&["package", second.to_str().unwrap()]);
+        let output = ecp_shipped_profile(&["package", second.to_str().unwrap()]);
         assert!(
             output.status.success(),
             "{}",
@@ -748,7 +757,7 @@ fn builds_are_reproducible_and_a_rebuild_proves_it() {
         );
     };
 
-    let output = ecp(&["package", first.to_str().unwrap()]);
+    let output = ecp_shipped_profile(&["package", first.to_str().unwrap()]);
     assert!(
         output.status.success(),
         "{}",
@@ -815,11 +824,14 @@ fn builds_are_reproducible_and_a_rebuild_proves_it() {
 
     // The first release, rebuilt from its repository: byte-identical.
     let archive = first.join("dist").join(ARCHIVE);
-    let (code, report) = verify(&[
-        archive.to_str().unwrap(),
-        "--rebuild",
-        first.to_str().unwrap(),
-    ]);
+    let (code, report) = verify_by(
+        ecp_shipped_profile,
+        &[
+            archive.to_str().unwrap(),
+            "--rebuild",
+            first.to_str().unwrap(),
+        ],
+    );
     assert_eq!(code, Some(0), "{report:#}");
     let (status, detail) = step(&report, "rebuild");
     assert_eq!(status, "proven", "{detail}");
@@ -846,11 +858,14 @@ fn builds_are_reproducible_and_a_rebuild_proves_it() {
         "a changed source byte left the archive as it was"
     );
     let archive = second.join("dist").join(ARCHIVE);
-    let (code, report) = verify(&[
-        archive.to_str().unwrap(),
-        "--rebuild",
-        second.to_str().unwrap(),
-    ]);
+    let (code, report) = verify_by(
+        ecp_shipped_profile,
+        &[
+            archive.to_str().unwrap(),
+            "--rebuild",
+            second.to_str().unwrap(),
+        ],
+    );
     assert_eq!(code, Some(1), "{report:#}");
     let (_, detail) = step(&report, "provenance");
     assert!(detail.contains("with uncommitted changes"), "{detail}");

@@ -479,6 +479,7 @@ fn call_against(dir: &Path, base_url: &str) -> Output {
         .args(["call", ".", "deployment policy"])
         .current_dir(dir)
         .env("CARGO_TARGET_DIR", crate::cli::generated_target())
+        .envs(crate::cli::LIGHT_RELEASE)
         .env("CARGO_NET_OFFLINE", "true")
         .env("ACME_CONTEXT_BASE_URL", base_url)
         .env("ACME_CONTEXT_TOKEN", "t")

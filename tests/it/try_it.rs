@@ -11,7 +11,7 @@ use std::{
 };
 
 use crate::{
-    cli::{ecp, ecp_new, generated_target},
+    cli::{ecp, ecp_new},
     hostile::text,
 };
 
@@ -24,7 +24,8 @@ fn ecp_try(dir: &Path, home: &Path, args: &[&str]) -> Output {
         .current_dir(dir)
         .env("PATH", home)
         .env("HOME", home)
-        .env("CARGO_TARGET_DIR", generated_target())
+        .env("CARGO_TARGET_DIR", crate::cli::generated_target())
+        .envs(crate::cli::LIGHT_RELEASE)
         .env_remove("SOURCE_DATE_EPOCH")
         .stdin(Stdio::null())
         .output()

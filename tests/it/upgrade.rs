@@ -59,7 +59,8 @@ fn cargo_test(dir: &Path) {
         // target folder, where another test may be rebuilding the same crate.
         .args(["test", "--offline", "--quiet", "--lib", "--bins", "--tests"])
         .current_dir(dir)
-        .env("CARGO_TARGET_DIR", generated_target())
+        .env("CARGO_TARGET_DIR", crate::cli::generated_target())
+        .envs(crate::cli::LIGHT_RELEASE)
         .status()
         .unwrap();
     assert!(status.success(), "cargo test failed in {}", dir.display());
@@ -73,7 +74,8 @@ fn conforms(dir: &Path) {
     let checked = Command::new(env!("CARGO_BIN_EXE_ecp"))
         .args(["check", ".", "--format", "json"])
         .current_dir(dir)
-        .env("CARGO_TARGET_DIR", generated_target())
+        .env("CARGO_TARGET_DIR", crate::cli::generated_target())
+        .envs(crate::cli::LIGHT_RELEASE)
         .env("CARGO_NET_OFFLINE", "true")
         .stdin(Stdio::null())
         .output()
@@ -1028,7 +1030,8 @@ fn an_edited_provider_of_an_earlier_generation_is_left_alone_and_told() {
     let built = Command::new(env!("CARGO"))
         .args(["build", "--offline", "--quiet", "--lib"])
         .current_dir(&dir)
-        .env("CARGO_TARGET_DIR", generated_target())
+        .env("CARGO_TARGET_DIR", crate::cli::generated_target())
+        .envs(crate::cli::LIGHT_RELEASE)
         .status()
         .unwrap();
     assert!(built.success(), "the edited old binding does not build");

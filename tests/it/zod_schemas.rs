@@ -58,6 +58,7 @@ fn zods_code_point_counting_schemas_pass_input_and_output_schema() {
         .args(["check", "--format", "json", "--"])
         .args(&command)
         .env("CARGO_TARGET_DIR", crate::cli::generated_target())
+        .envs(crate::cli::LIGHT_RELEASE)
         .stdin(Stdio::null())
         .output()
         .unwrap();

@@ -1,18 +1,24 @@
 // YOUR provider (src/provider.ts) against a real HTTP server on 127.0.0.1.
-// As generated it speaks the Generic HTTP Search V1 binding; when you map
-// your own API, change these tests with it: the request it sends, how the
-// answer maps to items, and what it refuses. The hardening under it (the
-// base URL's rules, statuses, the 1 MiB cap, UTF-8, redirects, proxies)
-// is the runtime's and has its own tests (test/http.test.ts).
+// The tests marked "changes with the mapping" serve the example below:
+// the Generic HTTP Search V1 answer the template maps, until your
+// service's own answers are recorded in tests/upstream.cassette.json
+// (`ecp check . --upstream URL --query WORDS --record
+// tests/upstream.cassette.json`); from then on they serve your service's
+// answer and follow your mapping. The tests marked "the V1 example" check
+// the template's V1 mapping in detail and are skipped, saying why, once
+// your API is mapped. The hardening under it (the base URL's rules,
+// statuses, the 1 MiB cap, UTF-8, redirects, proxies) is the runtime's and
+// has its own tests (test/http.test.ts).
 
 import assert from "node:assert/strict";
+import { existsSync, readFileSync } from "node:fs";
 import { test } from "node:test";
 
 import renderVectors from "../contracts/v1/render-vectors.json";
-import { render } from "../src/profile/index.js";
+import { normalizeQuery, render } from "../src/profile/index.js";
 import { SearchProvider } from "../src/provider.js";
 import { usableItems } from "../src/runtime/index.js";
-import { json, never, reason, until, upstream, withEnvSync } from "./loopback.js";
+import { type Handler, json, never, reason, until, upstream, withEnvSync } from "./loopback.js";
 
 const TOKEN = "upstream-secret-token";
 
@@ -22,7 +28,69 @@ function provider(base: string) {
 
 const secrets = (base: string) => [TOKEN, base, "secret question", "upstream body"];
 
-test("the request is POST {base}/v1/context/search with the bearer credential and {query, limit}", async () => {
+/** Where your service's recorded answers are, once recorded. */
+const CASSETTE = "tests/upstream.cassette.json";
+
+/** Said when the mapping no longer reads the example these tests serve. */
+const RECORD =
+  "these tests serve the Generic HTTP Search V1 example until your service's own answers are recorded: after mapping your API in src/provider.ts, run `ecp check . --upstream URL --query WORDS --record tests/upstream.cassette.json`";
+
+/** What the tests that change with the mapping serve, and the request the mapping must send for it. */
+interface Example {
+  query: string;
+  method: string;
+  /** The path under the server, without the query string. */
+  path: string;
+  /** Where the base URL points on the server (`/`, or `/api/`). */
+  basePath: string;
+  status: number;
+  contentType?: string;
+  body: string;
+  /** The V1 example (no cassette yet). */
+  v1: boolean;
+}
+
+/** Your service's answer to the first call it answered with a 2xx, once recorded; until then the V1 example. */
+function example(): Example {
+  if (!existsSync(CASSETTE)) {
+    const items = [{ id: "a", content: "A", title: "T" }, { id: "", content: "dropped" }];
+    return { query: "secret question", method: "POST", path: "/v1/context/search", basePath: "/", status: 200, contentType: "application/json", body: JSON.stringify({ items }), v1: true };
+  }
+  const cassette = JSON.parse(readFileSync(CASSETTE, "utf8"));
+  const tape = (cassette.exchanges ?? []).find(
+    (t: { status: number; input?: string }) => t.status >= 200 && t.status < 300 && t.input === undefined,
+  );
+  assert.ok(tape, `${CASSETTE} has no call your service answered with a 2xx; record it again`);
+  const path = String(tape.target).split("?")[0];
+  return { query: tape.query, method: tape.method, path, basePath: cassette.base_path, status: tape.status, contentType: tape.content_type, body: tape.response, v1: false };
+}
+
+/** Serves the example's answer, as recorded. */
+const answer = (e: Example): Handler => (_request, response) => {
+  response.writeHead(e.status, e.contentType === undefined ? {} : { "content-type": e.contentType });
+  response.end(e.body);
+};
+
+/** Skips the V1 example's detailed tests once your API is mapped. */
+const v1Only = { skip: existsSync(CASSETTE) && `the V1 example: ${CASSETTE} drives the tests that change with your mapping` };
+
+test("changes with the mapping: one request for the example's query, and items kept of the answer", async () => {
+  const e = example();
+  const server = await upstream(answer(e));
+  const query = normalizeQuery(e.query);
+  assert.ok(query.ok, e.query);
+  const items = await provider(`${server.base}${e.basePath}`)
+    .search(query.query, 5, never)
+    .catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))));
+  assert.equal(server.seen.length, 1, "one request, no retry");
+  const [seen] = server.seen;
+  assert.equal(`${seen.method} ${seen.url?.split("?")[0]}`, `${e.method} ${e.path}`, RECORD);
+  if (items instanceof Error) assert.fail(`the mapping failed on the answer (${items.message}): ${RECORD}`);
+  assert.ok(usableItems(items).length > 0, `the mapping kept no item of the answer (${RECORD})`);
+  await server.close();
+});
+
+test("the V1 example: the request is POST {base}/v1/context/search with the bearer credential and {query, limit}", v1Only, async () => {
   const server = await upstream(json({ items: [{ id: "a", content: "A" }] }));
   await provider(`${server.base}/tenant`).search("secret question", 5, never);
   const [seen] = server.seen;
@@ -35,7 +103,7 @@ test("the request is POST {base}/v1/context/search with the bearer credential an
   await server.close();
 });
 
-test("the answer's items map to profile items; what the runtime renders drops those without id or content", async () => {
+test("the V1 example: the answer's items map to profile items; what the runtime renders drops those without id or content", v1Only, async () => {
   const server = await upstream(
     json({
       items: [
@@ -59,7 +127,7 @@ test("the answer's items map to profile items; what the runtime renders drops th
   await server.close();
 });
 
-test("through the provider and the runtime, every render vector gives its httpText", async () => {
+test("the V1 example: through the provider and the runtime, every render vector gives its httpText", v1Only, async () => {
   const server = await upstream((request, response, seen) => {
     const vector = renderVectors.find((v) => v.name === JSON.parse(seen.body).query);
     json({ items: vector?.providerItems })(request, response, seen);
@@ -72,11 +140,16 @@ test("through the provider and the runtime, every render vector gives its httpTe
   await server.close();
 });
 
-test("an answer without an items array, and the upstream's failures, fail with a plain reason", async () => {
+test("the V1 example: an answer without an items array fails with a plain reason", v1Only, async () => {
+  for (const body of [{ results: [] }, "null", { items: "upstream body" }]) {
+    const server = await upstream(json(body));
+    assert.match(await reason(provider(server.base).search("secret question", 5, never), secrets(server.base)), /no items array/);
+    await server.close();
+  }
+});
+
+test("the upstream's failures fail with a plain reason, after one request", async () => {
   for (const [answer, expected] of [
-    [json({ results: [] }), /no items array/],
-    [json("null"), /no items array/],
-    [json({ items: "upstream body" }), /no items array/],
     [json("upstream body", 500), /upstream failed \(HTTP 500\)/],
     [json("upstream body {"), /not JSON/],
   ] as const) {
