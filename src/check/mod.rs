@@ -313,7 +313,9 @@ fn resolve(
             let binding = target::BindingEnv {
                 base_url: (settings.base_url_env.clone())
                     .unwrap_or_else(|| DEFAULT_BASE_URL_ENV.into()),
-                token: (settings.token_env.clone()).unwrap_or_else(|| DEFAULT_TOKEN_ENV.into()),
+                token: Some(
+                    (settings.token_env.clone()).unwrap_or_else(|| DEFAULT_TOKEN_ENV.into()),
+                ),
             };
             let mut launch = Launch {
                 program: program.clone(),
@@ -334,8 +336,8 @@ fn resolve(
                 }
                 (Some((base_url, token)), None) => {
                     launch.env.insert(binding.base_url, base_url.to_owned());
-                    if let Some(token) = token {
-                        launch.env.insert(binding.token, token.to_owned());
+                    if let (Some(token), Some(var)) = (token, binding.token) {
+                        launch.env.insert(var, token.to_owned());
                     }
                 }
                 (None, _) => {}
@@ -399,13 +401,8 @@ async fn open(
 /// (a manifest may map the variable from another name), else from ecp's
 /// own environment.
 fn credential_of(launch: &Launch) -> Option<String> {
-    launch.binding.as_ref().and_then(|b| {
-        launch
-            .env
-            .get(&b.token)
-            .cloned()
-            .or_else(|| std::env::var(&b.token).ok())
-    })
+    let var = launch.binding.as_ref()?.token.as_ref()?;
+    (launch.env.get(var).cloned()).or_else(|| std::env::var(var).ok())
 }
 
 /// The path of an upstream URL, ending in `/`, and the URL's origin.
@@ -444,10 +441,8 @@ async fn record(
             "--upstream needs a target that takes its endpoint from a *_BASE_URL variable (a local extension, or -- CMD with --base-url-env) or from a configuration file (--config-file VAR=PATH)".into(),
         ));
     };
-    let secret = opened
-        .credential
-        .clone()
-        .or_else(|| std::env::var(&binding.token).ok());
+    let from_env = |var: &String| std::env::var(var).ok();
+    let secret = (opened.credential.clone()).or_else(|| binding.token.as_ref().and_then(from_env));
     // The target's errors and the upstream's may echo it.
     let secrets = secret::Secrets::new(secret.as_deref());
     let mut exchanges = Vec::new();
@@ -622,7 +617,8 @@ pub async fn run(
     )
     .with_secrets(secret::Secrets::new(
         (settings.bearer.iter().chain(&recorded_secret)).map(String::as_str),
-    ));
+    ))
+    .with_credential((opened.binding.as_ref()).is_none_or(|b| b.token.is_some()));
     let suite::Ran {
         checks,
         revision: stateless,
@@ -796,9 +792,11 @@ pub async fn call_once(
                 .await
                 .map_err(|error| match (&settings.target, &launch.binding, fixture) {
                     (Target::Extension(path), Some(binding), None) => format!(
-                        "{error}\n  = help: the server needs {} and {} (a live Generic HTTP Search V1 endpoint); without one, try the built-in example corpus: `ecp call {} {query:?} --fixture example`",
-                        binding.base_url,
-                        binding.token,
+                        "{error}\n  = help: the server needs {} (a live Generic HTTP Search V1 endpoint); without one, try the built-in example corpus: `ecp call {} {query:?} --fixture example`",
+                        match &binding.token {
+                            Some(token) => format!("{} and {token}", binding.base_url),
+                            None => binding.base_url.clone(),
+                        },
                         path.display()
                     ),
                     _ => error,

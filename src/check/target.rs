@@ -45,11 +45,13 @@ pub enum Target {
     Url(String),
 }
 
-/// How the adapter learns about the scripted upstream.
+/// How the adapter learns about the scripted upstream: the variable of its
+/// endpoint, and of its credential when it takes one (a service without
+/// authentication passes none: `ecp new --auth none`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BindingEnv {
     pub base_url: String,
-    pub token: String,
+    pub token: Option<String>,
 }
 
 /// A resolved stdio launch.
@@ -263,10 +265,10 @@ fn server_env(
         }
         env.insert(key.clone(), substitute(value, extension_path, process_env));
     }
-    let binding = match binding {
-        (Some(base_url), Some(token)) => Some(BindingEnv { base_url, token }),
-        _ => None,
-    };
+    let binding = binding.0.map(|base_url| BindingEnv {
+        base_url,
+        token: binding.1,
+    });
     (env, binding)
 }
 
@@ -360,7 +362,7 @@ pub fn point_config(
     }
     launch.binding = Some(BindingEnv {
         base_url: config.var.clone(),
-        token: config.credential_env.clone(),
+        token: Some(config.credential_env.clone()),
     });
     launch.scratch = Some(Arc::new(scratch));
     Ok(())

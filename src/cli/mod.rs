@@ -174,6 +174,12 @@ pub struct NewArgs {
     #[arg(long)]
     pub server: bool,
 
+    /// How the search service authenticates the adapter (local templates):
+    /// `bearer` (the *_TOKEN variable as `authorization: Bearer`), a header
+    /// of its own (`header:x-api-key`), or `none` (no *_TOKEN at all)
+    #[arg(long, value_name = "none|bearer|header:NAME", default_value = "bearer")]
+    pub auth: crate::scaffold::Auth,
+
     /// Prefix of the local template's environment variables [default: from NAME,
     /// e.g. ACME_CONTEXT for ACME_CONTEXT_BASE_URL and ACME_CONTEXT_TOKEN]
     #[arg(long, value_name = "PREFIX")]

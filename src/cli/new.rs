@@ -114,6 +114,13 @@ fn settings(args: &NewArgs, interactive: bool) -> Result<NewSettings, String> {
         );
     }
     settings.server = args.server;
+    if args.auth != crate::scaffold::Auth::Bearer && template == Template::Remote {
+        return Err(
+            "--auth applies to the local templates (a remote extension's endpoint speaks OAuth)"
+                .into(),
+        );
+    }
+    settings.auth = args.auth.clone();
     Ok(settings)
 }
 

@@ -54,6 +54,66 @@ pub struct NewSettings {
     /// dist/main built to serve over HTTP rather than small (local template
     /// only): `opt-level = 3` in the release profile.
     pub server: bool,
+    /// How the service authenticates the adapter (local templates).
+    pub auth: Auth,
+}
+
+/// How a local template's service authenticates the adapter: the manifest,
+/// the provider's `from_env` and the generated tests agree on it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Auth {
+    /// `authorization: Bearer <*_TOKEN>` (Generic HTTP Search V1's).
+    #[default]
+    Bearer,
+    /// `<name>: <*_TOKEN>`, e.g. `x-api-key`.
+    Header(String),
+    /// No credential: the manifest passes no `*_TOKEN` at all.
+    None,
+}
+
+impl std::str::FromStr for Auth {
+    type Err = String;
+
+    /// `none`, `bearer` or `header:NAME` (`NAME` an HTTP header name).
+    fn from_str(text: &str) -> Result<Auth, String> {
+        match text {
+            "none" => Ok(Auth::None),
+            "bearer" => Ok(Auth::Bearer),
+            _ => match text.strip_prefix("header:") {
+                Some(name) if RUNTIME_HEADERS.contains(&name.to_ascii_lowercase().as_str()) => {
+                    Err(format!(
+                        "`{name}` is a header the runtime sets itself (`--auth bearer` sends `authorization`)"
+                    ))
+                }
+                Some(name) if is_header_name(name) => Ok(Auth::Header(name.to_ascii_lowercase())),
+                Some(name) => Err(format!(
+                    "`{}` is not an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)",
+                    crate::outside::line(name, 80)
+                )),
+                None => Err("expected none, bearer or header:NAME (e.g. header:x-api-key)".into()),
+            },
+        }
+    }
+}
+
+/// The headers the runtime sets itself, which a credential cannot take.
+const RUNTIME_HEADERS: &[&str] = &[
+    "authorization",
+    "host",
+    "content-type",
+    "content-length",
+    "accept",
+    "connection",
+    "transfer-encoding",
+];
+
+/// A header name as HTTP defines a token (at most 64 bytes here).
+fn is_header_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 /// One file of the generated tree.
@@ -187,6 +247,7 @@ impl NewSettings {
             env_prefix: env_prefix(name),
             endpoint: (template == Template::Remote).then(|| default_endpoint(name)),
             server: false,
+            auth: Auth::Bearer,
         }
     }
 
@@ -230,6 +291,10 @@ struct TemplateContext<'a> {
     ecp_action_ref: String,
     /// The release profile built to serve over HTTP (`ecp new --server`).
     server: bool,
+    /// `bearer`, `header` or `none` (`ecp new --auth`).
+    auth: &'static str,
+    /// The header of `--auth header:NAME`.
+    auth_header: Option<String>,
     /// The vendored runtime's version and tree checksum.
     runtime_version: &'static str,
     runtime_sha256: String,
@@ -302,6 +367,15 @@ fn template_context(settings: &NewSettings) -> Result<tera::Context, ScaffoldErr
             .map(str::to_owned)
             .unwrap_or_else(|| format!("v{}", env!("CARGO_PKG_VERSION"))),
         server: settings.server,
+        auth: match settings.auth {
+            Auth::Bearer => "bearer",
+            Auth::Header(_) => "header",
+            Auth::None => "none",
+        },
+        auth_header: match &settings.auth {
+            Auth::Header(name) => Some(name.clone()),
+            _ => None,
+        },
         runtime_version: vendor::RUNTIME_VERSION,
         runtime_sha256: vendor::runtime_sha256(),
     };

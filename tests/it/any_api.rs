@@ -157,6 +157,19 @@ fn adapt(source: &str, dest: &Path) {
     std::fs::write(dest, text).unwrap();
 }
 
+/// `ecp new --auth none`: the manifest passes the endpoint and no
+/// credential variable (issue 47: a service without authentication).
+fn no_credential_in_the_manifest(dir: &Path) {
+    let manifest = std::fs::read_to_string(dir.join("qwen-extension.json")).unwrap();
+    let manifest: Value = serde_json::from_str(&manifest).unwrap();
+    let env = &manifest["mcpServers"]["kb-context"]["env"];
+    assert_eq!(
+        env,
+        &serde_json::json!({"KB_CONTEXT_BASE_URL": "${KB_CONTEXT_BASE_URL}"}),
+        "{manifest:#}"
+    );
+}
+
 /// What every generated extension's tests say while they serve the V1
 /// example to a mapping of another API (issue 47).
 const RECORD_HINT: &str = "these tests serve the Generic HTTP Search V1 example until your service's own answers are recorded";
@@ -272,8 +285,17 @@ fn the_services_answer_the_shapes_the_mappings_read() {
 fn a_rust_mapping_of_datasette_is_proven_live_and_from_its_cassette() {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("kb-context");
-    let new = crate::cli::ecp(&["new", "kb-context", "--yes", "--dir", dir.to_str().unwrap()]);
+    let new = crate::cli::ecp(&[
+        "new",
+        "kb-context",
+        "--auth",
+        "none",
+        "--yes",
+        "--dir",
+        dir.to_str().unwrap(),
+    ]);
     assert!(new.status.success(), "{}", show(&new));
+    no_credential_in_the_manifest(&dir);
     adapt("datasette_provider.rs", &dir.join("src/provider.rs"));
     // `ecp check` builds the source folder itself (cargo's dev profile).
     let service = start_datasette(&corpus());
@@ -321,11 +343,14 @@ fn a_typescript_mapping_of_json_server_is_proven_live_and_from_its_cassette() {
         "kb-context",
         "--template",
         "local-ts",
+        "--auth",
+        "none",
         "--yes",
         "--dir",
         dir.to_str().unwrap(),
     ]);
     assert!(new.status.success(), "{}", show(&new));
+    no_credential_in_the_manifest(&dir);
     adapt("json_server_provider.ts", &dir.join("src/provider.ts"));
     npm(&dir, &["ci"]);
     npm(&dir, &["run", "build"]);
@@ -470,7 +495,15 @@ fn a_remapped_rust_mapping_checked_without_its_api_is_not_established() {
     // the package's name.
     let dir = temp.path().join("remapped-context");
     let target = dir.to_str().unwrap();
-    let new = crate::cli::ecp(&["new", "remapped-context", "--yes", "--dir", target]);
+    let new = crate::cli::ecp(&[
+        "new",
+        "remapped-context",
+        "--auth",
+        "none",
+        "--yes",
+        "--dir",
+        target,
+    ]);
     assert!(new.status.success(), "{}", show(&new));
     adapt("datasette_provider.rs", &dir.join("src/provider.rs"));
 

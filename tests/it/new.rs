@@ -226,6 +226,73 @@ fn cargo_test_and_the_checks_cargo_build_resolve_the_same_features() {
     assert!(differ.is_empty(), "{differ:#?}");
 }
 
+/// Issue 47: `--auth` decides the credential in the manifest, the
+/// provider and the generated tests alike. A header credential's crate
+/// builds and passes its own tests (which check the header on the wire);
+/// `none` passes no `*_TOKEN` (the Datasette and json-server extensions of
+/// tests/it/any_api.rs run it against those services); what cannot work
+/// is refused before anything is written.
+#[test]
+fn auth_decides_the_credential_everywhere_and_bad_values_are_refused() {
+    let temp = tempfile::tempdir().unwrap();
+    let header = temp.path().join("acme-context");
+    let made = generate(&header, &["--auth", "header:X-Api-Key"]);
+    assert!(made.status.success(), "{made:?}");
+    let manifest = std::fs::read_to_string(header.join("qwen-extension.json")).unwrap();
+    assert!(
+        manifest.contains(r#""ACME_CONTEXT_TOKEN": "${ACME_CONTEXT_TOKEN}""#),
+        "{manifest}"
+    );
+    let provider = std::fs::read_to_string(header.join("src/provider.rs")).unwrap();
+    assert!(
+        provider.contains(r#"Credential::header("x-api-key", token_var)"#),
+        "{provider}"
+    );
+    cargo(&header, &["fmt", "--check"]);
+    cargo(&header, &["test", "--offline", "--quiet"]);
+    lint_is_clean(&header);
+
+    let none = temp.path().join("none/acme-context");
+    assert!(generate(&none, &["--auth", "none"]).status.success());
+    let manifest = std::fs::read_to_string(none.join("qwen-extension.json")).unwrap();
+    assert!(!manifest.contains("TOKEN"), "{manifest}");
+    let readme = std::fs::read_to_string(none.join("README.md")).unwrap();
+    assert!(!readme.contains("ACME_CONTEXT_TOKEN"), "{readme}");
+    lint_is_clean(&none);
+
+    // A value clap cannot parse is a usage error (2); a combination the
+    // settings refuse is `ecp new`'s refusal (1), as for `--server`.
+    for (args, code, said) in [
+        (
+            &["--auth", "header:authorization"][..],
+            2,
+            "is a header the runtime sets itself",
+        ),
+        (
+            &["--auth", "basic"][..],
+            2,
+            "expected none, bearer or header:NAME",
+        ),
+        (
+            &["--auth", "header:x api"][..],
+            2,
+            "is not an HTTP header name",
+        ),
+        (
+            &["--auth", "none", "--template", "remote"][..],
+            1,
+            "--auth applies to the local templates",
+        ),
+    ] {
+        let dir = temp.path().join("refused");
+        let output = generate(&dir, args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(code), "{args:?}: {stderr}");
+        assert!(stderr.contains(said), "{args:?}: {stderr}");
+        assert!(!dir.exists(), "{args:?} wrote {}", dir.display());
+    }
+}
+
 #[test]
 fn local_file_list_and_manifest_snapshots() {
     let temp = tempfile::tempdir().unwrap();

@@ -29,7 +29,7 @@
 //   }));
 
 import type { ProviderItem } from "./profile/contract.js";
-import { type Provider, ProviderError, Upstream } from "./runtime/index.js";
+import { type Credential, type Provider, ProviderError, Upstream } from "./runtime/index.js";
 
 /** A string field of the answer, or nothing. */
 const text = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined);
@@ -40,9 +40,15 @@ const finite = (value: unknown): number | undefined =>
 export class SearchProvider implements Provider {
   constructor(private readonly upstream: Upstream) {}
 
-  /** The base URL and the credential from the environment; throws naming the variable and the rule, never the value. */
-  static fromEnv(baseUrlVar: string, tokenVar: string): SearchProvider {
-    return new SearchProvider(Upstream.fromEnv(baseUrlVar, { bearer: tokenVar }));
+  /**
+   * The base URL and the credential from the environment: `tokenVar`'s value as a bearer token, or under the
+   * header `header`; none without `tokenVar` (`ecp new --auth none`). Throws naming the variable and the rule,
+   * never the value.
+   */
+  static fromEnv(baseUrlVar: string, tokenVar?: string, header?: string): SearchProvider {
+    const credential: Credential =
+      tokenVar === undefined ? "none" : header === undefined ? { bearer: tokenVar } : { header, variable: tokenVar };
+    return new SearchProvider(Upstream.fromEnv(baseUrlVar, credential));
   }
 
   async search(query: string, limit: number, signal: AbortSignal): Promise<ProviderItem[]> {

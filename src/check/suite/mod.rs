@@ -125,6 +125,9 @@ pub struct Suite<'a> {
     mapped: Option<Mapped>,
     /// How the upstream tells the suite's calls apart.
     tagging: binding::Tagging,
+    /// Whether the target takes a credential variable (a service without
+    /// authentication passes none): the token canary applies only then.
+    takes_credential: bool,
 }
 
 /// What a run returns: the results in order, the stateless revision the
@@ -207,7 +210,16 @@ impl<'a> Suite<'a> {
             to_exercise: exercise::A_SUCCESS,
             mapped: None,
             tagging: binding::Tagging::Words,
+            takes_credential: true,
         }
+    }
+
+    /// The suite for a target that takes a credential variable, or (false)
+    /// one whose service needs none: then no request carries a token, and
+    /// the token canary does not apply.
+    pub fn with_credential(mut self, takes_credential: bool) -> Suite<'a> {
+        self.takes_credential = takes_credential;
+        self
     }
 
     /// The suite with `secrets` taken out of every reason it gives.

@@ -18,10 +18,10 @@ pub struct SearchProvider {
 }
 
 impl SearchProvider {
-    /// Reads the base URL and the bearer credential (a Datasette API
-    /// token) from the environment.
-    pub fn from_env(base_url_var: &str, token_var: &str) -> Result<SearchProvider, ConfigError> {
-        let upstream = Upstream::from_env(base_url_var, Credential::bearer(token_var))?;
+    /// Reads the base URL from the environment: this Datasette serves
+    /// without authentication (`ecp new --auth none`).
+    pub fn from_env(base_url_var: &str) -> Result<SearchProvider, ConfigError> {
+        let upstream = Upstream::from_env(base_url_var, Credential::None)?;
         Ok(SearchProvider { upstream })
     }
 }

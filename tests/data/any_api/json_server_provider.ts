@@ -17,9 +17,9 @@ const id = (value: unknown): string =>
 export class SearchProvider implements Provider {
   constructor(private readonly upstream: Upstream) {}
 
-  /** The base URL and the credential from the environment; throws naming the variable and the rule, never the value. */
-  static fromEnv(baseUrlVar: string, tokenVar: string): SearchProvider {
-    return new SearchProvider(Upstream.fromEnv(baseUrlVar, { bearer: tokenVar }));
+  /** The base URL from the environment; json-server takes no credential (`ecp new --auth none`). */
+  static fromEnv(baseUrlVar: string, tokenVar?: string): SearchProvider {
+    return new SearchProvider(Upstream.fromEnv(baseUrlVar, tokenVar === undefined ? "none" : { bearer: tokenVar }));
   }
 
   async search(query: string, limit: number, signal: AbortSignal): Promise<ProviderItem[]> {
