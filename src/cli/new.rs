@@ -130,7 +130,7 @@ fn next_steps(settings: &NewSettings) -> Vec<(String, &'static str)> {
         Template::Local => vec![
             (
                 "$EDITOR src/provider.rs".into(),
-                "map your search API to profile items",
+                "map your search API to profile items (as written it speaks V1)",
             ),
             ("cargo test".into(), "the contract vectors and your mapping"),
             ("ecp lint .".into(), "the pre-publish gate"),
@@ -140,8 +140,13 @@ fn next_steps(settings: &NewSettings) -> Vec<(String, &'static str)> {
             ),
             ("ecp check .".into(), "conformance, faults included"),
             (
+                "ecp check . --upstream URL --query WORDS --record tests/upstream.cassette.json"
+                    .into(),
+                "once it maps your API: proven against it, its answers kept for the tests",
+            ),
+            (
                 "ecp call . \"deployment policy\" --fixture example".into(),
-                "one call, no service needed",
+                "one call from ecp's example corpus, while it speaks V1",
             ),
             (
                 "ecp try".into(),
@@ -151,7 +156,7 @@ fn next_steps(settings: &NewSettings) -> Vec<(String, &'static str)> {
         Template::LocalTs => vec![
             (
                 "$EDITOR src/provider.ts".into(),
-                "map your search API to profile items",
+                "map your search API to profile items (as written it speaks V1)",
             ),
             (
                 "npm ci && npm test".into(),
@@ -168,8 +173,13 @@ fn next_steps(settings: &NewSettings) -> Vec<(String, &'static str)> {
             ),
             ("ecp check .".into(), "conformance, faults included"),
             (
+                "ecp check . --upstream URL --query WORDS --record tests/upstream.cassette.json"
+                    .into(),
+                "once it maps your API: proven against it, its answers kept for the tests",
+            ),
+            (
                 "ecp call . \"deployment policy\" --fixture example".into(),
-                "one call, no service needed",
+                "one call from ecp's example corpus, while it speaks V1",
             ),
             (
                 "ecp try".into(),

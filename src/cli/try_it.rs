@@ -22,6 +22,16 @@ use crate::{
 };
 
 pub fn run(args: TryArgs, color: ColorChoice) -> Outcome {
+    // Every argument is checked before anything is packaged or run.
+    if let Some(program) = &args.qwen
+        && !is_program(program)
+    {
+        return Err(could_not_run(format!(
+            "--qwen {}: no such program",
+            crate::outside::value(&program.display().to_string())
+        ))
+        .help(Some("name the Qwen Code executable (`which qwen`), or leave --qwen out to use the one on PATH")));
+    }
     let archive = archive_for(&args.path, color)?;
     let archive = std::path::absolute(&archive).unwrap_or(archive);
     let facts = lint_archive(&archive, color)?;
@@ -308,6 +318,22 @@ fn unset_variables(server: Option<&lint::manifest::ServerFacts>) -> Vec<String> 
         }
     }
     names
+}
+
+/// Whether `path` is a file this user may run (on Unix: an execute bit).
+fn is_program(path: &Path) -> bool {
+    let Ok(metadata) = std::fs::metadata(path) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        metadata.is_file() && metadata.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        metadata.is_file()
+    }
 }
 
 fn could_not_run(message: impl std::fmt::Display) -> Failure {

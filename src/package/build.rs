@@ -344,8 +344,8 @@ fn npm(folder: &Path, args: &[&str], progress: bool) -> Result<(), PackageError>
 
 /// A TypeScript (Node) extension's bundle for `ecp check .` and `ecp call
 /// .`, as a Rust one gets its dev build: when `package.json` has a `build`
-/// script and the bundle is missing or older than a source file
-/// ([`crate::files::changed_since`]), `npm run build` makes it first, so
+/// script and the bundle is missing or older than an input of the build
+/// (`src/`, `package.json`, its lock, `tsconfig.json`), `npm run build` makes it first, so
 /// that a check never judges a stale bundle. `Ok(None)`: it was current
 /// (or the folder has no build script); `Ok(Some(why))`: it was built now,
 /// because of `why`. Without `node_modules` it is refused, with the
@@ -364,7 +364,7 @@ pub fn bundle_for_check(folder: &Path, bundle: &Path) -> Result<Option<String>, 
     let shown = bundle.strip_prefix(folder).unwrap_or(bundle).display();
     let why = match std::fs::metadata(bundle).and_then(|m| m.modified()) {
         Err(_) => format!("{shown} does not exist yet"),
-        Ok(made) => match crate::files::changed_since(folder, made) {
+        Ok(made) => match build_input_changed(folder, made) {
             None => return Ok(None),
             Some(why) => why,
         },
@@ -386,6 +386,22 @@ pub fn bundle_for_check(folder: &Path, bundle: &Path) -> Result<Option<String>, 
         ));
     }
     Ok(Some(why))
+}
+
+/// The first input of a Node build changed after `made`: a file under
+/// `src/`, or `package.json`, `package-lock.json`, `tsconfig.json` (not
+/// the tests, nor a cassette recorded into `tests/`).
+fn build_input_changed(folder: &Path, made: std::time::SystemTime) -> Option<String> {
+    let changed = |name: &str| {
+        std::fs::symlink_metadata(folder.join(name))
+            .and_then(|m| m.modified())
+            .is_ok_and(|m| m > made)
+    };
+    let root = ["package.json", "package-lock.json", "tsconfig.json"];
+    if let Some(name) = root.into_iter().find(|name| changed(name)) {
+        return Some(format!("{name} changed since"));
+    }
+    crate::files::changed_since(&folder.join("src"), made).map(|why| format!("src/{why}"))
 }
 
 /// `npm ci` (a missing `package-lock.json` is created first, with a note)

@@ -69,7 +69,7 @@ const MUST_PASS: &[&str] = &[
     "hostile-responses",
 ];
 
-fn show(output: &Output) -> String {
+pub(crate) fn show(output: &Output) -> String {
     format!(
         "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
         output.status,
@@ -80,6 +80,12 @@ fn show(output: &Output) -> String {
 
 /// `ecp check --format json ARGS`: its exit code and report.
 fn check(args: &[&str]) -> (Option<i32>, Value) {
+    let (code, report, _) = check_saying(args);
+    (code, report)
+}
+
+/// [`check`], with what it said on stderr.
+fn check_saying(args: &[&str]) -> (Option<i32>, Value, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_ecp"))
         .args(["check", "--format", "json"])
         .args(args)
@@ -92,7 +98,8 @@ fn check(args: &[&str]) -> (Option<i32>, Value) {
         .unwrap();
     let report = serde_json::from_slice(&output.stdout)
         .unwrap_or_else(|_| panic!("no JSON report from ecp check {args:?}:\n{}", show(&output)));
-    (output.status.code(), report)
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output.status.code(), report, stderr)
 }
 
 fn status_of<'a>(report: &'a Value, id: &str) -> Option<&'a str> {
@@ -191,7 +198,7 @@ fn prove_live_then_offline(dir: &Path, service: Service, logged: &str, tests: im
     );
     let cassette = &dir.join("tests/upstream.cassette.json");
     let target = dir.to_str().unwrap();
-    let (code, report) = check(&[
+    let (code, report, said) = check_saying(&[
         target,
         "--upstream",
         &service.base_url,
@@ -201,6 +208,9 @@ fn prove_live_then_offline(dir: &Path, service: Service, logged: &str, tests: im
         cassette.to_str().unwrap(),
     ]);
     assert_proven("live", code, &report);
+    // The target starts twice (recording, then checking); which build runs
+    // is said once.
+    assert_eq!(said.matches("note: running ").count(), 1, "{said}");
     let recorded = std::fs::read_to_string(cassette)
         .unwrap_or_else(|e| panic!("--record wrote no {}: {e}", cassette.display()));
     let _: Value = serde_json::from_str(&recorded).expect("the cassette is JSON");
@@ -321,7 +331,8 @@ fn npm(dir: &Path, args: &[&str]) {
     assert!(output.status.success(), "npm {args:?}: {}", show(&output));
 }
 
-fn npm_output(dir: &Path, args: &[&str]) -> Output {
+/// `npm ARGS` in `dir`, with the shared cache, offline first, quiet.
+pub(crate) fn npm_output(dir: &Path, args: &[&str]) -> Output {
     Command::new("npm")
         .args(args)
         .current_dir(dir)
@@ -356,7 +367,19 @@ fn a_typescript_mapping_of_json_server_is_proven_live_and_from_its_cassette() {
     npm(&dir, &["run", "build"]);
     assert!(dir.join("dist/main.js").is_file());
 
-    let service = start_json_server(&corpus());
+    // The corpus with every title an array, as search engines store
+    // fields (tantivy): the mapping takes the first string.
+    let rows: Value = serde_json::from_str(&std::fs::read_to_string(corpus()).unwrap()).unwrap();
+    let rows: Vec<Value> = (rows.as_array().unwrap().iter())
+        .map(|row| {
+            let mut row = row.clone();
+            row["title"] = serde_json::json!([row["title"].clone(), "a second value"]);
+            row
+        })
+        .collect();
+    let arrays = temp.path().join("array-titles.json");
+    std::fs::write(&arrays, serde_json::to_string(&rows).unwrap()).unwrap();
+    let service = start_json_server(&arrays);
     prove_live_then_offline(&dir, service, "GET /docs?q=release", || {
         npm_output(&dir, &["test"])
     });

@@ -426,3 +426,39 @@ fn the_json_report_carries_no_raw_bidi_override_or_c1_control() {
     let report: Value = serde_json::from_str(&text).unwrap();
     assert!(report.to_string().contains('\u{202e}'), "the value is kept");
 }
+
+/// Issue 47: the manifest `ecp new --auth none` writes asks Qwen for the
+/// endpoint only, and doctor agrees: with just the base URL set there is
+/// no finding, where the default (bearer) manifest without its token is
+/// `variable-unset`.
+#[test]
+fn doctor_asks_an_extension_without_authentication_for_its_endpoint_only() {
+    let machine = Machine::new();
+    let temp = tempfile::tempdir().unwrap();
+    for (auth, unset) in [("none", false), ("bearer", true)] {
+        let generated = temp.path().join(auth).join("acme-context");
+        let made = crate::cli::ecp_new(&generated, &["--auth", auth]);
+        assert!(made.status.success(), "{made:?}");
+        let manifest = std::fs::read_to_string(generated.join("qwen-extension.json")).unwrap();
+        write(
+            &machine
+                .home
+                .join(".qwen/extensions/acme-context/qwen-extension.json"),
+            &manifest,
+        );
+        let report = machine.report_with(|command| {
+            command
+                .env("ACME_CONTEXT_BASE_URL", "https://kb.acme.dev")
+                .env_remove("ACME_CONTEXT_TOKEN");
+        });
+        let found = ids(&report);
+        assert_eq!(
+            found.contains(&"variable-unset".to_owned()),
+            unset,
+            "--auth {auth}: {report:#}"
+        );
+        if !unset {
+            assert!(found.is_empty(), "--auth {auth}: {report:#}");
+        }
+    }
+}

@@ -11,34 +11,25 @@ use std::{
     process::{Command, Output, Stdio},
 };
 
-use crate::cli::{ecp, generated_target, npm_cache};
+use crate::{
+    any_api::{npm_output, show},
+    cli::{ecp, generated_target},
+};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const RUST: &[&str] = &["elasticsearch_provider.rs", "tantivy_provider.rs"];
 const TYPESCRIPT: &[&str] = &["elasticsearch_provider.ts", "tantivy_provider.ts"];
 
-fn show(output: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
 fn example(name: &str) -> String {
     std::fs::read_to_string(Path::new(ROOT).join("docs/examples").join(name)).unwrap()
 }
 
+/// `cargo` or `node` with ARGS in `dir`, building into the shared target.
 fn run(dir: &Path, program: &str, args: &[&str]) -> Output {
     Command::new(program)
         .args(args)
         .current_dir(dir)
         .env("CARGO_TARGET_DIR", generated_target())
-        .env("npm_config_cache", npm_cache())
-        .env("npm_config_audit", "false")
-        .env("npm_config_fund", "false")
-        .env("npm_config_prefer_offline", "true")
         .stdin(Stdio::null())
         .output()
         .unwrap_or_else(|e| panic!("{program}: {e}"))
@@ -114,7 +105,7 @@ fn the_typescript_examples_typecheck_in_a_generated_project_and_pass_their_tests
         dir.to_str().unwrap(),
     ]);
     assert!(made.status.success(), "{}", show(&made));
-    let installed = run(&dir, "npm", &["ci"]);
+    let installed = npm_output(&dir, &["ci"]);
     assert!(installed.status.success(), "{}", show(&installed));
     std::fs::write(
         dir.join("test/examples.test.ts"),
@@ -123,11 +114,10 @@ fn the_typescript_examples_typecheck_in_a_generated_project_and_pass_their_tests
     .unwrap();
     for name in TYPESCRIPT {
         std::fs::write(dir.join("src/provider.ts"), example(name)).unwrap();
-        let checked = run(&dir, "npm", &["exec", "--", "tsc", "--noEmit"]);
+        let checked = npm_output(&dir, &["exec", "--", "tsc", "--noEmit"]);
         assert!(checked.status.success(), "{name}: {}", show(&checked));
-        let bundled = run(
+        let bundled = npm_output(
             &dir,
-            "npm",
             &[
                 "exec",
                 "--",

@@ -145,6 +145,27 @@ fn try_packages_when_needed_and_prints_the_qwen_commands() {
     assert!(!home.join(".qwen").exists());
 }
 
+/// Issue 47: an argument `ecp try` cannot use is refused before anything
+/// is packaged or run: a `--qwen` that is no program leaves the folder as
+/// it was (no `dist/`).
+#[test]
+fn try_refuses_a_qwen_that_is_no_program_before_packaging() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("acme-context-remote");
+    crate::cli::ecp_new_remote(&dir, "acme-context-remote");
+    let home = temp.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let missing = temp.path().join("no-such-qwen");
+    let output = ecp_try(&dir, &home, &["--qwen", missing.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(
+        text(&output).contains("no such program") && text(&output).contains("help:"),
+        "{}",
+        text(&output)
+    );
+    assert!(!dir.join("dist").exists(), "{}", text(&output));
+}
+
 #[test]
 fn try_refuses_an_archive_that_fails_lint_and_a_file_that_is_none() {
     let temp = tempfile::tempdir().unwrap();

@@ -3,13 +3,16 @@
 // local-ts` extension). The runtime's Upstream keeps every rule around it.
 //
 // `GET {base}/docs?q=<query>&_limit=5` answers a top-level JSON array of
-// rows `{"id", "title", "body", "url", "updated"}`; an id may be a number.
+// rows `{"id", "title", "body", "url", "updated"}`; an id may be a number,
+// and a title an array of strings (as search engines store fields).
 
 import type { ProviderItem } from "./profile/contract.js";
 import { type Provider, ProviderError, Upstream } from "./runtime/index.js";
 
 /** A string field of a row, or nothing. */
 const text = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined);
+/** A field that may be an array (a stored field): its first string. */
+const first = (value: unknown): string | undefined => text(Array.isArray(value) ? value[0] : value);
 /** A row's id as a string: a finite number is written out, a string kept. */
 const id = (value: unknown): string =>
   typeof value === "number" && Number.isFinite(value) ? String(value) : (text(value) ?? "");
@@ -33,7 +36,7 @@ export class SearchProvider implements Provider {
     return rows.map((row: { id?: unknown; title?: unknown; body?: unknown; url?: unknown; updated?: unknown } | null) => ({
       id: id(row?.id),
       content: text(row?.body) ?? "",
-      title: text(row?.title),
+      title: first(row?.title),
       uri: text(row?.url),
       updatedAt: text(row?.updated),
     }));
