@@ -57,10 +57,21 @@ fn show(output: &Output) -> String {
     )
 }
 
+/// The release profile the generated crates are built with here: the
+/// template's without its fat LTO and single codegen unit, as in
+/// `tests/it` (`LIGHT_RELEASE` in tests/it/cli.rs says why and what keeps
+/// the shipped profile proven). What a client does with the archive does
+/// not depend on LTO.
+const LIGHT_RELEASE: [(&str, &str); 2] = [
+    ("CARGO_PROFILE_RELEASE_LTO", "off"),
+    ("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16"),
+];
+
 fn ecp(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_ecp"))
         .args(args)
         .env("CARGO_TARGET_DIR", root().join("target/generated"))
+        .envs(LIGHT_RELEASE)
         .env("CARGO_NET_OFFLINE", "true")
         .stdin(Stdio::null())
         .output()
@@ -943,6 +954,7 @@ fn ecp_try(qwen: &Qwen, args: &[&str], env: &[(&str, &str)]) -> Output {
         .env("PATH", path)
         .env("HOME", qwen.home.path())
         .env("CARGO_TARGET_DIR", root().join("target/generated"))
+        .envs(LIGHT_RELEASE)
         .env("CARGO_NET_OFFLINE", "true")
         .env_remove("ACME_CONTEXT_BASE_URL")
         .env_remove("ACME_CONTEXT_TOKEN")
