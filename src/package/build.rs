@@ -371,7 +371,7 @@ pub fn bundle_for_check(folder: &Path, bundle: &Path) -> Result<Option<String>, 
     };
     if !folder.join("node_modules").is_dir() {
         return Err(format!(
-            "{shown} is not the build of the current code ({why}), and the dependencies are not installed\n  = help: run `npm ci && npm run build` in {} (both run code from the folder), then this again",
+            "{shown} is not the build of the current code ({why}), and the dependencies are not installed\n  = help: run `npm ci && npm run build` in {} (both run code from the folder), then this again; or check the extension's release archive instead",
             folder.display()
         ));
     }
