@@ -203,7 +203,7 @@ impl Cassette {
         });
         problem.or_else(|| {
             self.baseline().is_none().then(|| {
-                "no exchange has a 2xx answer, so no check that needs a successful call could run; record it again with --query words the service finds".to_owned()
+                "no exchange of a --query call has a 2xx answer (the valid inputs' never count), so no check that needs a successful call could run; record it again with --query words the service finds".to_owned()
             })
         })
     }
@@ -374,6 +374,71 @@ mod tests {
         );
     }
 
+    /// The valid inputs' exchanges are kept, marked with the input, and
+    /// answer their own requests; none of them is ever the baseline, which
+    /// stays the first probe query the service answered with a 2xx.
+    #[test]
+    fn the_valid_inputs_answers_are_kept_but_never_the_baseline() {
+        let mut cassette = Cassette::from_exchanges(
+            "/",
+            &[("words".to_owned(), exchange("/s?q=words", "", "[1]"))],
+            None,
+        );
+        assert!(!cassette.has_inputs());
+        cassette.add_inputs(
+            &[
+                (
+                    "x".into(),
+                    "one character".into(),
+                    exchange("/s?q=x", "", "[2]"),
+                ),
+                ("y".into(), "other".into(), exchange("/s?q=y", "", "[3]")),
+            ],
+            None,
+        );
+        assert!(cassette.has_inputs());
+        assert_eq!(cassette.exchanges.len(), 3);
+        assert_eq!(
+            cassette.exchanges[1].input.as_deref(),
+            Some("one character")
+        );
+        assert_eq!(cassette.baseline().unwrap().query, "words");
+        let asked = |path: &str| SeenRequest {
+            method: "GET".into(),
+            path: path.into(),
+            headers: Vec::new(),
+            body: String::new(),
+            tag: None,
+        };
+        assert_eq!(
+            cassette.answer_for(&asked("/s?q=x")).unwrap().response,
+            "[2]"
+        );
+        assert!(cassette.recorded_for(&asked("/s?q=z")).is_none());
+        assert_eq!(
+            cassette.answer_for(&asked("/s?q=z")).unwrap().response,
+            "[1]"
+        );
+
+        // Only inputs answered with a 2xx: no baseline, refused when read.
+        let mut only_inputs = Cassette::from_exchanges("/", &[], None);
+        only_inputs.add_inputs(
+            &[(
+                "x".into(),
+                "one character".into(),
+                exchange("/s?q=x", "", "[2]"),
+            )],
+            None,
+        );
+        assert!(only_inputs.baseline().is_none());
+        let text = serde_json::to_string(&only_inputs).unwrap();
+        assert!(
+            Cassette::parse(&text)
+                .unwrap_err()
+                .contains("no exchange of a --query call has a 2xx answer")
+        );
+    }
+
     #[test]
     fn a_replayed_request_with_the_suites_token_in_its_query_finds_its_answer() {
         let recorded = Cassette::from_exchanges(
@@ -437,7 +502,7 @@ mod tests {
             ),
             (
                 text.replace(r#""status":200"#, r#""status":404"#),
-                "no exchange has a 2xx answer",
+                "no exchange of a --query call has a 2xx answer",
             ),
             (
                 text.replace("application/json", "application/json\\r\\nx-injected: 1"),
