@@ -33,6 +33,9 @@ pub enum Group {
     /// raw requests (`server/discover`, `resultType`, cache hints, the
     /// per-request `_meta`, the standard HTTP headers).
     Protocol,
+    /// Qwen's Auto Recall `UserPromptSubmit` hook (`ecp check --hook`),
+    /// one process a prompt: what it reads, what it sends, what it prints.
+    Hook,
 }
 
 impl Group {
@@ -44,6 +47,7 @@ impl Group {
             Group::Binding => "upstream",
             Group::Output => "output",
             Group::Protocol => "protocol",
+            Group::Hook => "hook",
         }
     }
 }
@@ -108,6 +112,16 @@ checks! {
     RequestMeta = "request-meta", Protocol, "a request without _meta or under an unknown revision is refused";
     HttpHeaders = "http-headers", Protocol, "Mcp-Method, Mcp-Name and MCP-Protocol-Version that disagree with the body are refused";
     Redaction = "redaction", Output, "no query, token, endpoint or upstream body in any result or stderr";
+    HookContext = "hook-context", Hook, "a found context is Qwen's hook output holding the profile's envelope text";
+    HookSubmittedPrompt = "hook-submitted-prompt", Hook, "only submitted_prompt is searched, never the expanded prompt";
+    HookOtherInput = "hook-other-input", Hook, "other events, malformed or oversized input search nothing and add nothing";
+    HookRepositoryRoot = "hook-repository-root", Hook, "a prompt outside the repository root searches nothing";
+    HookStripping = "hook-stripping", Hook, "fenced code, the credential and secret shapes never reach the upstream";
+    HookQueryBound = "hook-query-bound", Hook, "at most 512 code points of the prompt are searched";
+    HookNoRetry = "hook-no-retry", Hook, "one prompt makes at most one upstream request";
+    HookFailOpen = "hook-fail-open", Hook, "every upstream fault prints {} and exits 0";
+    HookInTime = "hook-in-time", Hook, "every run ends inside Qwen's 8000 ms hook timeout";
+    HookRedaction = "hook-redaction", Hook, "no prompt, credential or upstream body on stdout or stderr";
 }
 
 impl Check {

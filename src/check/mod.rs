@@ -46,6 +46,7 @@ pub mod catalogue;
 pub mod config_file;
 pub mod crash;
 pub mod embedded;
+pub mod hook;
 pub mod lines;
 pub mod mutate;
 pub mod probe;
@@ -173,6 +174,10 @@ pub struct CheckReport {
     /// `--cassette`) to the baseline call: the items it kept, none included.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mapped: Option<suite::Mapped>,
+    /// Whether this judged an Auto Recall hook (`--hook`) rather than an
+    /// MCP server.
+    #[serde(skip)]
+    pub hook: bool,
 }
 
 /// What a run establishes.
@@ -649,6 +654,7 @@ pub async fn run(
         // It may quote the target: shown as outside text, as reasons are.
         undecided: undecided.map(|why| crate::outside::line(&why, 2000)),
         mapped,
+        hook: false,
     })
 }
 

@@ -170,14 +170,22 @@ pub fn run_check(args: CheckArgs, color: ColorChoice) -> Outcome {
     if show_progress {
         eprintln!("ecp check: starting the target and a scripted upstream on 127.0.0.1...");
     }
-    let report = match run_guarded(tokio, check::run(&settings, progress))? {
+    let run = async {
+        match args.hook {
+            true => check::hook::run(&settings, args.repository_root.as_deref(), progress).await,
+            false => check::run(&settings, progress).await,
+        }
+    };
+    let report = match run_guarded(tokio, run)? {
         Ok(report) => report,
         Err(error) => return Err(could_not_run(&error.to_string())),
     };
     if human {
         let color = color.for_stdout();
         println!("ecp check: {}", report.target);
-        println!("protocol: {}", revisions_line(&report));
+        if !report.hook {
+            println!("protocol: {}", revisions_line(&report));
+        }
         if let Some(mapped) = &report.mapped {
             println!("{}", mapped_lines(mapped));
         }
@@ -217,13 +225,15 @@ fn mapped_lines(mapped: &check::suite::Mapped) -> String {
 
 /// The last line of a human report: the counts and the verdict.
 fn summary(report: &check::CheckReport) -> String {
+    let contract = match report.hook {
+        true => "Qwen's Auto Recall hook contract",
+        false => "the External Context MCP Profile v1",
+    };
     let verdict = match report.verdict {
-        Verdict::DoesNotConform => {
-            "does NOT conform to the External Context MCP Profile v1".to_owned()
-        }
-        Verdict::Conforms => "conforms to the External Context MCP Profile v1".to_owned(),
+        Verdict::DoesNotConform => format!("does NOT conform to {contract}"),
+        Verdict::Conforms => format!("conforms to {contract}"),
         Verdict::NotEstablished => format!(
-            "conformance to the External Context MCP Profile v1 is NOT established: the {} checks were not exercised",
+            "conformance to {contract} is NOT established: the {} checks were not exercised",
             words(&report.unexercised_groups)
         ),
     };

@@ -406,6 +406,17 @@ pub struct CheckArgs {
     #[arg(long, value_name = "N", default_value_t = crate::check::DEFAULT_MUTATIONS)]
     pub mutations: usize,
 
+    /// Judge the Auto Recall hook instead of the MCP server: Qwen's
+    /// `UserPromptSubmit` hook contract, one process a prompt (a folder or
+    /// archive runs its entry point with `--hook user-prompt-submit`)
+    #[arg(long, conflicts_with_all = ["url", "upstream"])]
+    pub hook: bool,
+
+    /// With --hook -- CMD: the repository root the hook's command is
+    /// configured with (a folder or archive gets one ecp makes)
+    #[arg(long, value_name = "DIR", requires = "hook")]
+    pub repository_root: Option<PathBuf>,
+
     /// Output format
     #[arg(long, value_enum, default_value_t = CheckFormat::Human)]
     pub format: CheckFormat,

@@ -24,7 +24,7 @@ fn broken_server() -> PathBuf {
 }
 
 /// Runs `ecp check --format json` with `args` and returns its report.
-fn check(args: &[&str]) -> (Option<i32>, Value) {
+pub(crate) fn check(args: &[&str]) -> (Option<i32>, Value) {
     check_with_env(args, &[])
 }
 
@@ -259,7 +259,7 @@ fn every_broken_server_fails_on_the_check_that_names_its_defect() {
 /// (Python, standard library only, from the profile), with draft-07
 /// schemas of its own, float scores written `1.0` in structuredContent and
 /// proxies read by Python's urllib.
-fn python_server() -> String {
+pub(crate) fn python_server() -> String {
     std::path::Path::new("tests/python/profile_server.py")
         .canonicalize()
         .unwrap()
@@ -365,7 +365,7 @@ fn status<'a>(report: &'a Value, id: &str) -> &'a str {
         .unwrap_or("")
 }
 
-fn reason<'a>(report: &'a Value, id: &str) -> &'a str {
+pub(crate) fn reason<'a>(report: &'a Value, id: &str) -> &'a str {
     report["checks"]
         .as_array()
         .unwrap()

@@ -1,6 +1,7 @@
 //! The integration tests: one binary, one module per area.
 
 mod any_api;
+mod auto_recall;
 mod channels;
 mod check;
 mod ci_tools;

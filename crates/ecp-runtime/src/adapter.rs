@@ -72,7 +72,9 @@ impl Adapter {
     }
 
     /// Runs with `args`: none serves MCP on stdio; `--version` and `--help`
-    /// answer and exit; anything else is the remote adapter's flags
+    /// answer and exit; `--hook user-prompt-submit ...` runs once as Qwen's
+    /// Auto Recall hook ([`crate::hook`]: it prints `{}` on any failure and
+    /// always succeeds); anything else is the remote adapter's flags
     /// ([`FLAGS_USAGE`], with their `ECP_*` variables). `provider` is built
     /// once the settings are known to be good. Exit status: 0 after a clean
     /// end, 1 when the configuration or the server fails, 2 for a command
@@ -118,6 +120,11 @@ impl Adapter {
             }
             Some("--help" | "-h") => {
                 println!("{}", self.usage());
+                return Ok(());
+            }
+            Some("--hook") => {
+                // Auto Recall: fails open, so it never ends in an error.
+                crate::hook::run(&self.name, &args[1..], provider);
                 return Ok(());
             }
             Some(_) => {
@@ -167,7 +174,9 @@ impl Adapter {
             .map(|var| format!("\n{var} sets the provider budget in milliseconds (default 5000)."))
             .unwrap_or_default();
         format!(
-            "usage: {name}   (an MCP server on stdio)\n       {name} {FLAGS_USAGE}\n       {name} --version\n\n\
+            "usage: {name}   (an MCP server on stdio)\n       {name} {FLAGS_USAGE}\n       \
+             {name} --hook user-prompt-submit --repository-root DIR [--timeout-ms 100..5000]\n       \
+             {name} --version\n\n\
              Each --listen flag has a variable: ECP_RESOURCE_URL, ECP_AUTHORIZATION_SERVERS,\n\
              ECP_JWKS, ECP_NO_AUTH (1/0, true/false, yes/no, on/off), ECP_MAX_CONCURRENT,\n\
              ECP_MAX_BODY_BYTES; ECP_MAX_CONNECTIONS (default 1024) and ECP_MAX_IDLE_PER_PEER\n\

@@ -314,7 +314,27 @@ fn credential_header(
     }
     let mut value = HeaderValue::from_str(&format!("{prefix}{secret}")).map_err(|_| invalid())?;
     value.set_sensitive(true);
+    remember_credential(secret);
     Ok((name, value))
+}
+
+/// The credentials this process's upstreams were configured with: an Auto
+/// Recall query never carries one ([`crate::hook`]).
+static CREDENTIALS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+fn remember_credential(secret: &str) {
+    let mut known = CREDENTIALS.lock().unwrap_or_else(|e| e.into_inner());
+    if !known.iter().any(|k| k == secret) {
+        known.push(secret.to_owned());
+    }
+}
+
+/// Every credential an [`Upstream`] of this process was configured with.
+pub fn configured_credentials() -> Vec<String> {
+    CREDENTIALS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
 }
 
 /// One request being built; nothing is sent before [`Request::send`].

@@ -16,6 +16,11 @@ pub mod contracts {
 pub mod http {
     pub use crate::client::*;
 }
+/// Auto Recall: the `UserPromptSubmit` hook and its query rules.
+pub mod hook {
+    pub use crate::hook::query::*;
+    pub use crate::hook::*;
+}
 /// The runtime's stderr lines.
 pub mod log {
     pub use crate::log::*;

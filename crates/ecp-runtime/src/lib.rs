@@ -39,6 +39,7 @@ mod client;
 mod contract_files;
 pub mod contracts;
 mod framing;
+mod hook;
 #[doc(hidden)]
 pub mod internal;
 mod log;

@@ -21,6 +21,13 @@ pub struct Release {
 /// Newest first; the first is [`VERSION`].
 pub const RELEASES: &[Release] = &[
     Release {
+        version: "0.5.0",
+        notes: &[
+            "Auto Recall: `dist/main --hook user-prompt-submit --repository-root DIR [--timeout-ms 100..5000]` runs the extension's own provider once as Qwen Code's `UserPromptSubmit` command hook, with the contract of Qwen's own hook (`@qwen-code/external-context-mem0`): only `submitted_prompt` is read (at most 1 MiB of input), only when the input's `cwd` resolves inside the repository root; the query is the prompt without fenced code, the configured credential and secret shapes (assignments of a token, password, secret or API key, `Bearer` tokens, JWT-like and 32-character tokens), at most 512 code points (`hook::query`, its results those of Qwen's regular expressions, held by shared vectors with the TypeScript runtime); one search within the provider timeout (default 1500 ms), the whole hook within 6500 ms; the output is `hookSpecificOutput.additionalContext` holding the `context_search` envelope text, and `{}` with exit 0 on anything else (fail open)",
+        ],
+        security_fix: None,
+    },
+    Release {
         version: "0.4.3",
         notes: &[
             "a plain `http` endpoint on loopback (`localhost`, `127.0.0.0/8`, `::1`: the one place plain http is allowed, because the credential never crosses a network) is never sent through `HTTP_PROXY`, whatever `NO_PROXY` says; 0.4.2 and earlier sent it there, the bearer token in clear text, as undici's proxy agent does. An `https` loopback endpoint still follows the proxy variables (its `CONNECT` tunnel carries TLS)",

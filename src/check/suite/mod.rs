@@ -13,7 +13,7 @@ mod protocol;
 
 pub use binding::{NO_ITEM_KEPT, Script, Scripted, start_upstream};
 pub use output::same_as_json_parse;
-use output::success_problems;
+pub(crate) use output::success_problems;
 pub use protocol::STATELESS;
 
 use std::{sync::Arc, time::Duration};
@@ -310,7 +310,7 @@ impl<'a> Suite<'a> {
         if tool.is_none() {
             // Every later check needs the tool: each is in the report.
             for check in Check::ALL {
-                if check.group() != Group::Discovery {
+                if !matches!(check.group(), Group::Discovery | Group::Hook) {
                     self.not_exercised(*check, skip::NO_TOOL, exercise::TOOL);
                 }
             }

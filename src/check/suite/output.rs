@@ -51,7 +51,7 @@ pub fn same_as_json_parse(a: &Value, b: &Value) -> bool {
 }
 
 /// Everything wrong with one success result, per check ID.
-pub(super) fn success_problems(
+pub(crate) fn success_problems(
     output: &jsonschema::Validator,
     result: &CallToolResult,
 ) -> Vec<(Check, String)> {

@@ -103,6 +103,14 @@ const CLIENT_HEADERS = new Set(["accept", "connection", "content-length", "conte
 /** Headers that carry credentials: only `Credential` (from the environment) sets those. */
 const CREDENTIAL_HEADERS = new Set(["authorization", "cookie", "proxy-authorization"]);
 
+/** The credentials this process's upstreams were configured with: an Auto Recall query never carries one. */
+const CONFIGURED_CREDENTIALS: string[] = [];
+
+/** Every credential an `Upstream` of this process was configured with. */
+export function configuredCredentials(): readonly string[] {
+  return CONFIGURED_CREDENTIALS;
+}
+
 const PROXY_VARIABLES = ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"];
 
 /** A search service: its base URL, its credential, and the way out (direct or through the environment's proxy). */
@@ -147,6 +155,7 @@ export class Upstream {
         throw new Error(`${variable} is invalid: a credential must be visible ASCII without spaces or line breaks`);
       }
       header = [name, "bearer" in credential ? `Bearer ${secret.trim()}` : secret.trim()];
+      if (!CONFIGURED_CREDENTIALS.includes(secret.trim())) CONFIGURED_CREDENTIALS.push(secret.trim());
     }
     const url = baseUrl(base);
     if ("rule" in url) throw new Error(`${baseUrlVar} is invalid: ${url.rule}`);

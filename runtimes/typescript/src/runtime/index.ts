@@ -25,10 +25,22 @@ import { queryFromArguments } from "../profile/query.js";
 import { render } from "../profile/render.js";
 import { ProviderError } from "./error.js";
 import { FramedStdioTransport } from "./framing.js";
+import {
+  autoRecallQuery,
+  HOOK_WALL_CLOCK_MS,
+  hookInput,
+  hookOutput,
+  hookSettings,
+  isWithin,
+  readHookInput,
+  resolvedRoot,
+} from "./hook.js";
+import { configuredCredentials } from "./http.js";
 
 export { ProviderError } from "./error.js";
 export { FramedStdioTransport, judge, MAX_DEPTH, MAX_LINE_BYTES } from "./framing.js";
-export { baseUrl, type Credential, isUnset, joinUnder, MAX_BODY_BYTES, Upstream, UpstreamRequest } from "./http.js";
+export { autoRecallQuery, HOOK_NAME, hookSettings } from "./hook.js";
+export { baseUrl, configuredCredentials, type Credential, isUnset, joinUnder, MAX_BODY_BYTES, Upstream, UpstreamRequest } from "./http.js";
 export { HttpSearchProvider, itemFromJson, itemsFromDocument, SEARCH_PATH } from "./v1.js";
 
 /** What a provider team implements: one search, at most one upstream request, no retry. */
@@ -165,12 +177,78 @@ export function budgetFromEnv(variable: string): { budgetMs: number } | { refuse
   return { budgetMs: value };
 }
 
+/** Why an Auto Recall added nothing: quietly (not a prompt for it), or a failure worth one stderr line. */
+class Nothing {
+  constructor(readonly reason?: string) {}
+}
+
+/** One Auto Recall for the prompt on `input`: the context, or why there is none. */
+async function recall(
+  args: readonly string[],
+  makeProvider: () => Provider,
+  input: AsyncIterable<Buffer | string>,
+): Promise<string | undefined> {
+  const settings = hookSettings(args);
+  if ("refused" in settings) throw new Nothing(settings.refused);
+  const bytes = await readHookInput(input);
+  const prompt = bytes === undefined ? undefined : hookInput(bytes);
+  if (prompt === undefined) throw new Nothing();
+  const root = resolvedRoot(settings.repositoryRoot);
+  if (root === undefined) throw new Nothing("the repository root is not an absolute path to a folder");
+  if (!isWithin(root, prompt.cwd)) throw new Nothing();
+  let provider: Provider;
+  try {
+    provider = makeProvider();
+  } catch (error) {
+    throw new Nothing(`configuration error: ${error instanceof Error ? error.message : "the provider could not be configured"}`);
+  }
+  const query = autoRecallQuery(prompt.submittedPrompt, configuredCredentials());
+  if (query === undefined) throw new Nothing();
+  const outcome = await searchWithin(provider, query, settings.timeoutMs, new AbortController().signal);
+  if (!("found" in outcome)) throw new Nothing(`the search failed: ${"failed" in outcome ? outcome.failed : "cancelled"}`);
+  const items = usableItems(outcome.found);
+  if (items.length === 0) return undefined;
+  try {
+    return render(items).text;
+  } catch {
+    throw new Nothing("the search failed: the provider returned items that cannot be rendered");
+  }
+}
+
 /**
- * The entry point: builds the provider (a configuration error is one line on
+ * Qwen's Auto Recall hook, once: reads the hook input on stdin, prints the
+ * context or `{}`, and exits 0 whatever happens (fail open), within 6500 ms.
+ * `args` are those after `--hook`.
+ */
+export async function runHook(name: string, args: readonly string[], makeProvider: () => Provider): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const outOfTime = new Promise<string | undefined>((_, reject) => {
+    timer = setTimeout(() => reject(new Nothing("the hook ran out of time")), HOOK_WALL_CLOCK_MS);
+  });
+  const work = recall(args, makeProvider, process.stdin);
+  // A search that fails after the wall clock is nobody's to report.
+  work.catch(() => undefined);
+  let context: string | undefined;
+  try {
+    context = await Promise.race([work, outOfTime]);
+  } catch (error) {
+    const reason = error instanceof Nothing ? error.reason : "an unexpected error";
+    if (reason !== undefined) log(name, `auto recall added nothing: ${reason}`);
+  }
+  clearTimeout(timer);
+  // Exit once written: a provider that ignores its signal, or stdin still
+  // open, must not keep the hook alive.
+  process.stdout.write(hookOutput(context), () => process.exit(0));
+}
+
+/**
+ * The entry point (`--hook ...` runs Auto Recall once, `runHook`): builds the provider (a configuration error is one line on
  * stderr and exit 1; a refused budget exit 2), then serves MCP on stdio
  * until stdin closes and the calls in flight have answered.
  */
 export async function main(options: AdapterOptions & { budgetEnv?: string }, makeProvider: () => Provider): Promise<void> {
+  const args = process.argv.slice(2);
+  if (args[0] === "--hook") return runHook(options.name, args.slice(1), makeProvider);
   let budgetMs = options.budgetMs;
   if (budgetMs === undefined && options.budgetEnv !== undefined) {
     const budget = budgetFromEnv(options.budgetEnv);
