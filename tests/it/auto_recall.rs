@@ -290,3 +290,13 @@ fn a_hook_command_without_its_repository_root_is_refused_before_it_runs() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("--repository-root DIR"), "{stderr}");
 }
+
+/// `ecp check --hook TARGET` (a generated extension's folder or archive,
+/// its entry point run with `--hook user-prompt-submit`) conforms, every
+/// one of the ten checks passed.
+pub(crate) fn assert_hook_conforms(target: &std::path::Path) {
+    let (code, report) = crate::check::check(&["--hook", target.to_str().unwrap()]);
+    assert_eq!(not_passed(&report), vec![], "{}: {report}", target.display());
+    assert_eq!(report["checks"].as_array().map(Vec::len), Some(10), "{report}");
+    assert_eq!(code, Some(0), "{report}");
+}

@@ -468,6 +468,10 @@ fn a_built_extension_conforms_as_a_folder_and_as_an_archive() {
     );
     let (code, report) = check(&[out.join("linux.x64.acme-context.zip").to_str().unwrap()]);
     assert_conforms(code, &report);
+    // The same provider as Qwen's Auto Recall hook, from the folder and
+    // from the archive.
+    crate::auto_recall::assert_hook_conforms(&dir);
+    crate::auto_recall::assert_hook_conforms(&out.join("linux.x64.acme-context.zip"));
 
     // The same binary as the remote adapter, checked by URL with a token.
     let runtime = tokio::runtime::Runtime::new().unwrap();

@@ -560,6 +560,10 @@ fn a_generated_typescript_extension_tests_builds_packages_reproducibly_and_confo
     conforms(&dir, &dir);
     conforms(&dir, &dir);
     conforms(&archive, &dir);
+    // The same provider as Qwen's Auto Recall hook (`node dist/main.js
+    // --hook user-prompt-submit`), from the folder and from the archive.
+    crate::auto_recall::assert_hook_conforms(&dir);
+    crate::auto_recall::assert_hook_conforms(&archive);
 
     stale_bundles_are_never_judged(&dir);
 }
