@@ -97,7 +97,16 @@ pub struct Plan {
     pub values: Vec<(String, String)>,
     /// Credentials: the variable and the file the launcher reads it from.
     pub credentials: Vec<(String, PathBuf)>,
+    /// Auto Recall instead of the MCP server: the extension's entry point
+    /// as Qwen's `UserPromptSubmit` hook, for this repository root.
+    pub auto_recall: Option<PathBuf>,
 }
+
+/// The hook's registration name suffix and what Qwen shows while it runs.
+const HOOK_STATUS: &str = "Retrieving external context";
+/// Qwen's timeout of the hook, in seconds: the runtime's 6500 ms wall
+/// clock inside it (Qwen's own example registration says 8).
+const HOOK_TIMEOUT_SECONDS: u64 = 8;
 
 /// Why a plan cannot be written.
 #[derive(Debug, thiserror::Error)]
@@ -108,6 +117,18 @@ pub enum PlanError {
     Unused(String),
     #[error("`{0}` is given twice")]
     Twice(String),
+    /// Auto Recall runs the entry point on each machine: a remote server
+    /// has none.
+    #[error(
+        "Auto Recall runs the extension's own entry point as a hook on each machine; {0} is a remote server"
+    )]
+    HookOfRemote(String),
+    /// The hook inherits Qwen's environment: a variable the manifest maps
+    /// from another name would not reach it.
+    #[error(
+        "the manifest's server takes {0} from ${{{1}}}; the hook inherits Qwen's environment by name"
+    )]
+    HookRenamed(String, String),
     /// Not a name sh can assign: the launcher line would be a command.
     #[error("`{}` is not a shell variable name: the launcher exports each variable by name, and sh would run `{}=...` as a command", crate::outside::value(.0), crate::outside::value(.0))]
     NotAName(String),
@@ -123,6 +144,8 @@ impl PlanError {
             PlanError::Unused(_) | PlanError::Twice(_) => {
                 "give each variable of the manifest's server once".to_owned()
             }
+            PlanError::HookOfRemote(_) => "deploy the remote server with `ecp managed` without --auto-recall, or its provider's release archive with it".to_owned(),
+            PlanError::HookRenamed(name, _) => format!("give the variable as `{name}` itself: in the manifest, \"{name}\": \"${{{name}}}\""),
             PlanError::NotAName(_) => "a variable name is letters, digits and `_`, and does not start with a digit ([A-Za-z_][A-Za-z0-9_]*): rename the variable in the manifest's server and give it under that name".to_owned(),
         }
     }
@@ -157,10 +180,89 @@ impl Plan {
             }
             given.push(name);
         }
-        match used.into_iter().find(|u| !given.contains(&u.as_str())) {
-            Some(missing) => Err(PlanError::Missing(missing)),
-            None => Ok(()),
+        if let Some(missing) = used.into_iter().find(|u| !given.contains(&u.as_str())) {
+            return Err(PlanError::Missing(missing));
         }
+        if self.auto_recall.is_some() {
+            self.hook_env()?;
+        }
+        Ok(())
+    }
+
+    /// The hook's `env`: each manifest variable with a fixed value; a
+    /// credential is inherited from the launcher's environment by name.
+    fn hook_env(&self) -> Result<Map<String, Value>, PlanError> {
+        if self.server.http_url.is_some() {
+            return Err(PlanError::HookOfRemote(self.name.clone()));
+        }
+        let mut env = Map::new();
+        for (name, value) in &self.server.env {
+            let filled = self.resolve(value);
+            let names = names_in(&filled);
+            match names.as_slice() {
+                [] => {
+                    env.insert(name.clone(), filled.into());
+                }
+                [only] if only == name && filled == format!("${{{name}}}") => {}
+                [other, ..] => return Err(PlanError::HookRenamed(name.clone(), other.clone())),
+            }
+        }
+        Ok(env)
+    }
+
+    /// The entry point and its arguments, filled for this machine.
+    fn entry_point(&self) -> Vec<String> {
+        let server = &self.server;
+        (server.command.iter().chain(&server.args))
+            .map(|part| self.resolve(part))
+            .collect()
+    }
+
+    /// The hook's flags after the entry point.
+    fn hook_flags(&self, root: &Path, quote: fn(&str) -> String) -> String {
+        format!(
+            "--hook user-prompt-submit --repository-root {}",
+            quote(&root.to_string_lossy())
+        )
+    }
+
+    /// The settings of Auto Recall: the hook, hooks kept on, speculation
+    /// off, and the extension's own MCP server excluded (never both: two
+    /// searches for one prompt). `windows`: the PowerShell command.
+    pub fn hook_settings(&self, root: &Path, windows: bool) -> Value {
+        let entry = self.entry_point();
+        let command = if windows {
+            let words: Vec<String> = entry.iter().map(|w| ps_quote(w)).collect();
+            format!("& {} {}", words.join(" "), self.hook_flags(root, ps_quote))
+        } else {
+            let words: Vec<String> = entry.iter().map(|w| sh_quote(w)).collect();
+            format!(
+                "exec {} {}",
+                words.join(" "),
+                self.hook_flags(root, sh_quote)
+            )
+        };
+        let mut hook = json!({
+            "type": "command",
+            "command": command,
+            "timeout": HOOK_TIMEOUT_SECONDS,
+            "name": format!("{}-auto-recall", self.name),
+            "statusMessage": HOOK_STATUS,
+        });
+        let env = self.hook_env().unwrap_or_default();
+        if !env.is_empty() {
+            hook["env"] = env.into();
+        }
+        if windows {
+            hook["shell"] = "powershell".into();
+        }
+        json!({
+            "$version": 4,
+            "disableAllHooks": false,
+            "ui": { "enableSpeculation": false },
+            "mcp": { "excluded": [&self.name] },
+            "hooks": { "UserPromptSubmit": [{ "matcher": "*", "hooks": [hook] }] },
+        })
     }
 
     fn used_variables(&self) -> Vec<String> {
@@ -200,8 +302,11 @@ impl Plan {
         Filler::manifest(places, &lookup).fill(text)
     }
 
-    /// The system settings file.
+    /// The system settings file (POSIX's, for Auto Recall).
     pub fn settings(&self) -> Value {
+        if let Some(root) = &self.auto_recall {
+            return self.hook_settings(root, false);
+        }
         let server = &self.server;
         let mut entry = Map::new();
         if let Some(url) = &server.http_url {
@@ -317,6 +422,21 @@ impl Plan {
             settings = sh_word(&self.settings_path.to_string_lossy()),
             qwen = sh_word(&self.qwen),
         );
+        if let Some(root) = &self.auto_recall {
+            out += &format!(
+                "   On Windows, install `system-settings.windows.json` instead (its hook runs in\n   PowerShell; adjust the install folder in its command).\n\n\
+                 Auto Recall: before each prompt typed in a session whose folder is inside\n`{root}`, Qwen Code runs {name}'s entry point as its `UserPromptSubmit` hook\n\
+                 (`--hook user-prompt-submit`). It sends at most 512 code points of what the user\n\
+                 typed, without fenced code, the credential and secret shapes, in one request\n\
+                 that is never retried, and adds what it finds to the prompt as untrusted\n\
+                 reference data; anything else (a failure, a timeout, nothing found) adds nothing\n\
+                 and never blocks the prompt. The settings keep hooks on (`disableAllHooks`),\n\
+                 speculative execution off (`ui.enableSpeculation`) and {name}'s MCP server\n\
+                 excluded (`mcp.excluded`): one search a prompt, never two.\n\n",
+                root = sh_word(&root.to_string_lossy()),
+                name = self.name,
+            );
+        }
         for (name, file) in &self.credentials {
             out += &format!(
                 "4. Write the credential `{name}` to `{}` (one line; root-owned, mode 0640 with a group of the users, or per user 0600).\n",
@@ -393,6 +513,15 @@ pub fn write(out: &Path, plan: &Plan, archive: Option<&Path>) -> std::io::Result
             0o644,
         ),
     ];
+    if let Some(root) = &plan.auto_recall {
+        let windows = serde_json::to_string_pretty(&plan.hook_settings(root, true));
+        let windows = windows.unwrap_or_default() + "\n";
+        files.push((
+            "system-settings.windows.json".to_owned(),
+            windows.into_bytes(),
+            0o644,
+        ));
+    }
     if let (Some(archive), Some(name)) = (archive, &archive_name) {
         files.push((name.clone(), std::fs::read(archive)?, 0o644));
     }
@@ -450,7 +579,43 @@ mod tests {
                 "ACME_CONTEXT_TOKEN".into(),
                 "/etc/qwen-code/acme.secret".into(),
             )],
+            auto_recall: None,
         }
+    }
+
+    #[test]
+    fn auto_recall_registers_the_hook_with_the_endpoint_and_excludes_the_server() {
+        let mut plan = plan();
+        plan.auto_recall = Some("/srv/acme repo".into());
+        plan.check().unwrap();
+        let settings = plan.settings();
+        let hook = &settings["hooks"]["UserPromptSubmit"][0]["hooks"][0];
+        assert_eq!(
+            hook["command"],
+            "exec '/opt/qwen-extensions/acme-context/dist/main' --hook user-prompt-submit --repository-root '/srv/acme repo'"
+        );
+        assert_eq!(hook["timeout"], 8);
+        // The endpoint is fixed; the credential is the launcher's.
+        assert_eq!(
+            hook["env"],
+            json!({"ACME_CONTEXT_BASE_URL": "https://kb.acme.example"})
+        );
+        assert_eq!(settings["disableAllHooks"], false);
+        assert_eq!(settings["ui"]["enableSpeculation"], false);
+        assert_eq!(settings["mcp"]["excluded"], json!(["acme-context"]));
+        assert!(
+            settings.get("mcpServers").is_none(),
+            "never both: {settings}"
+        );
+        let windows = plan.hook_settings(Path::new("C:\\repo's"), true);
+        let hook = &windows["hooks"]["UserPromptSubmit"][0]["hooks"][0];
+        assert_eq!(hook["shell"], "powershell");
+        assert_eq!(
+            hook["command"],
+            "& '/opt/qwen-extensions/acme-context/dist/main' --hook user-prompt-submit --repository-root 'C:\\repo''s'"
+        );
+        plan.server.http_url = Some("https://kb.example/mcp".into());
+        assert!(matches!(plan.check(), Err(PlanError::HookOfRemote(_))));
     }
 
     #[test]

@@ -108,7 +108,19 @@ pub fn run(args: ManagedArgs, color: ColorChoice) -> Outcome {
             .into_iter()
             .map(|(n, f)| (n, PathBuf::from(f)))
             .collect(),
+        auto_recall: args.repository_root,
     };
+    if let Some(root) = &plan.auto_recall
+        && (!root.is_absolute() || root.parent().is_none())
+    {
+        return Err(could_not_run(format!(
+            "--repository-root {}: an absolute folder that is not a file system root",
+            root.display()
+        ))
+        .help(Some(
+            "the hook searches only for sessions inside it, e.g. --repository-root /srv/acme",
+        )));
+    }
     plan.check().map_err(|e| {
         // A name no shell can carry is input ecp cannot use; the others
         // are a deployment that does not match the manifest.

@@ -562,6 +562,17 @@ pub struct ManagedArgs {
     /// administrator-owned file; repeatable
     #[arg(long = "credential", value_name = "NAME=FILE")]
     pub credentials: Vec<String>,
+
+    /// Auto Recall instead of the MCP server: the extension's entry point
+    /// as Qwen's UserPromptSubmit hook (searches before each prompt; the
+    /// extension's MCP server is excluded, never both)
+    #[arg(long, requires = "repository_root")]
+    pub auto_recall: bool,
+
+    /// With --auto-recall: the absolute folder whose sessions (cwd inside
+    /// it) are searched for
+    #[arg(long, value_name = "DIR", requires = "auto_recall")]
+    pub repository_root: Option<PathBuf>,
 }
 
 /// `ecp explain`.

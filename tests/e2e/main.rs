@@ -19,6 +19,7 @@ use ecp::{
 };
 use serde_json::{Value, json};
 
+mod auto_recall;
 mod channels;
 mod conformance;
 mod doctor;

@@ -296,7 +296,16 @@ fn a_hook_command_without_its_repository_root_is_refused_before_it_runs() {
 /// one of the ten checks passed.
 pub(crate) fn assert_hook_conforms(target: &std::path::Path) {
     let (code, report) = crate::check::check(&["--hook", target.to_str().unwrap()]);
-    assert_eq!(not_passed(&report), vec![], "{}: {report}", target.display());
-    assert_eq!(report["checks"].as_array().map(Vec::len), Some(10), "{report}");
+    assert_eq!(
+        not_passed(&report),
+        vec![],
+        "{}: {report}",
+        target.display()
+    );
+    assert_eq!(
+        report["checks"].as_array().map(Vec::len),
+        Some(10),
+        "{report}"
+    );
     assert_eq!(code, Some(0), "{report}");
 }
