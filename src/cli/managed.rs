@@ -52,6 +52,21 @@ fn lint_remote(path: &Path, color: ColorChoice) -> Result<ManifestFacts, Failure
     facts.ok_or_else(|| could_not_run(format!("{} holds no manifest", path.display())))
 }
 
+/// `--repository-root`: absolute, and not a file system root (the rule
+/// the hook applies on each machine, said before anything is written).
+fn repository_root(root: &Path) -> Result<(), Failure> {
+    if root.is_absolute() && root.parent().is_some() {
+        return Ok(());
+    }
+    Err(could_not_run(format!(
+        "--repository-root {}: an absolute folder that is not a file system root",
+        root.display()
+    ))
+    .help(Some(
+        "the hook searches only for sessions inside it, e.g. --repository-root /srv/acme",
+    )))
+}
+
 pub fn run(args: ManagedArgs, color: ColorChoice) -> Outcome {
     // The one write rule: `--out` is a new folder, never a link or a
     // special file; the folder that holds it is the user's.
@@ -110,16 +125,8 @@ pub fn run(args: ManagedArgs, color: ColorChoice) -> Outcome {
             .collect(),
         auto_recall: args.repository_root,
     };
-    if let Some(root) = &plan.auto_recall
-        && (!root.is_absolute() || root.parent().is_none())
-    {
-        return Err(could_not_run(format!(
-            "--repository-root {}: an absolute folder that is not a file system root",
-            root.display()
-        ))
-        .help(Some(
-            "the hook searches only for sessions inside it, e.g. --repository-root /srv/acme",
-        )));
+    if let Some(root) = &plan.auto_recall {
+        repository_root(root)?;
     }
     plan.check().map_err(|e| {
         // A name no shell can carry is input ecp cannot use; the others
