@@ -8,6 +8,7 @@
 //! credential or endpoint a repository controls. Values of variables are
 //! never read out, only where they come from.
 
+pub mod hooks;
 pub mod probe;
 mod render;
 
@@ -116,6 +117,8 @@ pub struct Report {
     pub env_files: Vec<PathBuf>,
     pub token_storage: TokenStorage,
     pub extensions: Vec<ExtensionReport>,
+    /// The Auto Recall hooks Qwen runs here ([`hooks`]).
+    pub auto_recall: Vec<hooks::AutoRecall>,
     /// Findings about the machine rather than one extension.
     pub findings: Vec<Finding>,
 }
@@ -174,7 +177,9 @@ fn is_external_context(manifest: &Manifest) -> bool {
 pub fn examine(machine: &Machine, name: Option<&str>) -> Report {
     let mut extensions = examine_servers(machine, name);
     let tokens = token_storage(machine);
-    let findings = machine_findings(machine, name, &extensions, &tokens);
+    let mut findings = machine_findings(machine, name, &extensions, &tokens);
+    let (auto_recall, hook_findings) = hooks::examine(machine, &extensions);
+    findings.extend(hook_findings);
     // A machine finding that stops Qwen, or every server, is every
     // extension's verdict too.
     let stopping: Vec<&str> = findings
@@ -219,6 +224,7 @@ pub fn examine(machine: &Machine, name: Option<&str>) -> Report {
         env_files: machine.env_files.iter().map(|f| f.path.clone()).collect(),
         token_storage: tokens,
         extensions,
+        auto_recall,
         findings,
     }
 }

@@ -88,10 +88,11 @@ pub fn human(report: &Report) -> String {
             tokens.file.display()
         ),
     );
+    hook_lines(&mut out, &report.auto_recall);
     for finding in &report.findings {
         finding_lines(&mut out, finding);
     }
-    if report.extensions.is_empty() && report.findings.is_empty() {
+    if report.extensions.is_empty() && report.findings.is_empty() && report.auto_recall.is_empty() {
         line(
             &mut out,
             "",
@@ -107,6 +108,34 @@ pub fn human(report: &Report) -> String {
         line(&mut out, "", &extension.verdict);
     }
     out
+}
+
+/// One line per Auto Recall hook Qwen runs here.
+fn hook_lines(out: &mut String, hooks: &[super::hooks::AutoRecall]) {
+    for hook in hooks {
+        let root = hook
+            .repository_root
+            .as_ref()
+            .map_or("none".to_owned(), |r| {
+                let here = if hook.searches_here {
+                    "this workspace is inside it"
+                } else {
+                    "this workspace is not inside it"
+                };
+                format!("{} ({here})", r.display())
+            });
+        line(
+            out,
+            "  ",
+            &format!(
+                "Auto Recall hook {}: defined by {} ({}), runs {}; repository root {root}",
+                hook.name.as_deref().unwrap_or("(unnamed)"),
+                hook.defined_by,
+                hook.file.display(),
+                hook.command
+            ),
+        );
+    }
 }
 
 fn finding_lines(out: &mut String, finding: &super::Finding) {

@@ -237,3 +237,72 @@ async fn every_fault_of_the_upstream_adds_nothing_and_qwen_goes_on() {
         );
     }
 }
+
+/// What Qwen really runs when a user's settings register the hook beside
+/// the installed extension, and what `ecp doctor` says of it: both search
+/// each prompt (duplicate-retrieval); `mcp.excluded` leaves the hook alone;
+/// `disableAllHooks` leaves the tool alone (hooks-disabled).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_names_duplicate_retrieval_and_disabled_hooks_as_qwen_runs_them() {
+    let _ = cache();
+    let (_, archive) = packaged();
+    let qwen = super::Qwen::new();
+    qwen.install(archive);
+    let upstream = Upstream::start(|_| Reply::json(UPSTREAM_ITEMS)).await;
+    let entry = qwen
+        .home
+        .path()
+        .join(".qwen/extensions/acme-context/dist/main");
+    let workspace = qwen.home.path().to_owned();
+    let settings_path = qwen.home.path().join(".qwen/settings.json");
+    let settings = |extra: Value| {
+        let mut settings = json!({"hooks": {"UserPromptSubmit": [{"matcher": "*", "hooks": [{
+            "type": "command", "timeout": 8, "name": "acme-context-auto-recall",
+            "command": format!("exec '{}' --hook user-prompt-submit --repository-root '{}'", entry.display(), workspace.display()),
+        }]}]}});
+        for (key, value) in extra.as_object().unwrap() {
+            settings[key] = value.clone();
+        }
+        std::fs::write(&settings_path, settings.to_string()).unwrap();
+    };
+    let env = [
+        ("ACME_CONTEXT_BASE_URL", upstream.base_url.as_str()),
+        ("ACME_CONTEXT_TOKEN", "e2e-token"),
+    ];
+    // (settings, searches by the hook, by the tool, doctor's findings)
+    let cases = [
+        (json!({}), 1, 1, vec!["duplicate-retrieval"]),
+        (json!({"mcp": {"excluded": ["acme-context"]}}), 1, 0, vec![]),
+        (
+            json!({"disableAllHooks": true}),
+            0,
+            1,
+            vec!["hooks-disabled"],
+        ),
+    ];
+    for (extra, by_hook, by_tool, findings) in cases {
+        settings(extra.clone());
+        let before = upstream.requests().len();
+        let model = Upstream::start(super::fake_model).await;
+        let asked = tokio::task::block_in_place(|| qwen.ask(&model, &env));
+        assert!(asked.status.success(), "{extra}: {}", show(&asked));
+        let searched = upstream.requests().split_off(before);
+        let count = |query: &str| searched.iter().filter(|r| r.query() == query).count();
+        assert_eq!(
+            count("search the handbook"),
+            by_hook,
+            "{extra}: the hook's searches"
+        );
+        assert_eq!(
+            count("deployment policy"),
+            by_tool,
+            "{extra}: the tool's searches"
+        );
+        let (_, report) = super::doctor::doctor(&qwen, &workspace, &env, "acme-context");
+        let mut ids: Vec<&str> = (report["findings"].as_array().into_iter().flatten())
+            .filter_map(|f| f["id"].as_str())
+            .collect();
+        ids.sort();
+        assert_eq!(ids, findings, "{extra}: {report:#}");
+    }
+}

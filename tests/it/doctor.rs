@@ -462,3 +462,76 @@ fn doctor_asks_an_extension_without_authentication_for_its_endpoint_only() {
         }
     }
 }
+
+/// Auto Recall (issue 48): the hook a deployment registers is reported
+/// with its repository root; the same provider's MCP server also active is
+/// duplicate retrieval, and `mcp.excluded` ends it; hooks turned off, an
+/// entry point missing or writable by others, a root that is not one and
+/// speculative execution on are each a finding.
+#[test]
+fn auto_recall_hooks_are_reported_and_what_breaks_them_is_found() {
+    let machine = Machine::new();
+    let entry = machine.home.join(".qwen/extensions/acme-context/dist/main");
+    let root = machine.workspace.parent().unwrap().to_owned();
+    let hook = |entry: &Path, root: &Path| {
+        json!({"UserPromptSubmit": [{"matcher": "*", "hooks": [{"type": "command",
+            "command": format!("exec '{}' --hook user-prompt-submit --repository-root '{}'", entry.display(), root.display()),
+            "timeout": 8, "name": "acme-context-auto-recall"}]}]})
+    };
+    // The extension's server and its hook: both search each prompt.
+    machine.user_settings(json!({"hooks": hook(&entry, &root)}));
+    let report = machine.report();
+    assert_eq!(
+        machine_ids(&report),
+        vec!["duplicate-retrieval"],
+        "{report:#}"
+    );
+    let listed = &report["auto_recall"][0];
+    assert_eq!(listed["name"], "acme-context-auto-recall");
+    assert_eq!(listed["searches_here"], true, "{listed}");
+    assert_eq!(report["exit"], 1);
+    // The server excluded, as `ecp managed --auto-recall` writes it: none.
+    machine.user_settings(
+        json!({"hooks": hook(&entry, &root), "mcp": {"excluded": ["acme-context"]}}),
+    );
+    let report = machine.report();
+    assert_eq!(machine_ids(&report), Vec::<String>::new(), "{report:#}");
+    // Hooks off, speculation on, a root elsewhere and a missing entry point.
+    let elsewhere = machine.home.join("no-such-repo");
+    let missing = machine.home.join("opt/missing/dist/main");
+    machine.user_settings(
+        json!({"hooks": hook(&missing, &elsewhere), "mcp": {"excluded": ["acme-context"]},
+        "disableAllHooks": true, "ui": {"enableSpeculation": true}}),
+    );
+    let report = machine.report();
+    let mut found = machine_ids(&report);
+    found.sort();
+    assert_eq!(
+        found,
+        vec![
+            "hook-entry-missing",
+            "hook-repository-root",
+            "hooks-disabled",
+            "speculation-on"
+        ],
+        "{report:#}"
+    );
+    // An entry point others can write runs their code with every prompt.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o777)).unwrap();
+    machine.user_settings(
+        json!({"hooks": hook(&entry, &root), "mcp": {"excluded": ["acme-context"]}}),
+    );
+    let report = machine.report();
+    assert_eq!(
+        machine_ids(&report),
+        vec!["hook-entry-writable"],
+        "{report:#}"
+    );
+    let human = String::from_utf8(machine.doctor(&[]).stdout).unwrap();
+    assert!(
+        human.contains("Auto Recall hook acme-context-auto-recall"),
+        "{human}"
+    );
+    assert!(human.contains("finding [hook-entry-writable]"), "{human}");
+}
