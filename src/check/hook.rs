@@ -97,6 +97,9 @@ struct Hook {
     outside: tempfile::TempDir,
     /// Keeps a root ecp made alive.
     _made_root: Option<tempfile::TempDir>,
+    /// Whether the hook is given a credential (a service without
+    /// authentication takes none: then no credential can be stripped).
+    takes_credential: bool,
     runs: std::sync::atomic::AtomicUsize,
 }
 
@@ -244,7 +247,9 @@ fn hook_of(
         launch.args.extend(hook.map(str::to_owned));
         launch.args.push(root.display().to_string());
     }
+    let takes_credential = (launch.binding.as_ref()).is_none_or(|b| b.token.is_some());
     Ok(Hook {
+        takes_credential,
         launch,
         root,
         upstream,
@@ -491,8 +496,9 @@ async fn stripping(hook: &Hook, judged: &mut Judged<'_>) -> Result<(), CheckErro
             marker.to_string(),
         )
     });
-    let cases =
-        std::iter::once(("the credential", with_credential, TOKEN_CANARY.to_owned())).chain(shapes);
+    let credential = (hook.takes_credential)
+        .then(|| ("the credential", with_credential, TOKEN_CANARY.to_owned()));
+    let cases = credential.into_iter().chain(shapes);
     for (what, prompt, marker) in cases {
         let run = hook.prompt(&prompt).await?;
         searched += usize::from(!run.requests.is_empty());
@@ -508,7 +514,10 @@ async fn stripping(hook: &Hook, judged: &mut Judged<'_>) -> Result<(), CheckErro
     judged.decide(
         Check::HookStripping,
         problems,
-        format!("the credential and {} secret shapes never reached the upstream ({searched} of {} prompts searched the rest)", SECRET_SHAPES.len(), SECRET_SHAPES.len() + 1),
+        match hook.takes_credential {
+            true => format!("the credential and {} secret shapes never reached the upstream ({searched} of {} prompts searched the rest)", SECRET_SHAPES.len(), SECRET_SHAPES.len() + 1),
+            false => format!("{} secret shapes never reached the upstream ({searched} of {} prompts searched the rest); the target takes no credential, so none was offered", SECRET_SHAPES.len(), SECRET_SHAPES.len()),
+        },
     );
     Ok(())
 }

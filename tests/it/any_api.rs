@@ -231,6 +231,12 @@ fn prove_live_then_offline(dir: &Path, service: Service, logged: &str, tests: im
 
     let (code, report) = check(&[target, "--cassette", cassette.to_str().unwrap()]);
     assert_proven("offline", code, &report);
+    // The same mapping as Qwen's Auto Recall hook, from the same cassette.
+    let (code, report) = check(&["--hook", target, "--cassette", cassette.to_str().unwrap()]);
+    let failed: Vec<&Value> = (report["checks"].as_array().into_iter().flatten())
+        .filter(|c| c["status"] != "pass")
+        .collect();
+    assert_eq!((code, failed), (Some(0), vec![]), "the hook: {report:#}");
     // One call, offline, with the service's recorded answer.
     let call = Command::new(env!("CARGO_BIN_EXE_ecp"))
         .args(["call", target, QUERY, "--cassette"])
