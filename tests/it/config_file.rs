@@ -166,8 +166,10 @@ fn a_target_configured_by_qwens_instance_file_gets_every_check() {
     let flag = format!("{CONFIG_ENV}={}", instance.display());
     let server = server();
     let command = ["python3", server.as_str(), "--api", "mem0"];
+    let cassette = dir.path().join("mem0.cassette.json");
     let with_file: Vec<&str> = ["--config-file", &flag, "--upstream", &api.base_url]
         .into_iter()
+        .chain(["--record", cassette.to_str().unwrap()])
         .chain(["--query", QUERY, "--"])
         .chain(command)
         .collect();
@@ -190,6 +192,70 @@ fn a_target_configured_by_qwens_instance_file_gets_every_check() {
     );
     // The administrator's file is read, never written.
     assert_eq!(std::fs::read(&instance).unwrap(), original);
+    drop(api);
+    auto_recall_hook_from_the_cassette(dir.path(), &instance, &cassette);
+}
+
+/// Qwen's Auto Recall hook as its package configures it (a schemaVersion 3
+/// InstanceConfig with `autoRecall.repositoryRoot`, the same dialect),
+/// judged by `ecp check --hook` offline from the MCP server's cassette:
+/// the hook makes the same request. The hook is the independent Python
+/// one with `--api mem0`; with a planted defect it fails the check named.
+fn auto_recall_hook_from_the_cassette(dir: &Path, instance: &Path, cassette: &Path) {
+    let root = dir.join("repository");
+    std::fs::create_dir_all(&root).unwrap();
+    let mut v3: Value = serde_json::from_slice(&std::fs::read(instance).unwrap()).unwrap();
+    v3["schemaVersion"] = json!(3);
+    v3["autoRecall"] = json!({"repositoryRoot": root});
+    v3["timeoutMs"] = json!(1500);
+    let v3_path = dir.join("memory.auto-recall.json");
+    std::fs::write(&v3_path, v3.to_string()).unwrap();
+    let flag = format!("{CONFIG_ENV}={}", v3_path.display());
+    let hook = Path::new(ROOT).join("tests/python/auto_recall_hook.py");
+    let run = |defect: &str| {
+        let args = [
+            "--hook",
+            "--config-file",
+            &flag,
+            "--cassette",
+            cassette.to_str().unwrap(),
+        ];
+        let command = [
+            "--repository-root",
+            root.to_str().unwrap(),
+            "--",
+            "python3",
+            hook.to_str().unwrap(),
+        ];
+        let args: Vec<&str> = args
+            .into_iter()
+            .chain(command)
+            .chain(["--api", "mem0", "--defect", defect])
+            .collect();
+        let (code, output) = check(&args, &[]);
+        let report: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|_| panic!("no report: {}", show(&output)));
+        let failing: Vec<String> = (report["checks"].as_array().into_iter().flatten())
+            .filter(|c| c["status"] != "pass")
+            .map(|c| {
+                format!(
+                    "{} {}",
+                    c["id"].as_str().unwrap_or(""),
+                    c["status"].as_str().unwrap_or("")
+                )
+            })
+            .collect();
+        (code, failing, report)
+    };
+    let (code, failing, report) = run("none");
+    assert_eq!((code, failing), (Some(0), vec![]), "{report:#}");
+    assert_eq!(report["checks"].as_array().map(Vec::len), Some(10));
+    let (code, failing, report) = run("no-strip");
+    assert_eq!(code, Some(1), "{report:#}");
+    assert!(
+        failing.contains(&"hook-stripping fail".to_owned()),
+        "{failing:?}"
+    );
 }
 
 /// An extension whose manifest names `QWEN_EXTERNAL_CONTEXT_MEM0_CONFIG`

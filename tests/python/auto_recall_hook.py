@@ -8,6 +8,7 @@ Recall") with Python's `re`, the Generic HTTP Search V1 binding and the
 renderer of profile_server.py (the independent MCP server beside it).
 
     auto_recall_hook.py --repository-root DIR [--timeout-ms N] [--defect NAME]
+    auto_recall_hook.py --api mem0 [--defect NAME]
 
 Reads one hook input on stdin (at most 1 MiB), searches
 PROVIDER_CONTEXT_BASE_URL (bearer PROVIDER_CONTEXT_TOKEN) with the
@@ -15,6 +16,12 @@ submitted prompt made safe (no fenced code, credential or secret shapes, at
 most 512 code points) when the input's cwd is inside the root, and prints
 `{"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
 "additionalContext": ENVELOPE}}`, or `{}` on anything else, exit 0.
+
+`--api mem0` is configured as Qwen's own hook (`@qwen-code/external-context-
+mem0`, `dist/auto-recall.js`): the schemaVersion 3 InstanceConfig whose
+absolute path is in QWEN_EXTERNAL_CONTEXT_MEM0_CONFIG, its DialectV1 and
+credential variable (read by profile_server.py's mem0 reader), the root
+from `autoRecall.repositoryRoot`, the timeout from `timeoutMs`.
 
 `--defect NAME` breaks one promise, for the tests that prove ecp check
 names it: retry (a failed request is sent once more), reads-prompt (the
@@ -59,6 +66,7 @@ OPEN_FENCE = re.compile(r"(?:```|~~~)[\s\S]*\Z")
 SPACES = re.compile("[%s]+" % WS)
 
 DEFECT = None
+API = "v1"
 
 
 def safe_query(prompt, credential):
@@ -101,22 +109,35 @@ def recall(root, timeout):
     if not isinstance(hook, dict) or hook.get("hook_event_name") != "UserPromptSubmit":
         return None
     prompt = hook.get("prompt" if DEFECT == "reads-prompt" else "submitted_prompt")
-    if not isinstance(prompt, str) or not prompt.strip() or not within(root, hook.get("cwd")):
+    if not isinstance(prompt, str) or not prompt.strip():
         return None
     base, token = profile_server.config()
+    if API == "mem0":
+        instance = profile_server.MEM0[0]
+        root = os.path.realpath(instance["autoRecall"]["repositoryRoot"], strict=True)
+        if not os.path.isdir(root) or os.path.dirname(root) == root:
+            return None
+        timeout = instance["timeoutMs"] / 1000
+    if not within(root, hook.get("cwd")):
+        return None
     query = safe_query(prompt, token)
     if query is None:
         return None
     if DEFECT == "logs-prompt":
         sys.stderr.write("auto recall: searching %s\n" % query)
     deadline = time.monotonic() + timeout
-    body = profile_server.fetch(base, token, query, profile_server.Call(), deadline)
-    items = profile_server.render(profile_server.parse_items(body))
+    if API == "mem0":
+        body = profile_server.fetch_mem0(base, token, query, profile_server.Call(), deadline)
+        found = profile_server.parse_mem0(body)
+    else:
+        body = profile_server.fetch(base, token, query, profile_server.Call(), deadline)
+        found = profile_server.parse_items(body)
+    items = profile_server.render(found)
     return profile_server.serialize(items) if items else None
 
 
 def main():
-    global DEFECT
+    global DEFECT, API
     args = sys.argv[1:]
     root, timeout = None, 1.5
     while args:
@@ -127,6 +148,8 @@ def main():
             timeout = int(args.pop(0)) / 1000
         elif flag == "--defect" and args:
             DEFECT = args.pop(0)
+        elif flag == "--api" and args and args[0] in ("v1", "mem0"):
+            API = profile_server.API = args.pop(0)
         else:
             sys.stderr.write("usage: auto_recall_hook.py --repository-root DIR [--timeout-ms N] [--defect NAME]\n")
             sys.stdout.write("{}")
@@ -138,7 +161,7 @@ def main():
     def work():
         try:
             resolved = os.path.realpath(root, strict=True) if root else None
-            if resolved and os.path.isdir(resolved):
+            if API == "mem0" or (resolved and os.path.isdir(resolved)):
                 outcome["context"] = recall(resolved, timeout)
         except profile_server.Failed:
             outcome["failed"] = True
