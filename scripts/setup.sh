@@ -35,6 +35,7 @@ needs=(
   "shellcheck shellcheck the managed-deployment test checks the POSIX launcher"
   "nginx nginx-light the remote template's proxy configuration runs in nginx"
   "caddy caddy the remote template's proxy configuration is checked by caddy"
+  "/usr/bin/time time the hook check's test measures ecp's peak memory (GNU time; the shell's keyword is not it)"
 )
 
 missing_packages=()

@@ -103,6 +103,26 @@ struct Hook {
     runs: std::sync::atomic::AtomicUsize,
 }
 
+/// The most of a hook's stdout or stderr kept; the rest is read and
+/// dropped, so that a hook that writes without end neither blocks nor
+/// fills ecp's memory.
+const MAX_OUTPUT_BYTES: u64 = 1024 * 1024;
+
+/// What `pipe` carries, at most [`MAX_OUTPUT_BYTES`] of it, read to its end.
+async fn bounded(pipe: Option<impl tokio::io::AsyncRead + Unpin>) -> String {
+    use tokio::io::AsyncReadExt;
+    let Some(mut pipe) = pipe else {
+        return String::new();
+    };
+    let mut kept = Vec::new();
+    let _ = (&mut pipe)
+        .take(MAX_OUTPUT_BYTES)
+        .read_to_end(&mut kept)
+        .await;
+    let _ = tokio::io::copy(&mut pipe, &mut tokio::io::sink()).await;
+    String::from_utf8_lossy(&kept).into_owned()
+}
+
 /// The hook input Qwen Code 0.24.4 writes for a prompt.
 fn input(cwd: &Path, prompt: &str, submitted: Option<&str>) -> Vec<u8> {
     let mut input = json!({
@@ -139,21 +159,28 @@ impl Hook {
                 let _ = writer.write_all(&stdin).await;
             }
         };
-        let (_, waited) = tokio::join!(
-            write,
-            tokio::time::timeout(QWEN_HOOK_TIMEOUT, child.wait_with_output())
-        );
+        let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+        let ran = async {
+            let (_, stdout, stderr) = tokio::join!(write, bounded(stdout), bounded(stderr));
+            (child.wait().await, stdout, stderr)
+        };
+        let waited = tokio::time::timeout(QWEN_HOOK_TIMEOUT, ran).await;
         let elapsed = started.elapsed();
         self.upstream.arm(None);
         let (status, stdout, stderr) = match waited {
-            Ok(Ok(output)) => (
-                output.status.code(),
-                String::from_utf8_lossy(&output.stdout).into_owned(),
-                String::from_utf8_lossy(&output.stderr).into_owned(),
-            ),
-            Ok(Err(e)) => return Err(CheckError::Target(format!("cannot run the hook: {e}"))),
-            // Dropped: killed, as Qwen kills a hook at its timeout.
-            Err(_) => (None, String::new(), String::new()),
+            Ok((Ok(status), stdout, stderr)) => (status.code(), stdout, stderr),
+            Ok((Err(e), ..)) => {
+                return Err(CheckError::Target(format!("cannot run the hook: {e}")));
+            }
+            // Killed with everything it started, as Qwen kills a hook at
+            // its timeout.
+            Err(_) => {
+                if let Some(pid) = child.id() {
+                    crate::children::kill_tree(pid);
+                }
+                let _ = child.wait().await;
+                (None, String::new(), String::new())
+            }
         };
         // One run at a time: the requests since it started are its own.
         let requests = self.upstream.requests().split_off(before);

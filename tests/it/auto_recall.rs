@@ -309,3 +309,38 @@ pub(crate) fn assert_hook_conforms(target: &std::path::Path) {
     );
     assert_eq!(code, Some(0), "{report}");
 }
+
+/// A hook that writes without end is read to its end and kept bounded:
+/// 300 MB on stdout and stderr, and ecp's peak memory stays far below it
+/// (every run's output used to be kept whole).
+#[test]
+fn a_hook_that_floods_its_output_is_bounded() {
+    let root = tempfile::tempdir().unwrap();
+    let root = root.path().display().to_string();
+    let flood = "head -c 300000000 /dev/zero; head -c 300000000 /dev/zero >&2; echo '{}'";
+    let output = std::process::Command::new("/usr/bin/time")
+        .args(["-f", "peak-rss-kb %M", env!("CARGO_BIN_EXE_ecp")])
+        .args([
+            "check",
+            "--hook",
+            "--format",
+            "json",
+            "--repository-root",
+            &root,
+            "--",
+            "sh",
+            "-c",
+            flood,
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "not exercised: {stderr}");
+    let peak: u64 = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("peak-rss-kb "))
+        .and_then(|kb| kb.trim().parse().ok())
+        .expect("the peak");
+    assert!(peak < 150 * 1024, "ecp peaked at {peak} KB");
+}
