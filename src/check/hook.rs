@@ -223,8 +223,13 @@ impl Judged<'_> {
     }
 }
 
-/// Words of a request (target and body), lower-cased, and its target and
-/// body as sent.
+/// How often `request`'s target and body hold `text` as sent.
+fn occurrences(request: &SeenRequest, text: &str) -> usize {
+    request.path.matches(text).count() + request.body.matches(text).count()
+}
+
+/// Whether `request` carries `text`: in its target or body as sent, or
+/// among its words (percent-decoded, lower-cased: [`SeenRequest::words`]).
 fn carries(request: &SeenRequest, text: &str) -> bool {
     request.path.contains(text)
         || request.body.contains(text)
@@ -363,7 +368,15 @@ async fn judge(
     reads_submitted_prompt(hook, judged).await?;
     other_input(hook, judged).await?;
     repository_root(hook, judged).await?;
-    stripping(hook, judged).await?;
+    // A mapping may send the credential in its request as it is meant to
+    // (a query parameter): only more of it than the baseline sent is a leak.
+    let sent = (judged.runs.first()).map_or(0, |b| {
+        b.requests
+            .iter()
+            .map(|r| occurrences(r, TOKEN_CANARY))
+            .sum()
+    });
+    stripping(hook, sent, judged).await?;
     query_bound(hook, judged).await?;
     faults(hook, judged).await?;
     in_time(judged);
@@ -512,7 +525,7 @@ const SECRET_SHAPES: &[(&str, &str, &str)] = &[
     ),
 ];
 
-async fn stripping(hook: &Hook, judged: &mut Judged<'_>) -> Result<(), CheckError> {
+async fn stripping(hook: &Hook, sent: usize, judged: &mut Judged<'_>) -> Result<(), CheckError> {
     let mut problems = Vec::new();
     let mut searched = 0;
     let with_credential = format!("ecphook deploy key {TOKEN_CANARY} rotation");
@@ -529,10 +542,16 @@ async fn stripping(hook: &Hook, judged: &mut Judged<'_>) -> Result<(), CheckErro
     for (what, prompt, marker) in cases {
         let run = hook.prompt(&prompt).await?;
         searched += usize::from(!run.requests.is_empty());
-        let leaked = run
-            .requests
-            .iter()
-            .any(|r| r.path.contains(&marker) || r.body.contains(&marker) || carries(r, &marker));
+        let leaked = match marker == TOKEN_CANARY {
+            true => {
+                run.requests
+                    .iter()
+                    .map(|r| occurrences(r, &marker))
+                    .sum::<usize>()
+                    > sent
+            }
+            false => run.requests.iter().any(|r| carries(r, &marker)),
+        };
         if leaked {
             problems.push(format!("{what} reached the upstream"));
         }

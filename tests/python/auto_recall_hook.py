@@ -29,7 +29,9 @@ expanded `prompt` is searched), no-strip (the prompt is sent as typed),
 fail-closed (a failed search blocks the prompt: exit 2 with a reason),
 no-bound (no 512 code point limit), no-root (any cwd is searched),
 follow-redirect (a 3xx is followed), logs-prompt (the query goes to
-stderr).
+stderr); and, not a defect, token-in-query: the credential goes as the
+query parameter `key` of the request instead of a header, as some APIs
+take it (the stripping check must not call that a leak).
 """
 
 import json
@@ -38,6 +40,7 @@ import re
 import sys
 import threading
 import time
+import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import profile_server  # noqa: E402
@@ -129,6 +132,11 @@ def recall(root, timeout):
     if API == "mem0":
         body = profile_server.fetch_mem0(base, token, query, profile_server.Call(), deadline)
         found = profile_server.parse_mem0(body)
+    elif DEFECT == "token-in-query":
+        payload = json.dumps({"query": query, "limit": 5}, ensure_ascii=False).encode("utf-8")
+        target = profile_server.under(base, "v1/context/search") + "?" + urllib.parse.urlencode({"key": token})
+        body = profile_server.send_once(profile_server.Call(), deadline, "POST", target, "", payload)
+        found = profile_server.parse_items(body)
     else:
         body = profile_server.fetch(base, token, query, profile_server.Call(), deadline)
         found = profile_server.parse_items(body)
