@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 
 use super::{
-    CheckError, CheckReport, CheckResult, CheckSettings, Reach, Status, TOKEN_CANARY, Verdict,
+    CheckError, CheckReport, CheckResult, CheckSettings, Reach, Status, TOKEN_CANARY,
     catalogue::{Check, FAULTS, Group},
     embedded::Embedded,
     suite::{self, BODY_CANARY},
@@ -319,26 +319,7 @@ pub async fn run(
         progress,
     };
     judge(&hook, embedded, &mut judged).await?;
-    Ok(report(settings, judged.results))
-}
-
-fn report(settings: &CheckSettings, checks: Vec<CheckResult>) -> CheckReport {
-    let count = |status| checks.iter().filter(|c| c.status == status).count();
-    CheckReport {
-        target: super::describe(&settings.target),
-        revisions: Vec::new(),
-        verdict: Verdict::of(&checks),
-        passed: count(Status::Pass),
-        warned: count(Status::Warn),
-        failed: count(Status::Fail),
-        not_applicable: count(Status::NotApplicable),
-        not_exercised: count(Status::NotExercised),
-        unexercised_groups: super::unexercised_groups(&checks),
-        checks,
-        undecided: None,
-        mapped: None,
-        hook: true,
-    }
+    Ok(CheckReport::of(&settings.target, judged.results, true))
 }
 
 /// The baseline, then every check.

@@ -224,6 +224,29 @@ impl CheckReport {
     }
 }
 
+impl CheckReport {
+    /// The report of `checks` on `target`, counted and given a verdict;
+    /// `hook` when they judged an Auto Recall hook.
+    pub fn of(target: &Target, checks: Vec<CheckResult>, hook: bool) -> CheckReport {
+        let count = |status| checks.iter().filter(|c| c.status == status).count();
+        CheckReport {
+            target: describe(target),
+            revisions: Vec::new(),
+            verdict: Verdict::of(&checks),
+            passed: count(Status::Pass),
+            warned: count(Status::Warn),
+            failed: count(Status::Fail),
+            not_applicable: count(Status::NotApplicable),
+            not_exercised: count(Status::NotExercised),
+            unexercised_groups: unexercised_groups(&checks),
+            checks,
+            undecided: None,
+            mapped: None,
+            hook,
+        }
+    }
+}
+
 /// The groups of the checks not exercised, each once, in order.
 fn unexercised_groups(checks: &[CheckResult]) -> Vec<&'static str> {
     let mut groups: Vec<&'static str> = Vec::new();
@@ -639,23 +662,12 @@ pub async fn run(
         .chain(stateless.map(str::to_owned))
         .collect();
     opened.session.close().await;
-    let count = |status| checks.iter().filter(|c| c.status == status).count();
-    Ok(CheckReport {
-        target: describe(&settings.target),
-        revisions,
-        verdict: Verdict::of(&checks),
-        passed: count(Status::Pass),
-        warned: count(Status::Warn),
-        failed: count(Status::Fail),
-        not_applicable: count(Status::NotApplicable),
-        not_exercised: count(Status::NotExercised),
-        unexercised_groups: unexercised_groups(&checks),
-        checks,
-        // It may quote the target: shown as outside text, as reasons are.
-        undecided: undecided.map(|why| crate::outside::line(&why, 2000)),
-        mapped,
-        hook: false,
-    })
+    let mut report = CheckReport::of(&settings.target, checks, false);
+    report.revisions = revisions;
+    // It may quote the target: shown as outside text, as reasons are.
+    report.undecided = undecided.map(|why| crate::outside::line(&why, 2000));
+    report.mapped = mapped;
+    Ok(report)
 }
 
 /// What `ecp call` got back: the result, and what the server wrote to

@@ -22,7 +22,7 @@
 //!
 //! Each removed part becomes one space. Nothing left: no query, no search.
 
-use crate::profile::query::is_ecmascript_whitespace;
+use crate::profile::query::{collapse_whitespace, is_ecmascript_whitespace};
 
 /// Most code points of a submitted prompt the sanitizer reads.
 pub const MAX_SANITIZED_CODE_POINTS: usize = 4096;
@@ -42,16 +42,7 @@ pub fn auto_recall_query(submitted: &str, credentials: &[String]) -> Option<Stri
     for pattern in [assignment as Matcher, bearer, jwt_like, long_token] {
         text = replace_all(&text, pattern);
     }
-    let mut query = String::with_capacity(text.len());
-    for word in text
-        .split(is_ecmascript_whitespace)
-        .filter(|w| !w.is_empty())
-    {
-        if !query.is_empty() {
-            query.push(' ');
-        }
-        query.push_str(word);
-    }
+    let query = collapse_whitespace(&text);
     if query.is_empty() {
         return None;
     }

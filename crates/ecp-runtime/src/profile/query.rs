@@ -63,20 +63,27 @@ pub fn normalize_query(raw: &str) -> Result<String, QueryError> {
     if raw.chars().count() > MAX_QUERY_CODE_POINTS {
         return Err(QueryError::TooLong);
     }
-    let mut normalized = String::with_capacity(raw.len());
-    for word in raw
-        .split(is_ecmascript_whitespace)
-        .filter(|word| !word.is_empty())
-    {
-        if !normalized.is_empty() {
-            normalized.push(' ');
-        }
-        normalized.push_str(word);
-    }
+    let normalized = collapse_whitespace(raw);
     if normalized.is_empty() {
         return Err(QueryError::Empty);
     }
     Ok(normalized)
+}
+
+/// `text` with every run of ECMAScript white space made one space and the
+/// ends trimmed (JavaScript's `.replace(/\s+/g, " ").trim()`).
+pub(crate) fn collapse_whitespace(text: &str) -> String {
+    let mut collapsed = String::with_capacity(text.len());
+    for word in text
+        .split(is_ecmascript_whitespace)
+        .filter(|word| !word.is_empty())
+    {
+        if !collapsed.is_empty() {
+            collapsed.push(' ');
+        }
+        collapsed.push_str(word);
+    }
+    collapsed
 }
 
 /// Validates the whole `arguments` object of a `tools/call` and returns the
