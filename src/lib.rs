@@ -7,17 +7,30 @@
 //! - [`providers`]: the Generic HTTP Search V1 binding (the runtime's) and
 //!   the fixture corpus behind `ecp serve --fixture`.
 //! - [`contracts`]: the canonical `contracts/v1` and Qwen's published files.
+//! - [`extension`]: an extension folder as the commands read it (the
+//!   manifest's text and the project beside it, through [`files`]).
 //! - [`lint`]: the pre-publish checks of manifests, folders and archives.
+//! - [`channels`]: every channel's and client's manifest, derived from
+//!   `qwen-extension.json`, and their rules.
 //! - [`scaffold`]: `ecp new`, the templates and the verbatim copies.
 //! - [`upgrade`]: `ecp upgrade`, an extension's runtime brought to ecp's.
 //! - [`package`]: `ecp package`, reproducible release archives.
 //! - [`provenance`]: in-toto/SLSA statements, DSSE signatures, `ecp verify`.
+//! - [`check`]: `ecp check` and `ecp call`: the conformance runner, for an
+//!   MCP server and (`--hook`) for Qwen's Auto Recall hook.
+//! - [`doctor`]: `ecp doctor`, what Qwen Code will really run here, Auto
+//!   Recall hooks included.
+//! - [`managed`]: `ecp managed`, what an administrator deploys (the MCP
+//!   server, or with `--auto-recall` the hook).
 //! - [`qwen`]: Qwen Code on this machine, as `ecp try` installs into it.
 //! - [`release`]: release assets as Qwen's installer picks them, `SHA256SUMS`.
 //! - [`input`]: one wording for a missing path or manifest, in every command.
 //! - [`name`]: the extension name rules shared by `ecp new` and `ecp lint`.
 //! - [`json`]: the one JSON reader, as `JSON.parse` reads (spans kept).
 //! - [`atomic`]: files written whole or not at all.
+//! - [`files`]: opening what ecp reads, as an attacker may have arranged
+//!   it: regular files only, capped before reading.
+//! - [`digest`]: SHA-256 in lower-case hex, ecp's one spelling of a digest.
 //! - [`writes`]: the one rule of where ecp writes (never through a link or
 //!   into a special file, inside the folder the user named).
 //! - [`children`]: the processes ecp starts, and how Ctrl-C ends them.
@@ -60,3 +73,25 @@ pub mod runtime {
 pub mod scaffold;
 pub mod upgrade;
 pub mod writes;
+
+#[cfg(test)]
+mod tests {
+    /// Every module of the crate is named in the list above, so the list
+    /// stays the map of the house.
+    #[test]
+    fn the_crate_doc_names_every_module() {
+        let source = include_str!("lib.rs");
+        let (docs, code) = source.split_once("#![").unwrap();
+        for line in code.lines() {
+            if let Some(name) = line
+                .strip_prefix("pub mod ")
+                .map(|n| n.trim_end_matches([';', ' ', '{']))
+            {
+                assert!(
+                    docs.contains(&format!("[`{name}`]")),
+                    "src/lib.rs does not say what `{name}` is"
+                );
+            }
+        }
+    }
+}
