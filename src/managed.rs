@@ -443,9 +443,17 @@ impl Plan {
                 sh_word(&file.to_string_lossy())
             );
         }
+        let name = &self.name;
+        let shows = match self.auto_recall {
+            Some(_) => format!(
+                "Then a prompt typed under the repository root in `{launcher}` carries {name}'s\ncontext, and `ecp doctor` run through the"
+            ),
+            None => format!(
+                "Then `{launcher} mcp list` shows {name} connected, and `ecp doctor` run through the"
+            ),
+        };
         out += &format!(
-            "\nThen `{launcher} mcp list` shows {name} connected, and `ecp doctor` run through the\nlauncher (`{launcher}` starts ecp when generated with `--qwen ecp`) reports no findings.\n",
-            name = self.name
+            "\n{shows}\nlauncher (`{launcher}` starts ecp when generated with `--qwen ecp`) reports no findings.\n"
         );
         out
     }
@@ -471,8 +479,20 @@ fn sh_word(text: &str) -> String {
     }
 }
 
+/// `text` in PowerShell's single quotes. PowerShell ends such a string at
+/// any single quotation mark, the typographic ones (U+2018 to U+201B)
+/// too, and reads each doubled as one: every one is doubled.
 fn ps_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "''"))
+    let mut quoted = String::with_capacity(text.len() + 2);
+    quoted.push('\'');
+    for c in text.chars() {
+        if matches!(c, '\'' | '\u{2018}'..='\u{201b}') {
+            quoted.push(c);
+        }
+        quoted.push(c);
+    }
+    quoted.push('\'');
+    quoted
 }
 
 /// Writes the deployment into `out` (which must not exist): the settings,
@@ -613,6 +633,11 @@ mod tests {
         assert_eq!(
             hook["command"],
             "& '/opt/qwen-extensions/acme-context/dist/main' --hook user-prompt-submit --repository-root 'C:\\repo''s'"
+        );
+        // PowerShell ends a single-quoted string at a typographic quote too.
+        assert_eq!(
+            ps_quote("C:\\O\u{2019}Brien's"),
+            "'C:\\O\u{2019}\u{2019}Brien''s'"
         );
         plan.server.http_url = Some("https://kb.example/mcp".into());
         assert!(matches!(plan.check(), Err(PlanError::HookOfRemote(_))));

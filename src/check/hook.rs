@@ -215,6 +215,13 @@ impl Judged<'_> {
         self.results.push(result);
     }
 
+    fn not_exercised(&mut self, check: Check, why: String) {
+        self.push(check, Status::NotExercised, why);
+        if let Some(last) = self.results.last_mut() {
+            last.exercise = Some(HOOK_EXERCISE);
+        }
+    }
+
     fn decide(&mut self, check: Check, problems: Vec<String>, passed: String) {
         match problems.is_empty() {
             true => self.push(check, Status::Pass, passed),
@@ -336,10 +343,7 @@ async fn judge(
             baseline.stderr.trim().chars().take(300).collect::<String>()
         );
         for check in Check::in_group(Group::Hook) {
-            judged.push(check, Status::NotExercised, why.clone());
-            if let Some(last) = judged.results.last_mut() {
-                last.exercise = Some(HOOK_EXERCISE);
-            }
+            judged.not_exercised(check, why.clone());
         }
         judged.runs.push(baseline);
         return Ok(());
@@ -351,13 +355,20 @@ async fn judge(
     repository_root(hook, judged).await?;
     // A mapping may send the credential in its request as it is meant to
     // (a query parameter): only more of it than the baseline sent is a leak.
-    let sent = (judged.runs.first()).map_or(0, |b| {
-        b.requests
-            .iter()
-            .map(|r| occurrences(r, TOKEN_CANARY))
-            .sum()
+    let baseline = judged
+        .runs
+        .first()
+        .map(|b| b.requests.as_slice())
+        .unwrap_or_default();
+    let sent = baseline.iter().map(|r| occurrences(r, TOKEN_CANARY)).sum();
+    // A hook that never sends the credential it is given (a service
+    // without authentication, a command with no credential variable) has
+    // none to strip.
+    let uses_credential = baseline.iter().any(|r| {
+        occurrences(r, TOKEN_CANARY) > 0 || r.headers.iter().any(|(_, v)| v.contains(TOKEN_CANARY))
     });
-    stripping(hook, sent, judged).await?;
+    let takes_credential = hook.takes_credential && uses_credential;
+    stripping(hook, sent, takes_credential, judged).await?;
     query_bound(hook, judged).await?;
     faults(hook, judged).await?;
     in_time(judged);
@@ -506,7 +517,12 @@ const SECRET_SHAPES: &[(&str, &str, &str)] = &[
     ),
 ];
 
-async fn stripping(hook: &Hook, sent: usize, judged: &mut Judged<'_>) -> Result<(), CheckError> {
+async fn stripping(
+    hook: &Hook,
+    sent: usize,
+    takes_credential: bool,
+    judged: &mut Judged<'_>,
+) -> Result<(), CheckError> {
     let mut problems = Vec::new();
     let mut searched = 0;
     let with_credential = format!("ecphook deploy key {TOKEN_CANARY} rotation");
@@ -517,8 +533,8 @@ async fn stripping(hook: &Hook, sent: usize, judged: &mut Judged<'_>) -> Result<
             marker.to_string(),
         )
     });
-    let credential = (hook.takes_credential)
-        .then(|| ("the credential", with_credential, TOKEN_CANARY.to_owned()));
+    let credential =
+        takes_credential.then(|| ("the credential", with_credential, TOKEN_CANARY.to_owned()));
     let cases = credential.into_iter().chain(shapes);
     for (what, prompt, marker) in cases {
         let run = hook.prompt(&prompt).await?;
@@ -538,12 +554,17 @@ async fn stripping(hook: &Hook, sent: usize, judged: &mut Judged<'_>) -> Result<
         }
         judged.runs.push(run);
     }
+    if searched == 0 && problems.is_empty() {
+        let why = "no prompt of this check was searched, so what the hook sends could not be seen";
+        judged.not_exercised(Check::HookStripping, why.into());
+        return Ok(());
+    }
     judged.decide(
         Check::HookStripping,
         problems,
-        match hook.takes_credential {
+        match takes_credential {
             true => format!("the credential and {} secret shapes never reached the upstream ({searched} of {} prompts searched the rest)", SECRET_SHAPES.len(), SECRET_SHAPES.len() + 1),
-            false => format!("{} secret shapes never reached the upstream ({searched} of {} prompts searched the rest); the target takes no credential, so none was offered", SECRET_SHAPES.len(), SECRET_SHAPES.len()),
+            false => format!("{} secret shapes never reached the upstream ({searched} of {} prompts searched the rest); the hook sent no credential in its own request, so none was offered", SECRET_SHAPES.len(), SECRET_SHAPES.len()),
         },
     );
     Ok(())
@@ -561,8 +582,17 @@ async fn query_bound(hook: &Hook, judged: &mut Judged<'_>) -> Result<(), CheckEr
         .collect();
     let run = hook.prompt(&prompt).await?;
     let mut problems = Vec::new();
-    match run.requests.first() {
-        None => problems.push(format!("the long prompt was not searched ({})", run.said())),
+    // The first word must be seen for the absence of the last to mean anything.
+    match run.requests.first().filter(|r| carries(r, &words[0])) {
+        None => {
+            let why = format!(
+                "the long prompt's first word never reached the upstream as a word ({}), so the bound could not be seen",
+                run.said()
+            );
+            judged.not_exercised(Check::HookQueryBound, why);
+            judged.runs.push(run);
+            return Ok(());
+        }
         Some(request) => {
             let sent: Vec<&&String> = beyond.iter().filter(|w| carries(request, w)).collect();
             if let (Some(first), Some(last)) = (sent.first(), sent.last()) {
@@ -586,7 +616,7 @@ async fn query_bound(hook: &Hook, judged: &mut Judged<'_>) -> Result<(), CheckEr
 }
 
 async fn faults(hook: &Hook, judged: &mut Judged<'_>) -> Result<(), CheckError> {
-    let (mut open, mut retried) = (Vec::new(), Vec::new());
+    let (mut open, mut retried, mut unserved) = (Vec::new(), Vec::new(), Vec::new());
     for (check, what) in FAULTS {
         let prompt = format!("{} what is the deploy procedure", check.id());
         let run = hook
@@ -595,22 +625,55 @@ async fn faults(hook: &Hook, judged: &mut Judged<'_>) -> Result<(), CheckError> 
         if !run.added_nothing() {
             open.push(format!("{what}: {}", run.said()));
         }
-        if run.requests.len() > 1 {
-            retried.push(format!("{what}: {} requests", run.requests.len()));
+        match run.requests.len() {
+            0 => unserved.push(*what),
+            1 => {}
+            n => retried.push(format!("{what}: {n} requests")),
         }
         judged.runs.push(run);
     }
-    judged.decide(
+    // Whatever else a prompt met, the hook never blocks it: exit 0 with
+    // `{}` or a context (exit 2 would block the prompt).
+    let blocking = (judged.runs.iter())
+        .filter(|r| r.status.is_some() && !r.added_nothing() && r.context().is_none())
+        .map(|r| format!("a prompt of the other checks: {}", r.said()))
+        .take(3);
+    open.extend(blocking);
+    let unserved_reason = (!unserved.is_empty()).then(|| {
+        format!(
+            "the hook made no request for {} (the fault is served only to a request): it could not be judged",
+            unserved.join(", ")
+        )
+    });
+    let passed = format!("each of {} faults was met with one request", FAULTS.len());
+    decide_served(
+        judged,
         Check::HookNoRetry,
         retried,
-        format!("each of {} faults was met with one request", FAULTS.len()),
+        passed,
+        &unserved_reason,
     );
-    judged.decide(
-        Check::HookFailOpen,
-        open,
-        format!("each of {} faults (timeout, redirect, 429, 500, malformed, over 1 MiB, invalid UTF-8, slow body) printed {{}} and exited 0", FAULTS.len()),
+    let passed = format!(
+        "each of {} faults (timeout, redirect, 429, 500, malformed, over 1 MiB, invalid UTF-8, slow body) printed {{}} and exited 0, as every other run exited 0 with {{}} or a context",
+        FAULTS.len()
     );
+    decide_served(judged, Check::HookFailOpen, open, passed, &unserved_reason);
     Ok(())
+}
+
+/// [`Judged::decide`], but not exercised when a fault was never served
+/// and nothing failed.
+fn decide_served(
+    judged: &mut Judged<'_>,
+    check: Check,
+    problems: Vec<String>,
+    passed: String,
+    unserved: &Option<String>,
+) {
+    match unserved {
+        Some(why) if problems.is_empty() => judged.not_exercised(check, why.clone()),
+        _ => judged.decide(check, problems, passed),
+    }
 }
 
 fn in_time(judged: &mut Judged<'_>) {

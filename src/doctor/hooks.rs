@@ -75,10 +75,21 @@ pub fn command_words(command: &str, powershell: bool) -> Vec<String> {
     if started {
         words.push(word);
     }
-    let skip = words
-        .iter()
-        .position(|w| !matches!(w.as_str(), "exec" | "&" | "env") && !is_assignment(w))
-        .unwrap_or(words.len());
+    // `exec`, `&`, and `env` (by its file name, `/usr/bin/env` too) with
+    // its options and assignments come before the program.
+    let mut skip = 0;
+    let mut in_env = false;
+    for word in &words {
+        let is_env = Path::new(word).file_name().is_some_and(|n| n == "env");
+        match word.as_str() {
+            "exec" | "&" => {}
+            _ if is_env => in_env = true,
+            _ if in_env && (word.starts_with('-') || is_assignment(word)) => {}
+            _ if is_assignment(word) => {}
+            _ => break,
+        }
+        skip += 1;
+    }
     words.split_off(skip)
 }
 
@@ -101,7 +112,8 @@ fn entry_point(words: &[String]) -> Option<PathBuf> {
     let program = words.first()?;
     let name = Path::new(program).file_name()?.to_string_lossy();
     let runs = if matches!(name.as_ref(), "node" | "node.exe") {
-        words.get(1)?
+        // The script is the first word after node's own options.
+        words[1..].iter().find(|w| !w.starts_with('-'))?
     } else {
         program
     };
@@ -412,5 +424,13 @@ mod tests {
             Some(PathBuf::from("/opt/m/dist/auto-recall.js"))
         );
         assert!(!is_auto_recall(&command_words("echo --hook stop", false)));
+        let words = command_words(
+            "exec /usr/bin/env -i A=1 node --no-warnings /opt/m/dist/main.js --hook user-prompt-submit",
+            false,
+        );
+        assert_eq!(
+            entry_point(&words),
+            Some(PathBuf::from("/opt/m/dist/main.js"))
+        );
     }
 }

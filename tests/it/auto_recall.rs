@@ -203,6 +203,9 @@ fn an_independent_python_hook_conforms_and_each_planted_defect_is_named_by_its_c
         // Not a defect: the credential as a query parameter, where the
         // API takes it, is no leak of the prompt's credential.
         ("token-in-query", &[]),
+        // Not a defect: a service without authentication; the hook is
+        // given a credential variable it never reads (a command's default).
+        ("no-auth", &[]),
     ];
     let root = tempfile::tempdir().unwrap();
     let root = root.path().canonicalize().unwrap().display().to_string();

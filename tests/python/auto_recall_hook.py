@@ -31,7 +31,8 @@ no-bound (no 512 code point limit), no-root (any cwd is searched),
 follow-redirect (a 3xx is followed), logs-prompt (the query goes to
 stderr); and, not a defect, token-in-query: the credential goes as the
 query parameter `key` of the request instead of a header, as some APIs
-take it (the stripping check must not call that a leak).
+take it (the stripping check must not call that a leak); no-auth: an API
+without authentication, so no credential is read, sent or stripped.
 """
 
 import json
@@ -115,6 +116,8 @@ def recall(root, timeout):
     if not isinstance(prompt, str) or not prompt.strip():
         return None
     base, token = profile_server.config()
+    if DEFECT == "no-auth":
+        token = ""
     if API == "mem0":
         instance = profile_server.MEM0[0]
         root = os.path.realpath(instance["autoRecall"]["repositoryRoot"], strict=True)

@@ -245,7 +245,7 @@ pub async fn serve_stdio<P: Provider>(
 
 /// Replaces the panic message (which could hold provider data) with one
 /// anonymous line naming the place.
-fn install_panic_hook(name: &str, format: log::LogFormat) {
+pub(crate) fn install_panic_hook(name: &str, format: log::LogFormat) {
     let name = name.to_owned();
     std::panic::set_hook(Box::new(move |info| {
         let place = info

@@ -120,7 +120,8 @@ impl HookInput {
             return None;
         }
         let submitted_prompt = field("submitted_prompt")?;
-        if submitted_prompt.trim().is_empty() {
+        // JavaScript's `trim` (U+FEFF is white space, U+0085 is not).
+        if crate::profile::query::collapse_whitespace(submitted_prompt).is_empty() {
             return None;
         }
         Some(HookInput {
@@ -171,35 +172,19 @@ fn output(context: Option<String>) -> String {
 }
 
 /// Runs the hook: reads stdin, prints the output, always succeeds (fail
-/// open); `args` are those after `--hook`.
+/// open); `args` are those after `--hook`. A panic anywhere (the mapping's
+/// constructor included) is one anonymous stderr line and `{}`.
 #[allow(clippy::print_stderr)]
 pub(crate) fn run<P, E>(name: &str, args: &[String], provider: impl FnOnce() -> Result<P, E>)
 where
     P: Provider,
     E: Display,
 {
-    let context = match HookSettings::from_args(args) {
-        Err(problem) => Err(Nothing::Failed(problem)),
-        Ok(settings) => match tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        {
-            Err(error) => Err(Nothing::Failed(format!(
-                "cannot start the async runtime: {error}"
-            ))),
-            Ok(tokio) => {
-                let recalled = tokio.block_on(async {
-                    tokio::time::timeout(HOOK_WALL_CLOCK, recall(&settings, provider))
-                        .await
-                        .unwrap_or_else(|_| Err(Nothing::Failed("the hook ran out of time".into())))
-                });
-                // A blocking stdin read may still be parked; do not wait for it.
-                tokio.shutdown_background();
-                recalled
-            }
-        },
-    };
-    let context = match context {
+    crate::install_panic_hook(name, crate::log::LogFormat::Plain);
+    let recalled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        recall_in_time(args, provider)
+    }));
+    let context = match recalled.unwrap_or_else(|_| Err(Nothing::Failed("internal error".into()))) {
         Ok(context) => context,
         Err(Nothing::Quiet) => None,
         Err(Nothing::Failed(reason)) => {
@@ -211,6 +196,34 @@ where
     // Nothing is left to do when stdout is gone.
     let _ = stdout.write_all(output(context).as_bytes());
     let _ = stdout.flush();
+}
+
+/// [`recall`] within the wall clock. The search runs on a worker thread of
+/// its own, so that a mapping that blocks its thread (a bug, but the
+/// promise holds) cannot stop the clocks; the process ends without waiting
+/// for it.
+fn recall_in_time<P, E>(
+    args: &[String],
+    provider: impl FnOnce() -> Result<P, E>,
+) -> Result<Option<String>, Nothing>
+where
+    P: Provider,
+    E: Display,
+{
+    let settings = HookSettings::from_args(args).map_err(Nothing::Failed)?;
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|error| Nothing::Failed(format!("cannot start the async runtime: {error}")))?;
+    let recalled = tokio.block_on(async {
+        tokio::time::timeout(HOOK_WALL_CLOCK, recall(&settings, provider))
+            .await
+            .unwrap_or_else(|_| Err(Nothing::Failed("the hook ran out of time".into())))
+    });
+    // A blocking stdin read or a blocked mapping may still be parked.
+    tokio.shutdown_background();
+    recalled
 }
 
 /// One Auto Recall: the context for this prompt, if any.
@@ -244,15 +257,19 @@ where
         return Err(Nothing::Quiet);
     };
     let query = crate::profile::query::normalize_query(&query).map_err(|_| Nothing::Quiet)?;
-    let searched = tokio::time::timeout(
-        settings.timeout,
-        crate::server::search_in_this_task(&provider, &query),
-    )
-    .await;
-    let mut items = match searched {
+    let provider = std::sync::Arc::new(provider);
+    let search = tokio::spawn(async move {
+        provider
+            .search(&query, crate::profile::PROVIDER_LIMIT)
+            .await
+    });
+    let mut items = match tokio::time::timeout(settings.timeout, search).await {
         Err(_) => return Err(Nothing::Failed(crate::ProviderError::Timeout.to_string())),
-        Ok(Err(error)) => return Err(Nothing::Failed(format!("the search failed: {error}"))),
-        Ok(Ok(items)) => items,
+        Ok(Err(_panicked)) => {
+            return Err(Nothing::Failed(crate::ProviderError::Internal.to_string()));
+        }
+        Ok(Ok(Err(error))) => return Err(Nothing::Failed(format!("the search failed: {error}"))),
+        Ok(Ok(Ok(items))) => items,
     };
     crate::profile::retain_valid(&mut items);
     if items.is_empty() {

@@ -237,7 +237,8 @@ export async function runHook(name: string, args: readonly string[], makeProvide
   }
   clearTimeout(timer);
   // Exit once written: a provider that ignores its signal, or stdin still
-  // open, must not keep the hook alive.
+  // open, must not keep the hook alive; a stdout gone is no failure either.
+  process.stdout.on("error", () => process.exit(0));
   process.stdout.write(hookOutput(context), () => process.exit(0));
 }
 
