@@ -120,6 +120,23 @@ fn entry_point(words: &[String]) -> Option<PathBuf> {
     Some(PathBuf::from(runs)).filter(|p| p.is_absolute())
 }
 
+/// Whether an ecp runtime's hook command puts `--hook` first after the
+/// entry point (and node's options): the runtime reads it nowhere else,
+/// and reads other first arguments as `--listen` flags.
+fn hook_flag_first(words: &[String]) -> bool {
+    let Some(program) = words.first() else {
+        return false;
+    };
+    let node = Path::new(program)
+        .file_name()
+        .is_some_and(|n| n == "node" || n == "node.exe");
+    let mut rest = words[1..].iter().skip_while(|w| node && w.starts_with('-'));
+    if node {
+        rest.next(); // the script
+    }
+    rest.next().is_some_and(|w| w == "--hook")
+}
+
 /// `--repository-root DIR` of an ecp runtime's hook.
 fn root_flag(words: &[String]) -> Option<PathBuf> {
     words
@@ -188,6 +205,17 @@ pub fn examine(machine: &Machine, servers: &[ExtensionReport]) -> (Vec<AutoRecal
         let mem0 = words.iter().any(|w| w.ends_with("auto-recall.js"));
         if mem0 {
             hook.repository_root = mem0_root(machine, &hook, &mut findings);
+        }
+        if !mem0 && !hook_flag_first(&words) {
+            findings.push(Finding {
+                id: "hook-command",
+                message: format!(
+                    "{} runs {} with `--hook` not as its first argument: the runtime then reads its arguments as --listen flags and exits 2, which blocks every prompt",
+                    hook.name.as_deref().unwrap_or("the Auto Recall hook"),
+                    hook.command
+                ),
+                fix: "put `--hook user-prompt-submit` right after the entry point, as `ecp managed --auto-recall` writes it".to_owned(),
+            });
         }
         root_findings(machine, &mut hook, mem0, &mut findings);
         entry_findings(&hook, &mut findings);
@@ -432,5 +460,10 @@ mod tests {
             entry_point(&words),
             Some(PathBuf::from("/opt/m/dist/main.js"))
         );
+        assert!(hook_flag_first(&words));
+        let first = "exec '/opt/a/dist/main' --hook user-prompt-submit --repository-root /r";
+        assert!(hook_flag_first(&command_words(first, false)));
+        let later = "exec /opt/a/dist/main --repository-root /r --hook user-prompt-submit";
+        assert!(!hook_flag_first(&command_words(later, false)));
     }
 }
