@@ -52,6 +52,11 @@ struct HookRun {
 }
 
 impl HookRun {
+    /// Nothing searched and nothing added (`{}` and exit 0).
+    fn quiet(&self) -> bool {
+        self.requests.is_empty() && self.added_nothing()
+    }
+
     /// `{}` and exit 0: nothing added, the prompt goes on.
     fn added_nothing(&self) -> bool {
         self.status == Some(0)
@@ -100,7 +105,6 @@ struct Hook {
     /// Whether the hook is given a credential (a service without
     /// authentication takes none: then no credential can be stripped).
     takes_credential: bool,
-    runs: std::sync::atomic::AtomicUsize,
 }
 
 /// The most of a hook's stdout or stderr kept; the rest is read and
@@ -143,9 +147,8 @@ impl Hook {
     /// One run with `stdin`, armed as its own call on the upstream (`fault`
     /// selects a fault of the catalogue).
     async fn run(&self, stdin: Vec<u8>, fault: Option<&str>) -> Result<HookRun, CheckError> {
-        let number = self.runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let marker = fault.unwrap_or("ecphook").to_owned();
-        self.upstream.arm(Some((marker.clone(), Some(number))));
+        self.upstream.arm(Some((marker, None)));
         let before = self.upstream.requests().len();
         let mut command = self.launch.command(Stdio::piped());
         let started = Instant::now();
@@ -294,7 +297,6 @@ fn hook_of(
         upstream,
         outside: temp("a folder outside the repository root")?,
         _made_root: made_root,
-        runs: Default::default(),
     })
 }
 
@@ -418,7 +420,7 @@ async fn reads_submitted_prompt(hook: &Hook, judged: &mut Judged<'_>) -> Result<
             both.said()
         ));
     }
-    if !expanded_only.requests.is_empty() || !expanded_only.added_nothing() {
+    if !expanded_only.quiet() {
         problems.push(format!(
             "an input without submitted_prompt (a retry or continuation) was searched: {}",
             expanded_only.said()
@@ -449,14 +451,7 @@ async fn other_input(hook: &Hook, judged: &mut Judged<'_>) -> Result<(), CheckEr
         ("over 1 MiB of input", oversized),
         ("an input without cwd", json!({"hook_event_name": "UserPromptSubmit", "submitted_prompt": "ecphook x", "prompt": "x"}).to_string().into_bytes()),
     ];
-    let mut problems = Vec::new();
-    for (what, stdin) in cases {
-        let run = hook.run(stdin, None).await?;
-        if !run.requests.is_empty() || !run.added_nothing() {
-            problems.push(format!("{what}: {}", run.said()));
-        }
-        judged.runs.push(run);
-    }
+    let problems = each_quiet(hook, cases, judged).await?;
     judged.decide(
         Check::HookOtherInput,
         problems,
@@ -465,27 +460,40 @@ async fn other_input(hook: &Hook, judged: &mut Judged<'_>) -> Result<(), CheckEr
     Ok(())
 }
 
-async fn repository_root(hook: &Hook, judged: &mut Judged<'_>) -> Result<(), CheckError> {
-    let parent = hook.root.join("..");
-    let cases = [
-        ("a folder outside it", hook.outside.path().to_owned()),
-        ("its parent (root/..)", parent),
-        ("a relative path", PathBuf::from(".")),
-        (
-            "a folder that does not exist",
-            hook.root.join("ecp-missing-folder"),
-        ),
-    ];
+/// Runs the hook on each input, every run kept; what each that was not
+/// [`HookRun::quiet`] did, named.
+async fn each_quiet(
+    hook: &Hook,
+    cases: impl IntoIterator<Item = (&'static str, Vec<u8>)>,
+    judged: &mut Judged<'_>,
+) -> Result<Vec<String>, CheckError> {
     let mut problems = Vec::new();
-    for (what, cwd) in cases {
-        let run = hook
-            .run(input(&cwd, "ecphook x", Some("ecphook outside")), None)
-            .await?;
-        if !run.requests.is_empty() || !run.added_nothing() {
-            problems.push(format!("cwd {what}: {}", run.said()));
+    for (what, stdin) in cases {
+        let run = hook.run(stdin, None).await?;
+        if !run.quiet() {
+            problems.push(format!("{what}: {}", run.said()));
         }
         judged.runs.push(run);
     }
+    Ok(problems)
+}
+
+async fn repository_root(hook: &Hook, judged: &mut Judged<'_>) -> Result<(), CheckError> {
+    let parent = hook.root.join("..");
+    let cases = [
+        ("cwd a folder outside it", hook.outside.path().to_owned()),
+        ("cwd its parent (root/..)", parent),
+        ("cwd a relative path", PathBuf::from(".")),
+        (
+            "cwd a folder that does not exist",
+            hook.root.join("ecp-missing-folder"),
+        ),
+    ];
+    let cases = cases.map(|(what, cwd)| {
+        let stdin = input(&cwd, "ecphook x", Some("ecphook outside"));
+        (what, stdin)
+    });
+    let problems = each_quiet(hook, cases, judged).await?;
     judged.decide(
         Check::HookRepositoryRoot,
         problems,
