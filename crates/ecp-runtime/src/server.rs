@@ -101,7 +101,12 @@ impl<P: Provider> ContextSearchServer<P> {
             // would cost a spawn and a wake-up a call and protect nothing,
             // so the future is polled in the call's task (and never again
             // after a panic).
-            return search_in_this_task(&*self.provider, &query).await;
+            let mut search = std::pin::pin!(self.provider.search(&query, PROVIDER_LIMIT));
+            return std::future::poll_fn(|cx| {
+                std::panic::catch_unwind(AssertUnwindSafe(|| search.as_mut().poll(cx)))
+                    .unwrap_or(Poll::Ready(Err(ProviderError::Internal)))
+            })
+            .await;
         }
         // Several threads: a task of its own, so that the budget still ends
         // the call on another thread while a mapping blocks its own (a
@@ -190,20 +195,6 @@ impl<P: Provider> ContextSearchServer<P> {
             &[],
         );
     }
-}
-
-/// `provider`'s answer to `query`, polled in the caller's task; a panic in
-/// the mapping is a failed search (and the future is never polled again).
-pub(crate) async fn search_in_this_task<P: Provider>(
-    provider: &P,
-    query: &str,
-) -> Result<Vec<ProviderItem>, ProviderError> {
-    let mut search = std::pin::pin!(provider.search(query, PROVIDER_LIMIT));
-    std::future::poll_fn(|cx| {
-        std::panic::catch_unwind(AssertUnwindSafe(|| search.as_mut().poll(cx)))
-            .unwrap_or(Poll::Ready(Err(ProviderError::Internal)))
-    })
-    .await
 }
 
 fn failure(text: &str) -> CallToolResult {
