@@ -34,8 +34,8 @@
 //! - [`writes`]: the one rule of where ecp writes (never through a link or
 //!   into a special file, inside the folder the user named).
 //! - [`children`]: the processes ecp starts, and how Ctrl-C ends them.
-//! - [`outside`]: text from outside (stderr, manifest and statement values)
-//!   as a terminal or a report may show it: masked, escaped, bounded.
+//! - [`text`]: text from outside (stderr, manifest and statement values)
+//!   as a terminal or a report may show it, and what in it is a secret.
 //! - [`cli`]: the command line, a thin shell over the library.
 
 #![warn(clippy::too_many_lines)]
@@ -55,7 +55,6 @@ pub mod json;
 pub mod lint;
 pub mod managed;
 pub mod name;
-pub mod outside;
 pub mod package;
 pub mod provenance;
 pub mod qwen;
@@ -71,6 +70,7 @@ pub mod runtime {
     pub use ecp_runtime::*;
 }
 pub mod scaffold;
+pub mod text;
 pub mod upgrade;
 pub mod writes;
 

@@ -130,7 +130,7 @@ pub enum PlanError {
     )]
     HookRenamed(String, String),
     /// Not a name sh can assign: the launcher line would be a command.
-    #[error("`{}` is not a shell variable name: the launcher exports each variable by name, and sh would run `{}=...` as a command", crate::outside::value(.0), crate::outside::value(.0))]
+    #[error("`{}` is not a shell variable name: the launcher exports each variable by name, and sh would run `{}=...` as a command", crate::text::outside::value(.0), crate::text::outside::value(.0))]
     NotAName(String),
 }
 

@@ -80,15 +80,15 @@ pub enum UpgradeError {
     Remote(PathBuf),
     #[error("{} holds no runtime that ecp generated (neither vendor/ecp-runtime with [package.metadata.ecp.runtime] in Cargo.toml, nor ecp 0.1.0's src/runtime/)", shown(.0))]
     NotGenerated(PathBuf),
-    #[error("the runtime here was edited since ecp wrote it: {}", crate::outside::line(&.files.join(", "), 2000))]
+    #[error("the runtime here was edited since ecp wrote it: {}", crate::text::outside::line(&.files.join(", "), 2000))]
     Edited { files: Vec<String> },
     #[error(
-        "the vendored runtime {} is newer than the one this ecp carries ({carried}); upgrade ecp instead", crate::outside::value(.vendored)
+        "the vendored runtime {} is newer than the one this ecp carries ({carried}); upgrade ecp instead", crate::text::outside::value(.vendored)
     )]
     Newer { vendored: String, carried: String },
-    #[error("{}: {}", shown(.path), crate::outside::value(.message))]
+    #[error("{}: {}", shown(.path), crate::text::outside::value(.message))]
     Toml { path: PathBuf, message: String },
-    #[error("{}: {}", shown(.path), crate::outside::value(&.source.to_string()))]
+    #[error("{}: {}", shown(.path), crate::text::outside::value(&.source.to_string()))]
     Io {
         path: PathBuf,
         source: std::io::Error,
@@ -104,7 +104,7 @@ pub enum UpgradeError {
 /// A path as a message shows it: escaped and bounded, since its names
 /// come from the extension's folder.
 fn shown(path: &Path) -> String {
-    crate::outside::line(&crate::input::shown(path), 1000)
+    crate::text::outside::line(&crate::input::shown(path), 1000)
 }
 
 /// Why a file was not read, as an upgrade says it.
@@ -279,7 +279,10 @@ pub fn upgrade_recovered(
     if !edited.is_empty() && !force {
         return Err(UpgradeError::Edited { files: edited });
     }
-    outcome.forced = edited.iter().map(|f| crate::outside::value(f)).collect();
+    outcome.forced = edited
+        .iter()
+        .map(|f| crate::text::outside::value(f))
+        .collect();
     outcome.changed = true;
     replace_runtime(folder, &generated, &mut outcome)?;
     // An unedited provider file of an earlier generation, converted.
@@ -364,8 +367,8 @@ impl Generated {
     fn outcome(&self, recovered: Vec<String>) -> Upgraded {
         Upgraded {
             // Shown to a terminal and in JSON: the extension's own values.
-            name: crate::outside::value(&self.name),
-            from: crate::outside::value(&self.from),
+            name: crate::text::outside::value(&self.name),
+            from: crate::text::outside::value(&self.from),
             from_layout: match self.installed {
                 Installed::Vendored { .. } => "vendored",
                 Installed::Copied => "copied",
@@ -460,7 +463,7 @@ fn replace_runtime(
         // Shown: the names are the extension's own `Cargo.toml` keys.
         outcome.dropped = drop_unused_dependencies(sources, &mut document)
             .iter()
-            .map(|name| crate::outside::value(name))
+            .map(|name| crate::text::outside::value(name))
             .collect();
     }
     // 3. Cargo.toml: the new version, checksum and shared versions.
@@ -791,7 +794,7 @@ fn recover_swap(folder: &Path) -> Result<Vec<String>, UpgradeError> {
     let (mut news, mut olds) = leftovers(folder)?;
     let mut said = Vec::new();
     let shown = |path: &Path| {
-        crate::outside::value(&path.strip_prefix(folder).unwrap_or(path).to_string_lossy())
+        crate::text::outside::value(&path.strip_prefix(folder).unwrap_or(path).to_string_lossy())
     };
     if std::fs::symlink_metadata(&target).is_err() && !(news.is_empty() && olds.is_empty()) {
         let complete = news.iter().position(|new| {

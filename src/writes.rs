@@ -49,7 +49,7 @@ pub enum WriteProblem {
     /// A link or special file where ecp would write, or the wrong kind.
     #[error("{} is {what}; ecp writes only into real folders and regular files, never through a link or into a special file", shown(.path))]
     Unsafe { path: PathBuf, what: &'static str },
-    #[error("cannot write {}: {}", shown(.path), crate::outside::value(&.source.to_string()))]
+    #[error("cannot write {}: {}", shown(.path), crate::text::outside::value(&.source.to_string()))]
     Io {
         path: PathBuf,
         source: std::io::Error,
@@ -76,7 +76,7 @@ impl WriteProblem {
 /// A path as a message shows it: escaped and bounded (its names may come
 /// from a received folder).
 fn shown(path: &Path) -> String {
-    crate::outside::line(&crate::input::shown(path), 1000)
+    crate::text::outside::line(&crate::input::shown(path), 1000)
 }
 
 /// What a file type is, in words, when ecp never writes through it.

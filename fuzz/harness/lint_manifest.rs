@@ -13,5 +13,5 @@ pub fn run(data: &[u8]) {
         let _ = ecp::lint::report::json(&report);
         let _ = ecp::lint::report::sarif(&report);
     }
-    let _ = ecp::lint::report::mask_free_text(text);
+    let _ = ecp::text::outside::mask_free_text(text);
 }

@@ -1,10 +1,10 @@
-//! Text from outside as ecp shows it (`ecp::outside`): a target's stderr,
+//! Text from outside as ecp shows it (`ecp::text::outside`): a target's stderr,
 //! a statement's field, a manifest value. Whatever the bytes, the rendering
 //! holds no character a terminal would obey (C0 but the line breaks of a
 //! block, DEL, C1, bidirectional overrides and isolates), stays within its
 //! bound, and a tail of a stream keeps the stream's end.
 
-use ecp::outside::{self, Tail};
+use ecp::text::outside::{self, Tail};
 
 /// Whether `c` must never reach a terminal raw.
 fn obeyed(c: char) -> bool {

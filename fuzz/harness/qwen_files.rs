@@ -22,7 +22,7 @@ pub fn run(data: &[u8]) {
             ecp::json::parse_value(text).is_ok(),
             "serde_json reads it, so JSON.parse does"
         );
-        let report = ecp::outside::json_report(&value);
+        let report = ecp::text::outside::json_report(&value);
         assert!(
             !report
                 .chars()

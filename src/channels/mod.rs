@@ -339,7 +339,7 @@ pub fn mcpb(manifest: &Value, author: &str, platform: Option<&str>) -> Result<Va
                         "type": "string",
                         "title": from,
                         "description": format!("The value of {from}"),
-                        "sensitive": crate::lint::secrets::is_secret_key(from),
+                        "sensitive": crate::text::secrets::is_secret_key(from),
                         "required": true,
                     }),
                 );

@@ -172,7 +172,7 @@ pub fn lint(label: &str, text: &str, manifest_version: Option<&str>, report: &mu
             format!(
                 "Qwen Code installs only scoped packages (@scope/name); this one is named {}",
                 found
-                    .map(|n| format!("{:?}", crate::lint::secrets::shown(n)))
+                    .map(|n| format!("{:?}", crate::text::secrets::shown(n)))
                     .unwrap_or_else(|| "nothing".into())
             ),
             "publish it as @scope/name (`ecp package --npm --npm-name @scope/name`)",

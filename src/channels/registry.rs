@@ -8,7 +8,8 @@
 use serde_json::{Map, Value, json};
 
 use super::{DeriveError, ServerKind};
-use crate::lint::{Finding, Report, Rule, Source, json as spans, secrets};
+use crate::lint::{Finding, Report, Rule, Source, json as spans};
+use crate::text::secrets;
 
 /// The schema's URL, written as `$schema`.
 pub const SCHEMA_URL: &str =

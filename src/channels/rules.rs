@@ -13,8 +13,8 @@ use crate::lint::{
     Finding, Report, Rule, Source,
     json::{self, Node, Span},
     manifest::TOOL,
-    secrets,
 };
+use crate::text::secrets;
 
 /// Where the files of one extension are: a folder or an archive.
 pub struct Place<'a> {
@@ -208,7 +208,12 @@ pub(crate) fn secret_findings(
         redactions.push(node.span);
         let message = format!("{} ({}) is written into {place}", found.what, found.preview);
         report.add(Finding::new(
-            found.rule, label, node.span, pointer, message, help,
+            found.kind.into(),
+            label,
+            node.span,
+            pointer,
+            message,
+            help,
         ));
     });
 }
@@ -764,7 +769,7 @@ fn drift_rules(
 
 /// A value for a message: any secret in it masked.
 fn secrets_masked(text: &str) -> String {
-    let shown = crate::outside::mask_secrets(text);
+    let shown = crate::text::outside::mask_secrets(text);
     if shown.chars().count() > 200 {
         format!("{}…", shown.chars().take(200).collect::<String>())
     } else {

@@ -159,7 +159,7 @@ impl Cassette {
         let cassette: Cassette = serde_json::from_str(text).map_err(|e| {
             format!(
                 "not an ecp cassette: {}",
-                crate::outside::line(&e.to_string(), 300)
+                crate::text::outside::line(&e.to_string(), 300)
             )
         })?;
         cassette.problem().map_or(Ok(cassette), Err)

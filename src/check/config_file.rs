@@ -75,7 +75,7 @@ impl ConfigFile {
             return Err(refusal(
                 format!(
                     "--config-file {}: not VAR=PATH",
-                    crate::outside::value(spec)
+                    crate::text::outside::value(spec)
                 ),
                 "name the variable the target reads the file's path from, then the file: --config-file QWEN_EXTERNAL_CONTEXT_MEM0_CONFIG=/etc/qwen/memory.instance.json",
             ));
@@ -242,7 +242,7 @@ fn locate(
             return Err(refusal(
                 format!(
                     "--endpoint-pointer {}: {shown} has no string there",
-                    crate::outside::value(pointer)
+                    crate::text::outside::value(pointer)
                 ),
                 "give the JSON pointer of the endpoint URL in the file, e.g. /endpoint/url",
             ));
@@ -291,7 +291,7 @@ fn qwen_instance(
         return Err(refusal(
             format!(
                 "--config-file {var}: dialectPath {} in {} is not absolute; Qwen's provider refuses a relative one",
-                crate::outside::value(dialect),
+                crate::text::outside::value(dialect),
                 source.display()
             ),
             "write the dialect file's absolute path",

@@ -15,7 +15,10 @@ const CRASH_CHARS: usize = 300;
 pub fn crash_line(stderr: &str, secrets: &super::secret::Secrets) -> Option<String> {
     let lines: Vec<&str> = stderr.lines().collect();
     let found = (0..lines.len()).rev().find_map(|at| crash_at(&lines, at))?;
-    Some(crate::outside::line(&secrets.redact(&found), CRASH_CHARS))
+    Some(crate::text::outside::line(
+        &secrets.redact(&found),
+        CRASH_CHARS,
+    ))
 }
 
 /// The crash told at line `at`, with its message when that is on the next

@@ -436,7 +436,10 @@ fn credential_of(launch: &Launch) -> Option<String> {
 /// The path of an upstream URL, ending in `/`, and the URL's origin.
 fn split_upstream(url: &str) -> Result<(reqwest::Url, String), CheckError> {
     let parsed = crate::runtime::http::base_url(url).map_err(|rule| {
-        CheckError::Settings(format!("--upstream {}: {rule}", crate::outside::value(url)))
+        CheckError::Settings(format!(
+            "--upstream {}: {rule}",
+            crate::text::outside::value(url)
+        ))
     })?;
     let path = parsed.path().to_owned();
     let mut origin = parsed;
@@ -506,7 +509,7 @@ async fn record(
             opened.session.close().await;
             return Err(CheckError::Target(format!(
                 "the call with {query:?} never reached the upstream: {}\n  = help: the target must take its endpoint from {} (set to the recording proxy)",
-                crate::outside::line(&why, 500),
+                crate::text::outside::line(&why, 500),
                 binding.base_url
             )));
         }
@@ -518,9 +521,9 @@ async fn record(
             opened.session.close().await;
             return Err(CheckError::Upstream(format!(
                 "{}: {}\n  = help: check that {} answers from this machine",
-                crate::outside::value(url),
+                crate::text::outside::value(url),
                 secrets.redact(&why),
-                crate::outside::value(url)
+                crate::text::outside::value(url)
             )));
         }
         exchanges.extend(new);
@@ -665,7 +668,7 @@ pub async fn run(
     let mut report = CheckReport::of(&settings.target, checks, false);
     report.revisions = revisions;
     // It may quote the target: shown as outside text, as reasons are.
-    report.undecided = undecided.map(|why| crate::outside::line(&why, 2000));
+    report.undecided = undecided.map(|why| crate::text::outside::line(&why, 2000));
     report.mapped = mapped;
     Ok(report)
 }

@@ -26,8 +26,8 @@ use crate::{
     children::{self, Group},
     input::InputError,
     lint::{self, MANIFEST},
-    outside::Tail,
     qwen::vars::{Filler, Places},
+    text::outside::Tail,
 };
 
 /// Qwen's default MCP call timeout is 10 minutes; a profile manifest sets
@@ -132,7 +132,7 @@ fn extract(archive: &Path) -> Result<tempfile::TempDir, String> {
     lint::archive::unpack(archive, dir.path()).map_err(|e| {
         format!(
             "{}\n  = help: ecp lint {} says what is wrong with it; package it again with ecp package",
-            crate::outside::value(&e.to_string()),
+            crate::text::outside::value(&e.to_string()),
             archive.display()
         )
     })?;
@@ -556,7 +556,7 @@ fn exit_words(status: std::process::ExitStatus) -> String {
 }
 
 /// `message`, then the end of what the server wrote to stderr, indented:
-/// escaped, masked and bounded ([`crate::outside`]), since the server may be
+/// escaped, masked and bounded ([`crate::text::outside`]), since the server may be
 /// hostile.
 fn with_stderr(message: String, stderr: &Tail) -> String {
     if stderr.dropped() == 0 && stderr.text().trim().is_empty() {
@@ -608,7 +608,7 @@ fn http_handshake_error(url: &str, error: &rmcp::service::ClientInitializeError)
             Some(status) => format!("{url} answered HTTP {status} to initialize"),
             None => format!(
                 "{url} could not be reached: {}",
-                crate::outside::innermost(client)
+                crate::text::outside::innermost(client)
             ),
         },
         other => format!("{url} did not complete the MCP handshake: {other}"),
@@ -878,7 +878,7 @@ impl Session {
     }
 
     /// The end of what the server wrote to stderr so far (its last MiB),
-    /// as it wrote it: render it with [`crate::outside`] before showing it.
+    /// as it wrote it: render it with [`crate::text::outside`] before showing it.
     pub fn stderr(&self) -> String {
         self.stderr
             .as_ref()

@@ -623,7 +623,7 @@ async fn forward_request(forward: &Forward, request: &SeenRequest) -> Result<Rec
         .map_err(|e| {
             format!(
                 "the upstream could not be reached: {}",
-                crate::outside::innermost(&e)
+                crate::text::outside::innermost(&e)
             )
         })?;
     let status = response.status().as_u16();

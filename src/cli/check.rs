@@ -194,7 +194,7 @@ pub fn run_check(args: CheckArgs, color: ColorChoice) -> Outcome {
         }
         println!("{}", summary(&report));
     } else {
-        println!("{}", crate::outside::json_report(&report));
+        println!("{}", crate::text::outside::json_report(&report));
     }
     exit_of(&report, &settings.target)
 }
@@ -281,7 +281,7 @@ fn exercise_help(how: &str, target: &Target) -> String {
     let on = match target {
         Target::Extension(path) => format!(
             "ecp check {}",
-            crate::outside::value(&path.display().to_string())
+            crate::text::outside::value(&path.display().to_string())
         ),
         Target::Command(_) | Target::Url(_) => return how.to_owned(),
     };
@@ -373,13 +373,13 @@ pub fn run_call(args: CallArgs) -> Outcome {
     let failed = result.is_error == Some(true);
     match (&result.structured_content, failed) {
         (Some(structured), false) => {
-            println!("{}", crate::outside::json_report(structured));
+            println!("{}", crate::text::outside::json_report(structured));
         }
         _ => {
             // A failure's text is the server's: shown, not obeyed.
             for block in &result.content {
                 if let Some(text) = block.as_text() {
-                    println!("{}", crate::outside::block(&text.text, 200, 4000));
+                    println!("{}", crate::text::outside::block(&text.text, 200, 4000));
                 }
             }
         }
@@ -392,10 +392,10 @@ pub fn run_call(args: CallArgs) -> Outcome {
             Some("") => eprintln!("the call failed; the server wrote nothing to stderr"),
             Some(stderr) => {
                 eprintln!("the call failed; the server's stderr said:");
-                let shown = crate::outside::block(
+                let shown = crate::text::outside::block(
                     stderr,
-                    crate::outside::BLOCK_LINES,
-                    crate::outside::LINE_CHARS,
+                    crate::text::outside::BLOCK_LINES,
+                    crate::text::outside::LINE_CHARS,
                 );
                 for line in shown.lines() {
                     eprintln!("    {line}");

@@ -62,7 +62,7 @@ fn probe(qwen: Option<&std::path::Path>, format: CheckFormat) -> Outcome {
         doctor::probe::run(&program, &ecp).map_err(|e| Failure::new(Exit::CouldNotRun, e))?;
     let text = match format {
         CheckFormat::Human => doctor::probe::human(&probe),
-        CheckFormat::Json => crate::outside::json_report(&probe) + "\n",
+        CheckFormat::Json => crate::text::outside::json_report(&probe) + "\n",
     };
     match std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes()) {
         Ok(()) => Ok(Exit::Success),

@@ -19,10 +19,12 @@ fn diagnostic(error: &LintError) -> String {
             // cut to a window like every other snippet.
             let index = crate::lint::json::LineIndex::new(text);
             let source = &text[index.line_range(*line)];
-            let masked: Vec<char> = report::mask_free_text(source).chars().collect();
+            let masked: Vec<char> = crate::text::outside::mask_free_text(source)
+                .chars()
+                .collect();
             let snippet = report::window(&masked, column - 1, 1);
-            let file = report::escape_controls(file, 300);
-            let message = report::escape_controls(message, 300);
+            let file = crate::text::outside::escape_controls(file, 300);
+            let message = crate::text::outside::escape_controls(message, 300);
             report::frame(
                 Severity::Error,
                 None,
@@ -40,12 +42,12 @@ fn diagnostic(error: &LintError) -> String {
         other => {
             let mut text = format!(
                 "error: {}\n",
-                report::escape_controls(&other.to_string(), 2000)
+                crate::text::outside::escape_controls(&other.to_string(), 2000)
             );
             if let Some(help) = other.help() {
                 text.push_str(&format!(
                     "  = help: {}\n",
-                    report::escape_controls(&help, 2000)
+                    crate::text::outside::escape_controls(&help, 2000)
                 ));
             }
             text

@@ -25,7 +25,7 @@ fn pairs(items: &[String], flag: &str) -> Result<Vec<(String, String)>, Failure>
                 .ok_or_else(|| {
                     could_not_run(format!(
                         "{flag} takes NAME=VALUE, not `{}`",
-                        crate::outside::value(item)
+                        crate::text::outside::value(item)
                     ))
                 })?;
             if !managed::shell_name(name) {

@@ -96,7 +96,7 @@ pub fn run(args: PackageArgs, color: ColorChoice) -> Outcome {
     };
     let packaged = package::package(&settings, &mut log).map_err(|e| failure(e, color))?;
     if args.json {
-        println!("{}", crate::outside::json_report(&packaged));
+        println!("{}", crate::text::outside::json_report(&packaged));
     } else {
         summary(&packaged);
     }

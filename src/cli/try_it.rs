@@ -28,7 +28,7 @@ pub fn run(args: TryArgs, color: ColorChoice) -> Outcome {
     {
         return Err(could_not_run(format!(
             "--qwen {}: no such program",
-            crate::outside::value(&program.display().to_string())
+            crate::text::outside::value(&program.display().to_string())
         ))
         .help(Some("name the Qwen Code executable (`which qwen`), or leave --qwen out to use the one on PATH")));
     }
@@ -210,7 +210,7 @@ fn replace(
         let from = installed.source.as_deref().unwrap_or("an unknown source");
         return Err(could_not_run(format!(
             "Qwen Code already has {name} installed, from {}",
-            crate::outside::line(from, 300)
+            crate::text::outside::line(from, 300)
         ))
         .help(Some(format!(
             "pass --replace to uninstall it first, or run `qwen extensions uninstall {name}` yourself"
@@ -258,7 +258,7 @@ fn run_qwen(program: &Path, args: &[&str], archive: Option<&Path>) -> Result<Str
     Err(could_not_run(format!(
         "{shown} failed ({}):\n{}",
         output.status,
-        crate::outside::block(&text, 20, 300)
+        crate::text::outside::block(&text, 20, 300)
     )))
 }
 
@@ -267,12 +267,12 @@ fn run_qwen(program: &Path, args: &[&str], archive: Option<&Path>) -> Result<Str
 fn connected(listed: &str, name: &str, server: Option<&lint::manifest::ServerFacts>) -> Outcome {
     match qwen::server_state(listed, name) {
         Some((true, line)) => {
-            println!("{}", crate::outside::line(&line, 500));
+            println!("{}", crate::text::outside::line(&line, 500));
             println!("Installed in Qwen Code and connected: ask it something that needs {name}.");
             Ok(Exit::Success)
         }
         Some((false, line)) => {
-            println!("{}", crate::outside::line(&line, 500));
+            println!("{}", crate::text::outside::line(&line, 500));
             let help = disconnected_help(server);
             Err(Failure::new(
                 Exit::No,
@@ -282,7 +282,7 @@ fn connected(listed: &str, name: &str, server: Option<&lint::manifest::ServerFac
         }
         None => Err(could_not_run(format!(
             "qwen mcp list does not list {name}:\n{}",
-            crate::outside::block(listed, 20, 300)
+            crate::text::outside::block(listed, 20, 300)
         ))),
     }
 }
@@ -293,7 +293,7 @@ fn disconnected_help(server: Option<&lint::manifest::ServerFacts>) -> String {
     if let Some(url) = server.and_then(|s| s.http_url.as_deref()) {
         return format!(
             "a remote server connects once {} answers and Qwen Code has signed in to it (its OAuth sign-in); `ecp check --url URL --token-env TOKEN` checks the endpoint itself",
-            crate::outside::value(url)
+            crate::text::outside::value(url)
         );
     }
     let unset = unset_variables(server);

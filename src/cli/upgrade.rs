@@ -33,7 +33,7 @@ pub fn run(args: UpgradeArgs) -> Outcome {
         }
     };
     if args.json {
-        println!("{}", crate::outside::json_report(&outcome));
+        println!("{}", crate::text::outside::json_report(&outcome));
     } else {
         summary(&outcome);
     }

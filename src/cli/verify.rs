@@ -33,7 +33,7 @@ pub fn run(args: VerifyArgs, color: ColorChoice) -> Outcome {
         provenance: args.provenance,
     };
     let mut log = |line: &str| {
-        eprintln!("ecp verify: {}", crate::outside::line(line, 2000));
+        eprintln!("ecp verify: {}", crate::text::outside::line(line, 2000));
     };
     let report = verify::verify(&options, &mut log);
     if crate::children::interrupted() {
@@ -47,7 +47,7 @@ pub fn run(args: VerifyArgs, color: ColorChoice) -> Outcome {
         Failure::new(Exit::CouldNotRun, error).help(Some(help))
     })?;
     match args.format {
-        CheckFormat::Json => println!("{}", crate::outside::json_report(&report)),
+        CheckFormat::Json => println!("{}", crate::text::outside::json_report(&report)),
         CheckFormat::Human => {
             let color = color.for_stdout();
             println!("ecp verify: {} (sha256 {})", report.archive, report.sha256);

@@ -281,7 +281,7 @@ fn server_of(
         }
         ("stdio", runs)
     };
-    let runs = crate::outside::mask_secrets(&runs);
+    let runs = crate::text::outside::mask_secrets(&runs);
     Server {
         name: name.to_owned(),
         defined_by: if own {
@@ -510,7 +510,7 @@ fn entry_state(path: &Path, script: bool) -> Result<String, String> {
     }
     let mut head = vec![0; 4096];
     let (mut file, _) = crate::files::open_regular(path, None, u64::MAX)
-        .map_err(|e| format!("cannot be read: {}", crate::outside::innermost(&e)))?;
+        .map_err(|e| format!("cannot be read: {}", crate::text::outside::innermost(&e)))?;
     let read =
         std::io::Read::read(&mut file, &mut head).map_err(|e| format!("cannot be read: {e}"))?;
     head.truncate(read);

@@ -183,7 +183,7 @@ fn registered(machine: &Machine) -> Vec<(AutoRecall, Vec<String>)> {
                     name: hook.get("name").and_then(Value::as_str).map(str::to_owned),
                     defined_by: layer.describe().to_owned(),
                     file: file.path.clone(),
-                    command: crate::outside::mask_secrets(command),
+                    command: crate::text::outside::mask_secrets(command),
                     entry_point: entry_point(&words),
                     repository_root: root_flag(&words),
                     searches_here: false,

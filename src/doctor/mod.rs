@@ -273,7 +273,7 @@ fn machine_findings(
             id: "not-installed",
             message: format!(
                 "no extension named `{}` is installed in {}",
-                crate::outside::value(name),
+                crate::text::outside::value(name),
                 machine.qwen_home.join("extensions").display()
             ),
             fix: "install it (`qwen extensions install SOURCE`), or check HOME and QWEN_HOME"
@@ -426,7 +426,7 @@ fn examine_one(
         version: manifest.and_then(|m| m.version.clone()),
         folder: extension.path.clone(),
         install_type: field("type"),
-        install_source: field("source").map(|s| crate::outside::mask_secrets(&s)),
+        install_source: field("source").map(|s| crate::text::outside::mask_secrets(&s)),
         release_tag: field("releaseTag"),
         active: extension.active,
         activation: extension.activation.clone(),

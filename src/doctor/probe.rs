@@ -135,7 +135,7 @@ fn succeeded(output: Output, what: &str) -> Result<Output, String> {
         Err(format!(
             "`{what}` failed ({}): {}",
             output.status,
-            crate::outside::block(&String::from_utf8_lossy(&output.stderr), 10, 300)
+            crate::text::outside::block(&String::from_utf8_lossy(&output.stderr), 10, 300)
         ))
     }
 }
@@ -265,8 +265,8 @@ pub fn child(seen: &Path) -> std::io::Result<()> {
 pub fn human(probe: &Probe) -> String {
     let mut out = format!(
         "Qwen Code {} ({}), in a scratch home: does a value reach the MCP server?\n",
-        crate::outside::line(&probe.qwen_version, 80),
-        crate::outside::line(&probe.qwen, 300)
+        crate::text::outside::line(&probe.qwen_version, 80),
+        crate::text::outside::line(&probe.qwen, 300)
     );
     for path in &probe.paths {
         let what = match (path.scope, path.sensitive) {

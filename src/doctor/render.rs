@@ -1,6 +1,6 @@
 //! The doctor's report for people and for fleet tooling. Every line holds
 //! text from the machine (paths, names, manifest values), so each goes
-//! through `crate::outside` (escaped, bounded) on the way out.
+//! through `crate::text::outside` (escaped, bounded) on the way out.
 
 use std::fmt::Write as _;
 
@@ -11,7 +11,7 @@ use crate::qwen::machine::{FileState, VariableSource};
 const WIDTH: usize = 400;
 
 fn line(out: &mut String, indent: &str, text: &str) {
-    let _ = writeln!(out, "{indent}{}", crate::outside::line(text, WIDTH));
+    let _ = writeln!(out, "{indent}{}", crate::text::outside::line(text, WIDTH));
 }
 
 /// Where a variable comes from, said so that the name never directly
@@ -216,5 +216,5 @@ pub fn json(report: &Report, exit: u8) -> String {
     if let Some(map) = value.as_object_mut() {
         map.insert("exit".to_owned(), exit.into());
     }
-    crate::outside::json_report(&value)
+    crate::text::outside::json_report(&value)
 }

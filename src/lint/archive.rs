@@ -454,29 +454,6 @@ fn is_unsafe_path(path: &str) -> bool {
         || path.split(['/', '\\']).any(|part| part == "..")
 }
 
-/// File names that hold secrets by convention.
-pub fn is_secret_file(path: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
-    let templates = [".env.example", ".env.sample", ".env.template"];
-    if name == ".env" || (name.starts_with(".env.") && !templates.contains(&name.as_str())) {
-        return true;
-    }
-    let exact = [
-        "id_rsa",
-        "id_dsa",
-        "id_ecdsa",
-        "id_ed25519",
-        ".npmrc",
-        ".pypirc",
-        ".netrc",
-        ".git-credentials",
-        "credentials.json",
-        "service-account.json",
-    ];
-    let extensions = [".pem", ".key", ".p12", ".pfx", ".jks", ".keystore"];
-    exact.contains(&name.as_str()) || extensions.iter().any(|ext| name.ends_with(ext))
-}
-
 /// The folder the manifest sits in ("" for the root), when the archive
 /// follows Qwen's layout.
 fn manifest_root(entries: &[Entry]) -> Option<String> {
@@ -639,8 +616,8 @@ fn entry_rules(entries: &[Entry], shown: &str, report: &mut Report) {
                 &label,
                 format!(
                     "entry `{}` and `{}` are one file on a case-insensitive file system",
-                    super::secrets::shown(&entry.path),
-                    super::secrets::shown(first)
+                    crate::text::secrets::shown(&entry.path),
+                    crate::text::secrets::shown(first)
                 ),
                 "give every path a spelling that differs in more than letter case",
             )),
@@ -653,7 +630,10 @@ fn entry_rules(entries: &[Entry], shown: &str, report: &mut Report) {
             report.add(Finding::about(
                 Rule::ArchiveSpecialFile,
                 &label,
-                format!("entry `{}` is {what}", super::secrets::shown(&entry.path)),
+                format!(
+                    "entry `{}` is {what}",
+                    crate::text::secrets::shown(&entry.path)
+                ),
                 "package regular files and folders only",
             ));
         }
@@ -668,7 +648,7 @@ fn entry_rules(entries: &[Entry], shown: &str, report: &mut Report) {
                 "package the file it points to instead",
             ));
         }
-        if entry.kind == Kind::File && is_secret_file(&entry.path) {
+        if entry.kind == Kind::File && crate::text::secrets::is_secret_file(&entry.path) {
             report.add(Finding::about(
                 Rule::ArchiveSecretFile,
                 &label,
@@ -852,10 +832,10 @@ fn npm_root(entries: &[Entry], shown: &str, report: &mut Report) -> Option<Strin
         if outside <= 20 {
             report.add(Finding::about(
                 Rule::NpmPackage,
-                &format!("{shown}!/{}", super::secrets::shown(&entry.path)),
+                &format!("{shown}!/{}", crate::text::secrets::shown(&entry.path)),
                 format!(
                     "entry `{}` is outside package/: npm strips the first folder of every path and Qwen Code installs the entry beside the package's files, so the two install different extensions",
-                    super::secrets::shown(&entry.path)
+                    crate::text::secrets::shown(&entry.path)
                 ),
                 "put every file of the package in package/ (npm pack and ecp package --npm do)",
             ));

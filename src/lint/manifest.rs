@@ -6,9 +6,9 @@ use super::{
     json::{self, Member, Node, Span, Value},
     paths,
     rules::Rule,
-    secrets,
 };
 use crate::name::{NameError, validate_name};
+use crate::text::secrets;
 
 /// The profile tool.
 pub const TOOL: &str = "context_search";
@@ -954,7 +954,7 @@ impl Checker<'_> {
             }
             for detection in detections {
                 self.report(
-                    detection.rule,
+                    detection.kind.into(),
                     node.span,
                     &at,
                     format!("`args` holds {} ({})", detection.what, detection.preview),
@@ -977,7 +977,7 @@ impl Checker<'_> {
                         .map(|k| format!("`{k}`"))
                         .unwrap_or_else(|| "a value".into());
                     self.report(
-                        detection.rule,
+                        detection.kind.into(),
                         node.span,
                         pointer,
                         format!("{place} holds {} ({})", detection.what, detection.preview),

@@ -4,7 +4,7 @@
 //!
 //! - [`json`]: a span-keeping JSON parser (positions for every value);
 //! - [`rules`]: the rule catalogue (`ecp explain`);
-//! - [`manifest`]: the manifest rules; [`secrets`]: secret detection;
+//! - [`manifest`]: the manifest rules (secrets found by [`crate::text::secrets`]);
 //! - [`archive`]: reading archives and their rules;
 //! - [`release`]: a release folder as Qwen's installer would see it;
 //! - [`report`]: the three output formats.
@@ -19,7 +19,6 @@ pub mod paths;
 pub mod release;
 pub mod report;
 pub mod rules;
-pub mod secrets;
 pub mod tar;
 
 use std::{

@@ -11,6 +11,7 @@ use super::{
     Finding, Report, Rule, Severity, Source,
     json::{LineIndex, Span},
 };
+use crate::text::outside::{escape_controls, visible};
 
 const ERROR: Style = AnsiColor::Red.on_default().bold();
 const WARNING: Style = AnsiColor::Yellow.on_default().bold();
@@ -34,48 +35,6 @@ fn paint(color: bool, style: Style, text: &str) -> String {
 /// The widest source line shown, in characters; longer lines are cut to a
 /// window around the finding.
 const MAX_SNIPPET_CHARS: usize = 120;
-
-/// A character as a terminal should see it: control characters (C0, DEL,
-/// C1) become their visible Control Pictures or `�`, one character for one,
-/// so that carets still line up.
-fn visible(c: char) -> char {
-    match c {
-        '\u{0}'..='\u{1f}' => char::from_u32(0x2400 + c as u32).unwrap_or('\u{fffd}'),
-        '\u{7f}' => '\u{2421}',
-        c if c.is_control() => '\u{fffd}',
-        '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => '\u{fffd}',
-        c => c,
-    }
-}
-
-/// `text` with control characters escaped (`\u{1b}`) for a terminal, and at
-/// most `max` characters.
-pub fn escape_controls(text: &str, max: usize) -> String {
-    let mut out = String::new();
-    for (n, c) in text.chars().enumerate() {
-        if n == max {
-            out.push('…');
-            break;
-        }
-        if c.is_control() || visible(c) != c {
-            out.extend(c.escape_unicode());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// Text that could not be parsed, for display: every word that is or may
-/// be a secret (what [`super::secrets::detect`] finds, or a long random-looking
-/// run) keeps four characters and is masked after them, and control
-/// characters are made visible. One character out for one in.
-pub fn mask_free_text(text: &str) -> String {
-    crate::outside::mask_secrets(text)
-        .chars()
-        .map(visible)
-        .collect()
-}
 
 /// A source line prepared for display: masked, made visible, and cut to a
 /// window. `caret` and `width` are the caret's column (0-based, in
@@ -385,7 +344,7 @@ pub fn json(report: &Report) -> String {
             "compressedBytes": a.compressed_bytes,
         })).collect::<Vec<_>>(),
     });
-    crate::outside::json_report(&document) + "\n"
+    crate::text::outside::json_report(&document) + "\n"
 }
 
 fn sarif_level(severity: Severity) -> &'static str {
@@ -493,5 +452,5 @@ pub fn sarif(report: &Report) -> String {
             },
         }],
     });
-    crate::outside::json_report(&document) + "\n"
+    crate::text::outside::json_report(&document) + "\n"
 }

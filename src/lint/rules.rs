@@ -421,3 +421,19 @@ impl fmt::Display for Rule {
         f.write_str(self.id())
     }
 }
+
+impl From<crate::text::secrets::SecretKind> for Rule {
+    fn from(kind: crate::text::secrets::SecretKind) -> Rule {
+        use crate::text::secrets::SecretKind;
+        match kind {
+            SecretKind::Bearer => Rule::SecretBearer,
+            SecretKind::Basic => Rule::SecretBasic,
+            SecretKind::Jwt => Rule::SecretJwt,
+            SecretKind::PrivateKey => Rule::SecretPrivateKey,
+            SecretKind::KnownFormat => Rule::SecretKnownFormat,
+            SecretKind::Entropy => Rule::SecretEntropy,
+            SecretKind::UrlUserinfo => Rule::SecretUrlUserinfo,
+            SecretKind::UrlQuery => Rule::SecretUrlQuery,
+        }
+    }
+}

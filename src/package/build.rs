@@ -219,7 +219,7 @@ pub fn build_for_check(folder: &Path, bin: &str, progress: bool) -> Result<PathB
             format!(
                 "{shown} failed in {}:\n{}",
                 folder.display(),
-                crate::outside::block(&errors, 20, 300)
+                crate::text::outside::block(&errors, 20, 300)
             )
         });
     }

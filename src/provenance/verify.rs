@@ -86,13 +86,13 @@ const MAX_DETAIL_CHARS: usize = 2000;
 
 /// A step; its detail quotes the statement, the folder's file names and
 /// the source, all written by whoever made the release, so it is shown
-/// through [`crate::outside`]: escaped, masked and bounded, in the human
+/// through [`crate::text::outside`]: escaped, masked and bounded, in the human
 /// and the JSON form alike.
 fn step(id: &'static str, status: Status, detail: impl AsRef<str>) -> Step {
     Step {
         id,
         status,
-        detail: crate::outside::line(detail.as_ref(), MAX_DETAIL_CHARS),
+        detail: crate::text::outside::line(detail.as_ref(), MAX_DETAIL_CHARS),
     }
 }
 
@@ -195,7 +195,7 @@ pub fn verify(
         .iter()
         .all(|c| c.status == Status::Proven || (!asked(c.id) && c.status == Status::NotChecked));
     Ok(VerifyReport {
-        archive: crate::outside::line(&archive.display().to_string(), MAX_DETAIL_CHARS),
+        archive: crate::text::outside::line(&archive.display().to_string(), MAX_DETAIL_CHARS),
         sha256,
         verified,
         origin_proven: verified && signed,

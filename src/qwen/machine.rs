@@ -100,10 +100,10 @@ fn read_whole(path: &Path) -> Result<Option<String>, Unread> {
         Err(problem @ crate::files::FileProblem::TooLarge { .. }) => {
             Err(Unread::Unjudged(format!(
                 "{}; Qwen reads it whole",
-                crate::outside::innermost(&problem)
+                crate::text::outside::innermost(&problem)
             )))
         }
-        Err(problem) => Err(Unread::Invalid(crate::outside::innermost(&problem))),
+        Err(problem) => Err(Unread::Invalid(crate::text::outside::innermost(&problem))),
     }
 }
 
@@ -879,7 +879,7 @@ fn extensions(scope: &Scope, qwen_home: &Path) -> Vec<InstalledExtension> {
             let path = linked.unwrap_or(folder);
             let manifest_path = path.join(crate::extension::MANIFEST);
             let manifest = crate::files::read_text(&manifest_path, Some(&path), MAX_CONFIG_BYTES)
-                .map_err(|e| crate::outside::innermost(&e));
+                .map_err(|e| crate::text::outside::innermost(&e));
             let manifest_name = manifest
                 .as_ref()
                 .ok()

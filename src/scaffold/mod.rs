@@ -88,7 +88,7 @@ impl std::str::FromStr for Auth {
                 Some(name) if is_header_name(name) => Ok(Auth::Header(name.to_ascii_lowercase())),
                 Some(name) => Err(format!(
                     "`{}` is not an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)",
-                    crate::outside::line(name, 80)
+                    crate::text::outside::line(name, 80)
                 )),
                 None => Err("expected none, bearer or header:NAME (e.g. header:x-api-key)".into()),
             },

@@ -305,7 +305,7 @@ pub fn upgrade(folder: &Path, force: bool) -> Result<Upgraded, UpgradeError> {
         .max_by_key(|v| crate::runtime::releases::parse_version(v));
     let from = from.unwrap_or("unknown").to_owned();
     let mut outcome = Upgraded {
-        name: crate::outside::value(&name),
+        name: crate::text::outside::value(&name),
         from: from.clone(),
         from_layout: "typescript",
         to: carried,
@@ -318,7 +318,7 @@ pub fn upgrade(folder: &Path, force: bool) -> Result<Upgraded, UpgradeError> {
         forced: plan
             .edited
             .iter()
-            .map(|f| crate::outside::value(f))
+            .map(|f| crate::text::outside::value(f))
             .collect(),
         recovered: Vec::new(),
         provider: plan.provider.clone(),

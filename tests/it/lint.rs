@@ -10,7 +10,8 @@ use std::{
     process::{Command, Output},
 };
 
-use ecp::lint::{self, Report, Severity, report, secrets};
+use ecp::lint::{self, Report, Severity, report};
+use ecp::text::secrets;
 
 use crate::npm;
 

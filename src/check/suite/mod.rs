@@ -68,14 +68,14 @@ const MAX_REASON_CHARS: usize = 2000;
 
 impl CheckResult {
     /// A result; its reason may quote what the target sent, so it is shown
-    /// through [`crate::outside`] (escaped, masked, bounded) in every format.
+    /// through [`crate::text::outside`] (escaped, masked, bounded) in every format.
     pub fn new(check: Check, status: Status, reason: String) -> CheckResult {
         CheckResult {
             check,
             id: check.id(),
             title: check.title(),
             status,
-            reason: crate::outside::line(&reason, MAX_REASON_CHARS),
+            reason: crate::text::outside::line(&reason, MAX_REASON_CHARS),
             exercise: None,
         }
     }
@@ -165,9 +165,9 @@ const MAPPED_CONTENT_CHARS: usize = 60;
 
 impl Mapped {
     /// `items` as shown: secrets taken out, escaped and bounded through
-    /// [`crate::outside`], at most the profile's five.
+    /// [`crate::text::outside`], at most the profile's five.
     fn of(query: &str, items: &[ContextItem], secrets: &crate::check::secret::Secrets) -> Mapped {
-        let shown = |text: &str, max| crate::outside::line(&secrets.redact(text), max);
+        let shown = |text: &str, max| crate::text::outside::line(&secrets.redact(text), max);
         Mapped {
             query: shown(query, MAPPED_CONTENT_CHARS),
             items: (items.iter().take(profile::PROVIDER_LIMIT))

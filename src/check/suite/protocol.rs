@@ -68,7 +68,7 @@ fn shown(value: Option<&Value>) -> String {
         None => "missing".to_owned(),
         Some(value) => {
             let text = value.to_string();
-            crate::outside::line(&text, 60)
+            crate::text::outside::line(&text, 60)
         }
     }
 }

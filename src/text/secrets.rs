@@ -11,12 +11,31 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::rules::Rule;
+/// The kinds of secret found; `ecp lint` gives each its own rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SecretKind {
+    /// `Bearer <token>`.
+    Bearer,
+    /// `Basic <base64 user:password>`.
+    Basic,
+    /// A JSON Web Token.
+    Jwt,
+    /// A PEM private key block.
+    PrivateKey,
+    /// A well-known key format (GitHub, AWS, Slack...).
+    KnownFormat,
+    /// A random-looking value under a secret-like key or option.
+    Entropy,
+    /// A URL with a password in its user info.
+    UrlUserinfo,
+    /// A URL with a token-like query parameter.
+    UrlQuery,
+}
 
 /// A secret found in one string.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Detection {
-    pub rule: Rule,
+    pub kind: SecretKind,
     /// What was found, e.g. "a GitHub token"; never the value.
     pub what: String,
     /// The first characters and the length, e.g. `ghp_…(40 characters)`.
@@ -30,7 +49,8 @@ pub fn mask(secret: &str) -> String {
 }
 
 /// How a value from the input appears in a message: masked when it holds a
-/// secret, else at most 60 characters with control characters escaped.
+/// secret, else at most 60 characters with control characters and the
+/// bidirectional overrides escaped (as [`super::outside`] escapes them).
 pub fn shown(value: &str) -> String {
     if !detect(None, value).is_empty() {
         return mask(value);
@@ -39,7 +59,7 @@ pub fn shown(value: &str) -> String {
         .chars()
         .take(60)
         .flat_map(|c| {
-            if c.is_control() {
+            if super::outside::unsafe_char(c) {
                 c.escape_unicode().collect::<Vec<_>>()
             } else {
                 vec![c]
@@ -50,6 +70,29 @@ pub fn shown(value: &str) -> String {
         out.push('…');
     }
     out
+}
+
+/// File names that hold secrets by convention.
+pub fn is_secret_file(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    let templates = [".env.example", ".env.sample", ".env.template"];
+    if name == ".env" || (name.starts_with(".env.") && !templates.contains(&name.as_str())) {
+        return true;
+    }
+    let exact = [
+        "id_rsa",
+        "id_dsa",
+        "id_ecdsa",
+        "id_ed25519",
+        ".npmrc",
+        ".pypirc",
+        ".netrc",
+        ".git-credentials",
+        "credentials.json",
+        "service-account.json",
+    ];
+    let extensions = [".pem", ".key", ".p12", ".pfx", ".jks", ".keystore"];
+    exact.contains(&name.as_str()) || extensions.iter().any(|ext| name.ends_with(ext))
 }
 
 /// Words that make a command-line option a credential (`--token`,
@@ -119,7 +162,7 @@ pub fn detect_option(name: &str, value: &str) -> Vec<Detection> {
     let very_random = random && value.chars().count() >= 24 && entropy(value) >= 4.0;
     if !path_like && ((credential_name && random) || very_random) {
         return vec![Detection {
-            rule: Rule::SecretEntropy,
+            kind: SecretKind::Entropy,
             what: format!("a credential passed as `--{name}`"),
             preview: mask(value),
         }];
@@ -369,7 +412,7 @@ fn url_detections(value: &str, found: &mut Vec<Detection>) {
     };
     if secret_userinfo {
         found.push(Detection {
-            rule: Rule::SecretUrlUserinfo,
+            kind: SecretKind::UrlUserinfo,
             what: "a URL with user info".into(),
             preview: mask(password.as_deref().unwrap_or(&user)),
         });
@@ -378,7 +421,7 @@ fn url_detections(value: &str, found: &mut Vec<Detection>) {
         let lower = name.to_ascii_lowercase();
         if SECRET_QUERY_PARAMETERS.contains(&lower.as_str()) && !is_placeholder(&value) {
             found.push(Detection {
-                rule: Rule::SecretUrlQuery,
+                kind: SecretKind::UrlQuery,
                 what: format!("a URL with a `{name}` query parameter"),
                 preview: mask(&value),
             });
@@ -394,7 +437,7 @@ pub fn detect(key: Option<&str>, value: &str) -> Vec<Detection> {
     let cued = |pattern: &'static Cued| pattern.may_match(value, &lower).then(|| &*pattern.regex);
     if cued(&PRIVATE_KEY).is_some_and(|regex| regex.is_match(value)) {
         found.push(Detection {
-            rule: Rule::SecretPrivateKey,
+            kind: SecretKind::PrivateKey,
             what: "a PEM private key".into(),
             preview: "-----BEGIN…".into(),
         });
@@ -406,7 +449,7 @@ pub fn detect(key: Option<&str>, value: &str) -> Vec<Detection> {
         let token = &captures[1];
         if token.len() >= 8 && !is_placeholder(token) {
             found.push(Detection {
-                rule: Rule::SecretBearer,
+                kind: SecretKind::Bearer,
                 what: "a Bearer credential".into(),
                 preview: format!("Bearer {}", mask(token)),
             });
@@ -419,7 +462,7 @@ pub fn detect(key: Option<&str>, value: &str) -> Vec<Detection> {
         let encoded = &captures[1];
         if !is_placeholder(encoded) && decodes_to_user_password(encoded) {
             found.push(Detection {
-                rule: Rule::SecretBasic,
+                kind: SecretKind::Basic,
                 what: "a Basic credential".into(),
                 preview: format!("Basic {}", mask(encoded)),
             });
@@ -427,7 +470,7 @@ pub fn detect(key: Option<&str>, value: &str) -> Vec<Detection> {
     }
     for m in cued(&JWT).into_iter().flat_map(|r| r.find_iter(value)) {
         found.push(Detection {
-            rule: Rule::SecretJwt,
+            kind: SecretKind::Jwt,
             what: "a JSON Web Token".into(),
             preview: mask(m.as_str()),
         });
@@ -443,7 +486,7 @@ pub fn detect(key: Option<&str>, value: &str) -> Vec<Detection> {
             if !overlaps && !is_placeholder(m.as_str()) {
                 claimed.push(m.range());
                 found.push(Detection {
-                    rule: Rule::SecretKnownFormat,
+                    kind: SecretKind::KnownFormat,
                     what: (*what).to_owned(),
                     preview: mask(m.as_str()),
                 });
@@ -457,7 +500,7 @@ pub fn detect(key: Option<&str>, value: &str) -> Vec<Detection> {
         && !is_placeholder(value)
     {
         found.push(Detection {
-            rule: Rule::SecretEntropy,
+            kind: SecretKind::Entropy,
             what: "a high-entropy value".into(),
             preview: mask(value),
         });
@@ -490,50 +533,59 @@ fn decodes_to_user_password(encoded: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn rules(key: Option<&str>, value: &str) -> Vec<Rule> {
-        detect(key, value).into_iter().map(|d| d.rule).collect()
+    fn rules(key: Option<&str>, value: &str) -> Vec<SecretKind> {
+        detect(key, value).into_iter().map(|d| d.kind).collect()
+    }
+
+    /// A value shown in a message escapes what `outside` escapes: C0 and
+    /// the bidirectional overrides that would reorder the message.
+    #[test]
+    fn a_shown_value_escapes_controls_and_bidi_overrides() {
+        assert_eq!(shown("a\u{1b}[2Jb"), "a\\u{1b}[2Jb");
+        assert_eq!(shown("evil\u{202e}txt.exe"), "evil\\u{202e}txt.exe");
+        assert_eq!(shown("plain"), "plain");
     }
 
     #[test]
     fn finds_each_kind() {
         assert_eq!(
             rules(Some("Authorization"), "Bearer 9f8e7d6c5b4a39281706f5e4"),
-            [Rule::SecretBearer]
+            [SecretKind::Bearer]
         );
         assert_eq!(
             rules(Some("Authorization"), "Basic YWxhZGRpbjpvcGVuc2VzYW1l"),
-            [Rule::SecretBasic]
+            [SecretKind::Basic]
         );
         assert_eq!(
             rules(
                 None,
                 "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
             ),
-            [Rule::SecretJwt]
+            [SecretKind::Jwt]
         );
         assert_eq!(
             rules(None, "-----BEGIN RSA PRIVATE KEY-----\nMIIE"),
-            [Rule::SecretPrivateKey]
+            [SecretKind::PrivateKey]
         );
         assert_eq!(
             rules(None, "ghp_0123456789abcdefghijABCDEFGHIJ012345"),
-            [Rule::SecretKnownFormat]
+            [SecretKind::KnownFormat]
         );
         assert_eq!(
             rules(None, "AKIAZ7QW2XKLMNOPQRST"),
-            [Rule::SecretKnownFormat]
+            [SecretKind::KnownFormat]
         );
         assert_eq!(
             rules(None, "https://bob:s3cr3t-pass@ctx.acme.dev/mcp"),
-            [Rule::SecretUrlUserinfo]
+            [SecretKind::UrlUserinfo]
         );
         assert_eq!(
             rules(None, "https://ctx.acme.dev/mcp?access_token=abc123def456"),
-            [Rule::SecretUrlQuery]
+            [SecretKind::UrlQuery]
         );
         assert_eq!(
             rules(Some("ACME_CONTEXT_TOKEN"), "q8Zr2LmX0vT7yWn4Kp1s"),
-            [Rule::SecretEntropy]
+            [SecretKind::Entropy]
         );
     }
 

@@ -3,7 +3,7 @@
 //! server's error line. Whoever wrote it may be an attacker, so every such
 //! text reaches a terminal or a JSON report through this one rendering:
 //!
-//! - secret-looking words (what [`crate::lint::secrets::detect`] finds, or a
+//! - secret-looking words (what [`crate::text::secrets::detect`] finds, or a
 //!   long random-looking run) keep four characters and are masked after;
 //! - control characters (C0 but the line breaks of a [`block`], DEL, C1)
 //!   and the bidirectional overrides and isolates are escaped as `\u{1b}`,
@@ -13,7 +13,7 @@
 //! Bounding comes first, so the cost is linear in the bound, not in the
 //! input: a 20 MiB stderr costs what its last lines cost.
 
-use crate::lint::secrets;
+use crate::text::secrets;
 
 /// The usual bound on one value in a message, in characters.
 pub const VALUE_CHARS: usize = 200;
@@ -57,7 +57,7 @@ pub fn json_report(value: &impl serde::Serialize) -> String {
 }
 
 /// Whether `c` must not reach a terminal as itself.
-fn unsafe_char(c: char) -> bool {
+pub(crate) fn unsafe_char(c: char) -> bool {
     c.is_control()
         || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
@@ -219,6 +219,45 @@ impl Tail {
             shown
         }
     }
+}
+
+/// A character as a terminal should see it: control characters (C0, DEL,
+/// C1) become their visible Control Pictures or `�`, one character for one,
+/// so that carets still line up.
+pub fn visible(c: char) -> char {
+    match c {
+        '\u{0}'..='\u{1f}' => char::from_u32(0x2400 + c as u32).unwrap_or('\u{fffd}'),
+        '\u{7f}' => '\u{2421}',
+        c if c.is_control() => '\u{fffd}',
+        '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => '\u{fffd}',
+        c => c,
+    }
+}
+
+/// `text` with control characters escaped (`\u{1b}`) for a terminal, and at
+/// most `max` characters.
+pub fn escape_controls(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    for (n, c) in text.chars().enumerate() {
+        if n == max {
+            out.push('…');
+            break;
+        }
+        if c.is_control() || visible(c) != c {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Text that could not be parsed, for display: every word that is or may
+/// be a secret (what [`crate::text::secrets::detect`] finds, or a long random-looking
+/// run) keeps four characters and is masked after them, and control
+/// characters are made visible. One character out for one in.
+pub fn mask_free_text(text: &str) -> String {
+    mask_secrets(text).chars().map(visible).collect()
 }
 
 #[cfg(test)]
