@@ -15,7 +15,9 @@
 //! - [`scaffold`]: `ecp new`, the templates and the verbatim copies.
 //! - [`upgrade`]: `ecp upgrade`, an extension's runtime brought to ecp's.
 //! - [`package`]: `ecp package`, reproducible release archives.
-//! - [`provenance`]: in-toto/SLSA statements, DSSE signatures, `ecp verify`.
+//! - [`provenance`]: in-toto/SLSA statements and DSSE signatures.
+//! - [`verify`]: `ecp verify`, what a reviewer can prove about a release
+//!   (its sums, statement, signature, lint, and a rebuild).
 //! - [`check`]: `ecp check` and `ecp call`: the conformance runner, for an
 //!   MCP server and (`--hook`) for Qwen's Auto Recall hook.
 //! - [`doctor`]: `ecp doctor`, what Qwen Code will really run here, Auto
@@ -72,6 +74,7 @@ pub mod runtime {
 pub mod scaffold;
 pub mod text;
 pub mod upgrade;
+pub mod verify;
 pub mod writes;
 
 #[cfg(test)]

@@ -5,7 +5,8 @@
 
 use std::path::Path;
 
-use ecp::provenance::{dsse::Envelope, keys::VerifyingKey, verify};
+use ecp::provenance::{dsse::Envelope, keys::VerifyingKey};
+use ecp::verify;
 
 /// One input, as the fuzz target and the seed replay in `cargo test` run it.
 pub fn run(data: &[u8]) {

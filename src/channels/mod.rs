@@ -38,18 +38,7 @@ pub enum Client {
     Mcpb,
 }
 
-/// Gemini CLI's manifest.
-pub const GEMINI: &str = "gemini-extension.json";
-/// Claude Code's plugin manifest.
-pub const CLAUDE: &str = ".claude-plugin/plugin.json";
-/// Claude Code's server file beside a plugin (read by Qwen's converter only
-/// in its wrapped form).
-pub const CLAUDE_MCP: &str = ".mcp.json";
-/// An MCP Bundle's manifest.
-pub const MCPB: &str = "manifest.json";
-
-/// Every client file lint reads beside `qwen-extension.json`.
-pub const CLIENT_FILES: &[&str] = &[GEMINI, CLAUDE, CLAUDE_MCP, MCPB];
+pub use crate::extension::{CLAUDE, CLAUDE_MCP, CLIENT_FILES, GEMINI, MCPB};
 
 impl Client {
     /// The file this client reads, relative to the extension root.

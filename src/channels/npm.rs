@@ -22,8 +22,7 @@ use crate::{
 /// npm pack's entry time: 1985-10-26T08:15:00Z.
 pub const NPM_EPOCH: u64 = 499_162_500;
 
-/// The folder every entry of an npm tarball sits in.
-pub const PREFIX: &str = "package/";
+pub use crate::extension::NPM_PREFIX as PREFIX;
 
 /// Lifecycle scripts npm runs when a package is installed.
 pub const INSTALL_SCRIPTS: &[&str] = &["preinstall", "install", "postinstall", "prepare"];

@@ -24,6 +24,7 @@ use tokio::io::AsyncReadExt;
 use super::canary::{BODY_CANARY, QUERY_CANARY, TOKEN_CANARY};
 use crate::{
     children::{self, Group},
+    extension::archive,
     input::InputError,
     lint::{self, MANIFEST},
     qwen::vars::{Filler, Places},
@@ -126,14 +127,18 @@ fn substitute(value: &str, extension_path: &str, env: &BTreeMap<String, String>)
 }
 
 /// Unpacks an archive into a new temporary folder through the bounded
-/// reader of `ecp lint` ([`lint::archive::unpack`]).
-fn extract(archive: &Path) -> Result<tempfile::TempDir, String> {
+/// reader of `ecp lint` ([`archive::unpack`]).
+fn extract(file: &Path) -> Result<tempfile::TempDir, String> {
     let dir = tempfile::tempdir().map_err(|e| format!("cannot make a temporary folder: {e}"))?;
-    lint::archive::unpack(archive, dir.path()).map_err(|e| {
+    archive::unpack(file, dir.path()).map_err(|e| {
+        let problem = match e {
+            archive::ArchiveError::File(_) => e.to_string(),
+            other => format!("{}: not a readable archive: {other}", file.display()),
+        };
         format!(
             "{}\n  = help: ecp lint {} says what is wrong with it; package it again with ecp package",
-            crate::text::outside::value(&e.to_string()),
-            archive.display()
+            crate::text::outside::value(&problem),
+            file.display()
         )
     })?;
     Ok(dir)
@@ -141,10 +146,10 @@ fn extract(archive: &Path) -> Result<tempfile::TempDir, String> {
 
 /// The folder holding the manifest in an extracted archive, by the same
 /// rule `ecp lint` applies to the archive's entries
-/// ([`lint::archive::manifest_root_of`]).
+/// ([`archive::manifest_root_of`]).
 fn manifest_folder(root: &Path) -> PathBuf {
     let files = crate::scaffold::vendor::tree_paths(root).unwrap_or_default();
-    match lint::archive::manifest_root_of(files.iter().map(String::as_str)) {
+    match archive::manifest_root_of(files.iter().map(String::as_str)) {
         Some(prefix) if !prefix.is_empty() => root.join(prefix.trim_end_matches('/')),
         _ => root.to_owned(),
     }

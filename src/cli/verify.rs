@@ -4,7 +4,7 @@
 use anstyle::AnsiColor;
 
 use super::{CheckFormat, ColorChoice, Exit, Failure, Outcome, VerifyArgs};
-use crate::provenance::verify::{self, Status, VerifyOptions};
+use crate::verify::{self, Status, VerifyOptions};
 
 fn label(status: Status, color: bool) -> String {
     let (text, style) = match status {

@@ -13,8 +13,26 @@ use std::path::{Path, PathBuf};
 
 use crate::files::{self, FileProblem};
 
+pub mod archive;
+pub mod tar;
+
 /// The manifest's file name.
 pub const MANIFEST: &str = crate::input::MANIFEST;
+/// Gemini CLI's manifest.
+pub const GEMINI: &str = "gemini-extension.json";
+/// Claude Code's plugin manifest.
+pub const CLAUDE: &str = ".claude-plugin/plugin.json";
+/// Claude Code's server file beside a plugin (read by Qwen's converter only
+/// in its wrapped form).
+pub const CLAUDE_MCP: &str = ".mcp.json";
+/// An MCP Bundle's manifest.
+pub const MCPB: &str = "manifest.json";
+
+/// Every client file lint reads beside `qwen-extension.json`.
+pub const CLIENT_FILES: &[&str] = &[GEMINI, CLAUDE, CLAUDE_MCP, MCPB];
+
+/// The folder every entry of an npm tarball sits in.
+pub const NPM_PREFIX: &str = "package/";
 
 /// The project files of an extension folder that ecp reads.
 #[derive(Debug, Clone, Default)]

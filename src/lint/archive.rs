@@ -1,495 +1,56 @@
-//! Release archives (`.tar.gz`, `.zip`): read every entry's header as the
-//! extractors that install them do, then check the archive rules (manifest
-//! place, entry point and its mode, secret files, links, special files,
-//! unsafe paths, duplicates, case collisions) and lint the manifest inside.
-//!
-//! A `.tar.gz` is read as GNU tar and Node's tar read it: every gzip member
-//! in turn (a second member appended to a clean archive is part of what
-//! they extract), through [`super::tar`], which bounds every header and
-//! refuses what extractors would read differently. A `.zip` is read from
-//! its central directory, as extractors do, with the entry count bounded
-//! before anything else is read.
+//! The archive rules: what `ecp lint` says of a release archive
+//! (`.tar.gz`, `.zip`), an npm tarball and a bundle's entries, read by the
+//! bounded reader of [`crate::extension::archive`]: the manifest's place,
+//! the entry point and its mode, secret files, links, special files,
+//! unsafe paths, duplicates, case collisions, then the manifest inside.
 
 use std::{
     collections::{HashMap, HashSet},
-    io::Read,
     path::Path,
 };
 
 use super::{
     ArchiveSummary, Finding, LintError, MANIFEST, MAX_BUNDLE_BYTES, Report, Rule,
-    lint_manifest_text, manifest::EntryKind, tar,
+    lint_manifest_text, manifest::EntryKind,
 };
+use crate::extension::archive::{
+    self as reader, ArchiveError, Entry, Format, Kind, is_unsafe_path, manifest_root, normalized,
+};
+pub use crate::extension::archive::{Bytes, manifest_root_of, unpack};
 
-/// Largest manifest read from an archive.
-const MAX_MANIFEST_BYTES: u64 = 1024 * 1024;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    File,
-    Directory,
-    Link,
-    /// A device, FIFO, socket or an entry type extractors do not agree on.
-    Special(&'static str),
-}
-
-#[derive(Debug, Clone)]
-struct Entry {
-    path: String,
-    kind: Kind,
-    mode: u32,
-    size: u64,
-    /// Kept for manifests only.
-    data: Option<Vec<u8>>,
-}
-
-/// What reading an archive gave: its entries, and the problem that stopped
-/// the reading, if any (the entries read before it are still checked).
-struct Contents {
-    entries: Vec<Entry>,
-    stopped: Option<(Rule, String)>,
-    unpacked: u64,
-}
-
-fn archive_error(path: &Path, error: impl std::fmt::Display) -> LintError {
-    LintError::Archive {
-        path: path.to_owned(),
-        message: error.to_string(),
-    }
-}
-
-/// Whether an entry is a manifest lint reads: Qwen's, or another client's
-/// (`crate::channels::CLIENT_FILES`, `package.json` of an npm package)
-/// at most two folders deep.
-fn is_manifest_name(path: &str) -> bool {
-    let path = normalized(path);
-    let base = path.rsplit('/').next();
-    base == Some(MANIFEST)
-        || (path.split('/').count() <= 3
-            && (path == "package/package.json"
-                || crate::channels::CLIENT_FILES
-                    .iter()
-                    .any(|f| path == *f || path.ends_with(&format!("/{f}")))))
-}
-
-/// The most manifest bytes an archive read keeps in all: a hostile archive
-/// of many small manifests costs this much memory, not its unpacked size.
-const MAX_KEPT_BYTES: u64 = 8 * 1024 * 1024;
-
-/// The bytes of a manifest entry (small regular files with a manifest's
-/// name, [`is_manifest_name`]) while `kept` is under [`MAX_KEPT_BYTES`];
-/// `None` for every other entry, which is not read.
-fn manifest_data(
-    kind: Kind,
-    name: &str,
-    size: u64,
-    entry: &mut dyn Read,
-    kept: &mut u64,
-) -> std::io::Result<Option<Vec<u8>>> {
-    // Where Qwen looks for its manifest (the root or one top folder) has a
-    // budget of its own, so that other clients' files cannot crowd it out.
-    let normal = normalized(name);
-    let where_qwen_looks =
-        normal.rsplit('/').next() == Some(MANIFEST) && normal.split('/').count() <= 2;
-    let budget = if where_qwen_looks {
-        8 * MAX_KEPT_BYTES
-    } else {
-        MAX_KEPT_BYTES
-    };
-    if kind != Kind::File
-        || !is_manifest_name(name)
-        || size > MAX_MANIFEST_BYTES
-        || kept.saturating_add(size) > budget
-    {
-        return Ok(None);
-    }
-    let mut data = Vec::new();
-    entry.take(MAX_MANIFEST_BYTES).read_to_end(&mut data)?;
-    *kept += data.len() as u64;
-    Ok(Some(data))
-}
-
-fn tar_kind(kind: tar::Kind) -> Kind {
-    match kind {
-        tar::Kind::File => Kind::File,
-        tar::Kind::Directory => Kind::Directory,
-        tar::Kind::Symlink | tar::Kind::HardLink => Kind::Link,
-        tar::Kind::CharDevice => Kind::Special("a character device"),
-        tar::Kind::BlockDevice => Kind::Special("a block device"),
-        tar::Kind::Fifo => Kind::Special("a FIFO"),
-        tar::Kind::Other(_) => Kind::Special("an entry type extractors do not agree on"),
-    }
-}
-
-fn stopped_by(error: &tar::TarError) -> Rule {
+/// A reader's refusal as lint's error: the file problem as it is, any
+/// other refusal as an archive that is not readable.
+fn archive_error(path: &Path, error: ArchiveError) -> LintError {
     match error {
-        tar::TarError::HeaderTooLarge { .. }
-        | tar::TarError::TooManyEntries(_)
-        | tar::TarError::TooLarge(_) => Rule::ArchiveLimits,
-        _ => Rule::ArchiveMalformed,
+        ArchiveError::File(problem) => LintError::File(problem),
+        other => LintError::Archive {
+            path: path.to_owned(),
+            message: other.to_string(),
+        },
     }
 }
 
-/// Where an archive's bytes come from: a file (opened as a regular file
-/// only) or memory (the fuzz targets).
-#[derive(Clone, Copy)]
-pub enum Bytes<'a> {
-    File(&'a Path),
-    Memory(&'a [u8]),
-}
-
-trait ReadSeek: Read + std::io::Seek {}
-impl<T: Read + std::io::Seek> ReadSeek for T {}
-
-impl Bytes<'_> {
-    fn open(&self) -> Result<Box<dyn ReadSeek + '_>, LintError> {
-        Ok(match self {
-            Bytes::File(path) => {
-                let (file, _) = crate::files::open_regular(path, None, u64::MAX)?;
-                Box::new(std::io::BufReader::new(file))
-            }
-            Bytes::Memory(bytes) => Box::new(std::io::Cursor::new(*bytes)),
-        })
+/// The rule a reading that stopped early breaks.
+fn stopped_by(error: &ArchiveError) -> Rule {
+    match error {
+        ArchiveError::Limits(_) => Rule::ArchiveLimits,
+        ArchiveError::File(_) | ArchiveError::Malformed(_) => Rule::ArchiveMalformed,
     }
-
-    fn len(&self) -> u64 {
-        match self {
-            Bytes::File(path) => std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
-            Bytes::Memory(bytes) => bytes.len() as u64,
-        }
-    }
-}
-
-fn read_tar_gz(path: &Path, bytes: Bytes) -> Result<Contents, LintError> {
-    let file = bytes.open()?;
-    let stream = flate2::read::MultiGzDecoder::new(file);
-    let mut entries = Vec::new();
-    let mut kept = 0;
-    let outcome = tar::read(stream, tar::Limits::default(), |entry, data| {
-        let kind = tar_kind(entry.kind);
-        let manifest = manifest_data(kind, &entry.path, entry.size, data, &mut kept)?;
-        entries.push(Entry {
-            path: entry.path.clone(),
-            kind,
-            mode: entry.mode,
-            size: entry.size,
-            data: manifest,
-        });
-        Ok(())
-    });
-    match outcome {
-        Ok((_, unpacked)) => Ok(Contents {
-            entries,
-            stopped: None,
-            unpacked,
-        }),
-        Err(error) if entries.is_empty() && stopped_by(&error) == Rule::ArchiveMalformed => {
-            Err(archive_error(path, error))
-        }
-        Err(error) => {
-            let unpacked = entries.iter().map(|e| e.size).sum();
-            Ok(Contents {
-                entries,
-                stopped: Some((stopped_by(&error), error.to_string())),
-                unpacked,
-            })
-        }
-    }
-}
-
-/// Unpacks the archive `path` into the folder `into` (which should be
-/// new and empty) through the same bounded readers as [`lint_archive`]:
-/// the entry count and the bytes unpacked are bounded, and only folders
-/// and regular files with relative paths are written (a link, a special
-/// file, a path outside `into`, a duplicate, or an archive the reader
-/// refuses stops the unpacking with its reason). File modes keep their
-/// owner-execute bit, so that a packaged `dist/main` runs.
-pub fn unpack(path: &Path, into: &Path) -> Result<(), LintError> {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let bytes = Bytes::File(path);
-    let limits = tar::Limits::default();
-    let mut budget = limits.max_total_bytes;
-    if name.ends_with(".zip") {
-        let mut archive =
-            zip::ZipArchive::new(bytes.open()?).map_err(|e| archive_error(path, e))?;
-        if archive.len() > limits.max_entries {
-            return Err(archive_error(
-                path,
-                format!("more than {} entries", limits.max_entries),
-            ));
-        }
-        for index in 0..archive.len() {
-            let mut entry = archive
-                .by_index(index)
-                .map_err(|e| archive_error(path, e))?;
-            let entry_name = String::from_utf8_lossy(entry.name_raw()).into_owned();
-            let kind = zip_kind(entry.unix_mode(), entry.is_dir(), entry.is_symlink());
-            let mode = entry.unix_mode().unwrap_or(0o644);
-            place(into, &entry_name, kind, mode, &mut entry, &mut budget)
-                .map_err(|e| archive_error(path, e))?;
-        }
-        return Ok(());
-    }
-    let stream = flate2::read::MultiGzDecoder::new(bytes.open()?);
-    tar::read(stream, limits, |entry, data| {
-        place(
-            into,
-            &entry.path,
-            tar_kind(entry.kind),
-            entry.mode,
-            data,
-            &mut budget,
-        )
-    })
-    .map_err(|e| archive_error(path, e))?;
-    Ok(())
-}
-
-/// Writes one entry of [`unpack`] under `into`, taking its size from
-/// `budget`.
-fn place(
-    into: &Path,
-    name: &str,
-    kind: Kind,
-    mode: u32,
-    data: &mut dyn Read,
-    budget: &mut u64,
-) -> std::io::Result<()> {
-    use std::io::{Error, ErrorKind};
-    let refuse = |why: String| Error::new(ErrorKind::InvalidData, why);
-    let relative = name.trim_start_matches("./");
-    if relative.is_empty() {
-        return Ok(());
-    }
-    if is_unsafe_path(relative)
-        || relative.contains('\\')
-        || relative
-            .split('/')
-            .any(|part| part == "." || part.contains('\0'))
-    {
-        return Err(refuse(format!("entry `{name}` has an unsafe path")));
-    }
-    let target = into.join(relative.trim_end_matches('/'));
-    match kind {
-        Kind::Directory => std::fs::create_dir_all(&target),
-        Kind::File => {
-            if let Some(parent) = target.parent() {
-                std::fs::create_dir_all(parent)?;
-            }
-            let mut file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&target)
-                .map_err(|e| match e.kind() {
-                    ErrorKind::AlreadyExists => refuse(format!("entry `{name}` comes twice")),
-                    _ => e,
-                })?;
-            let copied = std::io::copy(&mut data.take(budget.saturating_add(1)), &mut file)?;
-            if copied > *budget {
-                return Err(refuse("more bytes unpacked than lint reads".to_owned()));
-            }
-            *budget -= copied;
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::PermissionsExt;
-                let executable = if mode & 0o100 != 0 { 0o755 } else { 0o644 };
-                file.set_permissions(std::fs::Permissions::from_mode(executable))?;
-            }
-            #[cfg(not(unix))]
-            let _ = mode;
-            Ok(())
-        }
-        Kind::Link => Err(refuse(format!("entry `{name}` is a link"))),
-        Kind::Special(what) => Err(refuse(format!("entry `{name}` is {what}"))),
-    }
-}
-
-/// Zip entry types from the Unix mode's file-type bits.
-fn zip_kind(mode: Option<u32>, is_dir: bool, is_symlink: bool) -> Kind {
-    match mode.map(|m| m & 0o170000) {
-        _ if is_symlink => Kind::Link,
-        Some(0o010000) => Kind::Special("a FIFO"),
-        Some(0o020000) => Kind::Special("a character device"),
-        Some(0o060000) => Kind::Special("a block device"),
-        Some(0o140000) => Kind::Special("a socket"),
-        _ if is_dir => Kind::Directory,
-        _ => Kind::File,
-    }
-}
-
-fn read_zip(path: &Path, bytes: Bytes) -> Result<Contents, LintError> {
-    let file = bytes.open()?;
-    let mut archive = zip::ZipArchive::new(file).map_err(|e| archive_error(path, e))?;
-    let limits = tar::Limits::default();
-    if archive.len() > limits.max_entries {
-        return Ok(Contents {
-            entries: Vec::new(),
-            stopped: Some((
-                Rule::ArchiveLimits,
-                format!(
-                    "{} entries; lint reads at most {}",
-                    archive.len(),
-                    limits.max_entries
-                ),
-            )),
-            unpacked: 0,
-        });
-    }
-    let mut entries = Vec::new();
-    let mut unpacked: u64 = 0;
-    let mut kept = 0;
-    for index in 0..archive.len() {
-        let mut entry = archive
-            .by_index(index)
-            .map_err(|e| archive_error(path, e))?;
-        let name = entry
-            .name()
-            .map(|n| n.into_owned())
-            .unwrap_or_else(|_| String::from_utf8_lossy(entry.name_raw()).into_owned());
-        let mode = entry.unix_mode();
-        let kind = zip_kind(mode, entry.is_dir(), entry.is_symlink());
-        let size = entry.size();
-        unpacked = unpacked.saturating_add(size);
-        if unpacked > limits.max_total_bytes {
-            return Ok(Contents {
-                entries,
-                stopped: Some((
-                    Rule::ArchiveLimits,
-                    format!("more than {} bytes unpacked", limits.max_total_bytes),
-                )),
-                unpacked,
-            });
-        }
-        let data = manifest_data(kind, &name, size, &mut entry, &mut kept)
-            .map_err(|e| archive_error(path, e))?;
-        entries.push(Entry {
-            path: name,
-            kind,
-            mode: mode.unwrap_or(0) & 0o7777,
-            size,
-            data,
-        });
-    }
-    Ok(Contents {
-        entries,
-        stopped: None,
-        unpacked,
-    })
 }
 
 /// Reads the entry named exactly `wanted` again (the bundle, known only
 /// once the manifest is read), up to [`MAX_BUNDLE_BYTES`]; `None` when it is
 /// larger or cannot be read.
 fn read_entry(path: &Path, bytes: Bytes, wanted: &str) -> Result<Option<String>, LintError> {
-    Ok(
-        read_entry_bytes(path, bytes, wanted, MAX_BUNDLE_BYTES, false)?
-            .map(|data| String::from_utf8_lossy(&data).into_owned()),
+    Ok(reader::read_entry_bytes(
+        Format::of_path(path),
+        bytes,
+        wanted,
+        MAX_BUNDLE_BYTES,
+        false,
     )
-}
-
-/// The bytes of the entry named `wanted`: all of them when `prefix` is
-/// false (`None` past `max`), or only the first `max` when it is true.
-fn read_entry_bytes(
-    path: &Path,
-    bytes: Bytes,
-    wanted: &str,
-    max: u64,
-    prefix: bool,
-) -> Result<Option<Vec<u8>>, LintError> {
-    let file = bytes.open()?;
-    let take = |entry: &mut dyn Read, size: u64| -> std::io::Result<Option<Vec<u8>>> {
-        if size > max && !prefix {
-            return Ok(None);
-        }
-        let mut data = Vec::new();
-        entry.take(max).read_to_end(&mut data)?;
-        Ok(Some(data))
-    };
-    let name = path.to_string_lossy();
-    if name.ends_with(".zip") {
-        let mut archive = zip::ZipArchive::new(file).map_err(|e| archive_error(path, e))?;
-        let mut entry = archive
-            .by_name(wanted)
-            .map_err(|e| archive_error(path, e))?;
-        let size = entry.size();
-        return take(&mut entry, size).map_err(|e| archive_error(path, e));
-    }
-    let stream = flate2::read::MultiGzDecoder::new(file);
-    let mut found = None;
-    let _ = tar::read(stream, tar::Limits::default(), |entry, data| {
-        if found.is_none() && entry.kind == tar::Kind::File && entry.path == wanted {
-            found = take(data, entry.size)?;
-        }
-        Ok(())
-    });
-    Ok(found)
-}
-
-/// `./a/b/` -> `a/b`.
-/// An entry path as it lands on disk: empty and `.` parts dropped
-/// (`.//qwen-extension.json` and `dist/./main` are `qwen-extension.json` and
-/// `dist/main` to an extractor). `..` stays (it is `archive-path`).
-fn normalized(path: &str) -> std::borrow::Cow<'_, str> {
-    let clean = !path.starts_with("./")
-        && !path.ends_with('/')
-        && !path.contains("//")
-        && !path.contains("/./")
-        && !path.ends_with("/.")
-        && path != ".";
-    if clean {
-        return std::borrow::Cow::Borrowed(path);
-    }
-    let parts: Vec<&str> = path
-        .split('/')
-        .filter(|p| !p.is_empty() && *p != ".")
-        .collect();
-    std::borrow::Cow::Owned(parts.join("/"))
-}
-
-fn is_unsafe_path(path: &str) -> bool {
-    let bytes = path.as_bytes();
-    path.starts_with('/')
-        || path.starts_with('\\')
-        || (bytes.len() >= 2 && bytes[1] == b':' && bytes[0].is_ascii_alphabetic())
-        || path.split(['/', '\\']).any(|part| part == "..")
-}
-
-/// The folder the manifest sits in ("" for the root), when the archive
-/// follows Qwen's layout.
-fn manifest_root(entries: &[Entry]) -> Option<String> {
-    let files: Vec<std::borrow::Cow<str>> = entries.iter().map(|e| normalized(&e.path)).collect();
-    manifest_root_of(files.iter().map(|f| f.as_ref()))
-}
-
-/// Where an extension's manifest is among `paths` (relative, `/`-separated,
-/// normalized), as Qwen's installer finds it: `""` when it is at the root,
-/// `"{top}/"` when every path is inside one top-level folder that holds it,
-/// `None` otherwise. The one layout rule: `ecp lint` applies it to an
-/// archive's entries and `ecp check` to what it extracted.
-pub fn manifest_root_of<'a>(paths: impl IntoIterator<Item = &'a str>) -> Option<String> {
-    let mut tops: HashSet<&str> = HashSet::new();
-    let mut nested = None;
-    for path in paths {
-        if path == MANIFEST {
-            return Some(String::new());
-        }
-        if path.is_empty() {
-            continue;
-        }
-        let top = path.split('/').next().unwrap_or(path);
-        tops.insert(top);
-        if path
-            .strip_prefix(top)
-            .and_then(|rest| rest.strip_prefix('/'))
-            == Some(MANIFEST)
-        {
-            nested = Some(top);
-        }
-    }
-    match (tops.len(), nested) {
-        (1, Some(top)) => Some(format!("{top}/")),
-        _ => None,
-    }
+    .map_err(|e| archive_error(path, e))?
+    .map(|data| String::from_utf8_lossy(&data).into_owned()))
 }
 
 /// What an archive says about itself, for the release-folder rules.
@@ -514,11 +75,7 @@ pub fn lint_archive_bytes(
     report: &mut Report,
 ) -> Result<Option<ArchiveFacts>, LintError> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let read = if name.ends_with(".zip") {
-        read_zip(path, bytes)?
-    } else {
-        read_tar_gz(path, bytes)?
-    };
+    let read = reader::read(Format::of(name), bytes).map_err(|e| archive_error(path, e))?;
     let entries = read.entries;
     let shown = path.display().to_string();
     report.archives.push(ArchiveSummary {
@@ -552,11 +109,11 @@ pub fn bundle_entries(
     wanted: &str,
     report: &mut Report,
 ) -> Result<(Vec<String>, Option<Vec<u8>>), LintError> {
-    let read = read_zip(path, bytes)?;
+    let read = reader::read(Format::Zip, bytes).map_err(|e| archive_error(path, e))?;
     let shown = path.display().to_string();
-    if let Some((rule, problem)) = read.stopped {
+    if let Some(problem) = read.stopped {
         report.add(Finding::about(
-            rule,
+            stopped_by(&problem),
             &shown,
             format!("the bundle was not read to its end: {problem}"),
             "pack it again with ecp package --clients mcpb (or mcpb pack)",
@@ -704,7 +261,8 @@ fn entry_point_rules<'e>(
                     let wanted = entry.path.clone();
                     // A header that cannot be read is no fact, not a
                     // reason to stop.
-                    let binary = read_entry_bytes(path, bytes, &wanted, 64 * 1024, true)
+                    let format = Format::of_path(path);
+                    let binary = reader::read_entry_bytes(format, bytes, &wanted, 64 * 1024, true)
                         .ok()
                         .flatten()
                         .and_then(|head| crate::release::Binary::read(&head));
@@ -821,7 +379,7 @@ fn judged_root(
 /// `package/` when it holds the manifest; every entry outside it is
 /// refused.
 fn npm_root(entries: &[Entry], shown: &str, report: &mut Report) -> Option<String> {
-    let prefix = crate::channels::npm::PREFIX;
+    let prefix = crate::extension::NPM_PREFIX;
     let mut outside = 0;
     for entry in entries {
         let path = normalized(&entry.path);
@@ -853,15 +411,15 @@ fn archive_rules(
     path: &Path,
     bytes: Bytes,
     entries: &[Entry],
-    stopped: Option<(Rule, String)>,
+    stopped: Option<ArchiveError>,
     layout: Layout,
     report: &mut Report,
 ) -> Result<Option<ArchiveFacts>, LintError> {
     let shown = &path.display().to_string();
     let entry_label = |entry: &str| format!("{shown}!/{entry}");
-    if let Some((rule, problem)) = stopped {
+    if let Some(problem) = stopped {
         report.add(Finding::about(
-            rule,
+            stopped_by(&problem),
             shown,
             format!("the archive was not read to its end: {problem}"),
             "package it again with ecp package (or GNU tar), one gzip stream, regular entries only",
@@ -965,8 +523,8 @@ fn client_entries<'e>(
     crate::channels::rules::lint(&place, Some(manifest), &project, report);
     // A client file lint did not keep (over 1 MiB, or past the budget) is
     // said, never passed over as if it were not there.
-    let npm = root == crate::channels::npm::PREFIX;
-    let files = crate::channels::CLIENT_FILES.iter().copied();
+    let npm = root == crate::extension::NPM_PREFIX;
+    let files = crate::extension::CLIENT_FILES.iter().copied();
     for file in files.chain(npm.then_some("package.json")) {
         if exists(file) && data_of(file).is_none() {
             report.add(Finding::about(
@@ -977,7 +535,7 @@ fn client_entries<'e>(
             ));
         }
     }
-    if root == crate::channels::npm::PREFIX
+    if root == crate::extension::NPM_PREFIX
         && let Some(package_json) = data_of("package.json")
     {
         crate::channels::npm::lint(&label("package.json"), &package_json, version, report);

@@ -19,7 +19,6 @@ pub mod paths;
 pub mod release;
 pub mod report;
 pub mod rules;
-pub mod tar;
 
 use std::{
     collections::{BTreeMap, HashMap},

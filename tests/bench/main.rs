@@ -973,7 +973,7 @@ fn lint_once(ecp: &Path, path: &Path) -> (f64, u64) {
 }
 
 fn tar_header(name: &str, flag: u8, size: u64) -> Vec<u8> {
-    ecp::lint::tar::raw_header(name.as_bytes(), flag, size, 0o644).to_vec()
+    ecp::extension::tar::raw_header(name.as_bytes(), flag, size, 0o644).to_vec()
 }
 
 fn gzip_bytes(data: &[u8]) -> Vec<u8> {

@@ -118,7 +118,7 @@ const EVIL_MANIFEST: &str = r#"{
 // --- raw tar ----------------------------------------------------------------
 
 fn header(name: &[u8], flag: u8, size: u64, mode: u32) -> Vec<u8> {
-    ecp::lint::tar::raw_header(name, flag, size, mode).to_vec()
+    ecp::extension::tar::raw_header(name, flag, size, mode).to_vec()
 }
 
 fn file_entry(name: &str, data: &[u8], mode: u32) -> Vec<u8> {

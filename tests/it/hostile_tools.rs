@@ -179,7 +179,7 @@ fn tar_gz(path: &Path, entries: &[TarEntry]) {
     let mut tar = Vec::new();
     for (name, flag, data, link) in entries {
         let mut header =
-            ecp::lint::tar::raw_header(name.as_bytes(), *flag, data.len() as u64, 0o755);
+            ecp::extension::tar::raw_header(name.as_bytes(), *flag, data.len() as u64, 0o755);
         header[157..157 + link.len()].copy_from_slice(link.as_bytes());
         // The checksum again, over the link name too.
         header[148..156].copy_from_slice(b"        ");

@@ -11,16 +11,20 @@
 //!   packaged again in a scratch folder with the recorded target, formats and
 //!   epoch, gives the same bytes; otherwise the first difference is named.
 
-use std::io::Read;
+mod diff;
+mod rebuild;
+
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use serde_json::Value;
 
-use super::dsse::Envelope;
-use super::keys::{KeyError, VerifyingKey};
 use crate::lint::{self, Severity};
+use crate::provenance::dsse::Envelope;
+use crate::provenance::keys::{KeyError, VerifyingKey};
 use crate::release::{SUMS, Sums};
+pub use diff::first_difference;
+use rebuild::rebuild_step;
 
 /// What to verify.
 #[derive(Debug, Clone, Default)]
@@ -277,7 +281,7 @@ fn candidates(folder: &Path, given: Option<&Path>) -> Vec<PathBuf> {
 }
 
 fn read_provenance(path: &Path) -> Result<(Value, Option<Envelope>), String> {
-    let text = crate::files::read_text(path, None, super::MAX_STATEMENT_BYTES)
+    let text = crate::files::read_text(path, None, crate::provenance::MAX_STATEMENT_BYTES)
         .map_err(|p| p.to_string())?;
     parse_provenance(&text)
 }
@@ -492,14 +496,14 @@ fn provenance_step(found: &Found, name: &str, sha256: &str) -> Step {
             file, statement, ..
         } => (file, statement),
     };
-    if statement["_type"] != super::STATEMENT_TYPE {
+    if statement["_type"] != crate::provenance::STATEMENT_TYPE {
         return step(
             "provenance",
             Status::Failed,
             format!("{file} is not an in-toto Statement v1"),
         );
     }
-    if statement["predicateType"] != super::PREDICATE_TYPE {
+    if statement["predicateType"] != crate::provenance::PREDICATE_TYPE {
         return step(
             "provenance",
             Status::Failed,
@@ -659,425 +663,4 @@ fn lint_step(archive: &Path) -> Step {
             }
         }
     }
-}
-
-/// A string field of the statement's build definition.
-fn parameter<'a>(statement: &'a Value, pointer: &str) -> Option<&'a str> {
-    statement
-        .pointer(&format!("/predicate/buildDefinition{pointer}"))
-        .and_then(Value::as_str)
-}
-
-/// What a statement records of its build, checked before anything runs:
-/// a full commit id, a folder inside the repository, the archive time, a
-/// target triple (never a path), the formats.
-struct Recorded<'a> {
-    commit: &'a str,
-    path: &'a str,
-    epoch: u64,
-    target: Option<String>,
-    formats: Vec<crate::package::Format>,
-}
-
-impl<'a> Recorded<'a> {
-    fn read(statement: &'a Value) -> Result<Recorded<'a>, String> {
-        let commit = parameter(statement, "/externalParameters/source/digest/gitCommit")
-            .ok_or("the statement records no source commit")?;
-        // A full object id only: a short one could name a branch or tag of
-        // the same spelling in SOURCE instead.
-        if !matches!(commit.len(), 40 | 64)
-            || !commit.chars().all(|c| matches!(c, '0'..='9' | 'a'..='f'))
-        {
-            return Err(format!(
-                "the recorded commit {:?} is not a full git commit id",
-                commit.chars().take(80).collect::<String>()
-            ));
-        }
-        let path = parameter(statement, "/externalParameters/source/path").unwrap_or(".");
-        if !Path::new(path).components().all(|c| {
-            matches!(
-                c,
-                std::path::Component::Normal(_) | std::path::Component::CurDir
-            )
-        }) {
-            return Err(format!(
-                "the recorded folder {:?} is not a folder inside the repository",
-                path.chars().take(200).collect::<String>()
-            ));
-        }
-        let epoch = statement
-            .pointer("/predicate/buildDefinition/internalParameters/sourceDateEpoch")
-            .and_then(Value::as_u64)
-            .ok_or("the statement records no sourceDateEpoch")?;
-        let target = parameter(statement, "/externalParameters/target").map(str::to_owned);
-        if let Some(triple) = &target
-            && (triple.is_empty()
-                || triple.ends_with(".json")
-                || !triple
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
-        {
-            return Err(format!(
-                "the recorded target {:?} is not a target triple",
-                triple.chars().take(80).collect::<String>()
-            ));
-        }
-        let formats = statement
-            .pointer("/predicate/buildDefinition/externalParameters/formats")
-            .and_then(Value::as_array)
-            .map(|items| {
-                items
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .filter_map(crate::package::Format::from_extension)
-                    .collect()
-            })
-            .unwrap_or_default();
-        Ok(Recorded {
-            commit,
-            path,
-            epoch,
-            target,
-            formats,
-        })
-    }
-}
-
-/// How this rebuild differs from the recorded build in ways that may
-/// explain a difference (notes), or why it cannot be compared at all (a
-/// host build on another host).
-fn rebuild_notes(
-    statement: &Value,
-    folder: &Path,
-    target: Option<&str>,
-) -> Result<Vec<String>, String> {
-    let mut notes = Vec::new();
-    let internal = |key: &str| {
-        statement.pointer(&format!(
-            "/predicate/buildDefinition/internalParameters/{key}"
-        ))
-    };
-    if internal("dirty").and_then(Value::as_bool) == Some(true) {
-        notes.push("the release was built from a tree with uncommitted changes".to_owned());
-    }
-    if parameter(statement, "/internalParameters/toolchain/prebuilt/sha256").is_some() {
-        notes.push("the release shipped an entry point ecp did not build (--binary)".to_owned());
-    }
-    let here = match super::source::rust_toolchain(folder) {
-        Some(super::Toolchain::Rust { host, release, .. }) => Some((host, release)),
-        _ => None,
-    };
-    let recorded_host = parameter(statement, "/internalParameters/toolchain/host");
-    if target.is_none()
-        && let (Some(recorded), Some((host, _))) = (recorded_host, &here)
-        && recorded != host
-    {
-        return Err(format!(
-            "the release was built for its host {recorded} without --target; rebuild it on a {recorded} machine (this one is {host})"
-        ));
-    }
-    let recorded_flags: Vec<&str> = internal("rustflags")
-        .and_then(Value::as_array)
-        .map(|flags| flags.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let these_flags = crate::package::build::environment_rustflags();
-    if recorded_flags != these_flags.iter().map(String::as_str).collect::<Vec<_>>() {
-        notes.push(
-            "the release was built with other RUSTFLAGS than this environment's (set them as the statement records to compare like for like)"
-                .to_owned(),
-        );
-    }
-    let recorded_rustc = parameter(statement, "/internalParameters/toolchain/rustc");
-    if let (Some(recorded), Some((_, release))) = (recorded_rustc, &here)
-        && recorded != release
-    {
-        notes.push(format!(
-            "recorded with rustc {recorded}, rebuilt with rustc {release}"
-        ));
-    }
-    Ok(notes)
-}
-
-fn rebuild_step(
-    source: &str,
-    statement: &Value,
-    archive: &Path,
-    name: &str,
-    linted: bool,
-    log: &mut dyn FnMut(&str),
-) -> Step {
-    let failed = |detail: String| step("rebuild", Status::Failed, detail);
-    if name.ends_with(".tgz") {
-        // The package's name and registry are not in the statement yet.
-        return failed(
-            "--rebuild does not rebuild an npm package (the statement does not record its name); verify the package without --rebuild, and rebuild one of the release's archives"
-                .into(),
-        );
-    }
-    let recorded = match Recorded::read(statement) {
-        Ok(recorded) => recorded,
-        Err(why) => return failed(why),
-    };
-    let commit = recorded.commit;
-    let scratch = match tempfile::Builder::new().prefix("ecp-verify-").tempdir() {
-        Ok(scratch) => scratch,
-        Err(error) => return failed(format!("cannot make a scratch folder: {error}")),
-    };
-    let checkout = scratch.path().join("source");
-    log(&format!(
-        "rebuild: git clone {source} and check out {commit}"
-    ));
-    log(
-        "rebuild: this runs the source's build code on this machine (cargo's build scripts and procedural macros, npm's install and build scripts)",
-    );
-    if let Err(said) = git_checkout(source, commit, &checkout) {
-        return failed(format!("cannot check out {commit} from {source}: {said}"));
-    }
-    // A committed link must not lead the build out of the scratch checkout.
-    let path = recorded.path;
-    let folder = match (checkout.join(path).canonicalize(), checkout.canonicalize()) {
-        (Ok(folder), Ok(root)) if folder.starts_with(&root) => folder,
-        _ => {
-            return failed(format!(
-                "the recorded folder {path:?} is not a folder inside the checkout of {commit}"
-            ));
-        }
-    };
-    let notes = match rebuild_notes(statement, &folder, recorded.target.as_deref()) {
-        Ok(notes) => notes,
-        Err(why) => return failed(why),
-    };
-    let out_dir = scratch.path().join("out");
-    let settings = crate::package::PackageSettings {
-        folder: folder.clone(),
-        formats: recorded.formats,
-        out_dir: out_dir.clone(),
-        binary: None,
-        target: recorded.target,
-        progress: false,
-        epoch: recorded.epoch,
-        skip_build: false,
-        sign_key: None,
-        ignore_scripts: false,
-        channels: Default::default(),
-    };
-    let mut inner = |line: &str| log(&format!("rebuild: {line}"));
-    if let Err(error) = crate::package::package(&settings, &mut inner) {
-        return failed(format!("ecp package of {commit} failed: {error}"));
-    }
-    let notes = if notes.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", notes.join("; "))
-    };
-    match first_difference(archive, &out_dir.join(name), linted) {
-        Ok(None) => step(
-            "rebuild",
-            Status::Proven,
-            format!("{commit} packaged again in a scratch folder is byte-identical{notes}"),
-        ),
-        Ok(Some(difference)) => failed(format!(
-            "{commit} packaged again differs: {difference}{notes}"
-        )),
-        Err(error) => failed(format!(
-            "{commit} packaged again differs: cannot compare with the rebuild: {error}{notes}"
-        )),
-    }
-}
-
-fn git_checkout(source: &str, commit: &str, into: &Path) -> Result<(), String> {
-    // git's stdout, or the last line it said on stderr.
-    let run = |args: &[&std::ffi::OsStr]| -> Result<String, String> {
-        let output = std::process::Command::new("git")
-            .args(args)
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .stdin(std::process::Stdio::null())
-            .output()
-            .map_err(|e| format!("cannot run git: {e}"))?;
-        if output.status.success() {
-            return Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned());
-        }
-        let said = String::from_utf8_lossy(&output.stderr);
-        Err(said
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("git failed")
-            .chars()
-            .take(300)
-            .collect())
-    };
-    let os = |s: &str| std::ffi::OsString::from(s);
-    run(&[
-        &os("clone"),
-        &os("--quiet"),
-        &os("--no-checkout"),
-        &os("--"),
-        &os(source),
-        into.as_os_str(),
-    ])?;
-    run(&[
-        &os("-C"),
-        into.as_os_str(),
-        &os("-c"),
-        &os("advice.detachedHead=false"),
-        &os("checkout"),
-        &os("--quiet"),
-        &os("--detach"),
-        &os(&format!("{commit}^{{commit}}")),
-    ])?;
-    // What was checked out is the recorded commit, not a ref of its name.
-    let head = run(&[&os("-C"), into.as_os_str(), &os("rev-parse"), &os("HEAD")])?;
-    if head != commit {
-        return Err(format!("it checked out {head}, not the recorded commit"));
-    }
-    Ok(())
-}
-
-/// `None` when the two files are byte-identical; else the first difference,
-/// named by archive entry when both are archives of the same format.
-/// Entries are compared only when the release archive passed `ecp lint`
-/// (`entries`), whose bounded reader vouches for its headers.
-pub fn first_difference(
-    release: &Path,
-    rebuilt: &Path,
-    entries: bool,
-) -> std::io::Result<Option<String>> {
-    let mut a = std::fs::File::open(release)?;
-    let mut b = std::fs::File::open(rebuilt)
-        .map_err(|e| std::io::Error::new(e.kind(), "the rebuild wrote no archive of this name"))?;
-    let Some(offset) = first_differing_byte(&mut a, &mut b)? else {
-        return Ok(None);
-    };
-    let name = release.to_string_lossy();
-    let entry = if !entries {
-        None
-    } else if name.ends_with(".tar.gz") {
-        tar_difference(release, rebuilt).ok().flatten()
-    } else if name.ends_with(".zip") {
-        zip_difference(release, rebuilt).ok().flatten()
-    } else {
-        None
-    };
-    Ok(Some(match entry {
-        Some(entry) => format!("{entry} (the archives first differ at byte {offset})"),
-        None => format!("the archives first differ at byte {offset}"),
-    }))
-}
-
-fn first_differing_byte(a: &mut impl Read, b: &mut impl Read) -> std::io::Result<Option<u64>> {
-    let (mut left, mut right) = (vec![0; 64 * 1024], vec![0; 64 * 1024]);
-    let mut offset = 0u64;
-    loop {
-        let n = read_full(a, &mut left)?;
-        let m = read_full(b, &mut right)?;
-        let common = n.min(m);
-        if let Some(at) = (0..common).find(|&i| left[i] != right[i]) {
-            return Ok(Some(offset + at as u64));
-        }
-        if n != m {
-            return Ok(Some(offset + common as u64));
-        }
-        if n == 0 {
-            return Ok(None);
-        }
-        offset += n as u64;
-    }
-}
-
-fn read_full(reader: &mut impl Read, buffer: &mut [u8]) -> std::io::Result<usize> {
-    let mut filled = 0;
-    while filled < buffer.len() {
-        match reader.read(&mut buffer[filled..])? {
-            0 => break,
-            n => filled += n,
-        }
-    }
-    Ok(filled)
-}
-
-/// The first entry of two tar.gz archives that differs, by name, mode,
-/// size or content.
-fn tar_difference(release: &Path, rebuilt: &Path) -> std::io::Result<Option<String>> {
-    let open = |path: &Path| -> std::io::Result<tar::Archive<flate2::read::MultiGzDecoder<std::fs::File>>> {
-        Ok(tar::Archive::new(flate2::read::MultiGzDecoder::new(
-            std::fs::File::open(path)?,
-        )))
-    };
-    let (mut a, mut b) = (open(release)?, open(rebuilt)?);
-    let mut left = a.entries()?;
-    let mut right = b.entries()?;
-    loop {
-        match (left.next(), right.next()) {
-            (None, None) => return Ok(None),
-            (Some(x), None) => {
-                return Ok(Some(format!(
-                    "the release has `{}` after the rebuild's last entry",
-                    x?.path()?.display()
-                )));
-            }
-            (None, Some(y)) => {
-                return Ok(Some(format!(
-                    "the rebuild has `{}` after the release's last entry",
-                    y?.path()?.display()
-                )));
-            }
-            (Some(x), Some(y)) => {
-                let (mut x, mut y) = (x?, y?);
-                let (xp, yp) = (x.path()?.into_owned(), y.path()?.into_owned());
-                if xp != yp {
-                    return Ok(Some(format!(
-                        "the release has `{}` where the rebuild has `{}`",
-                        xp.display(),
-                        yp.display()
-                    )));
-                }
-                let (xh, yh) = (x.header().clone(), y.header().clone());
-                if xh.mode()? != yh.mode()? || xh.mtime()? != yh.mtime()? {
-                    return Ok(Some(format!("`{}` has other metadata", xp.display())));
-                }
-                if let Some(at) = first_differing_byte(&mut x, &mut y)? {
-                    return Ok(Some(format!(
-                        "`{}` differs from its byte {at} (sizes {} and {})",
-                        xp.display(),
-                        xh.size()?,
-                        yh.size()?
-                    )));
-                }
-                if xh.as_bytes() != yh.as_bytes() {
-                    return Ok(Some(format!("`{}` has another header", xp.display())));
-                }
-            }
-        }
-    }
-}
-
-fn zip_difference(release: &Path, rebuilt: &Path) -> std::io::Result<Option<String>> {
-    let open = |path: &Path| {
-        zip::ZipArchive::new(std::fs::File::open(path)?).map_err(std::io::Error::other)
-    };
-    let (mut a, mut b) = (open(release)?, open(rebuilt)?);
-    for index in 0..a.len().max(b.len()) {
-        if index >= a.len() || index >= b.len() {
-            return Ok(Some(
-                "the archives hold different numbers of entries".into(),
-            ));
-        }
-        let mut x = a.by_index(index).map_err(std::io::Error::other)?;
-        let mut y = b.by_index(index).map_err(std::io::Error::other)?;
-        let name = x.name().map_err(std::io::Error::other)?.into_owned();
-        let other = y.name().map_err(std::io::Error::other)?.into_owned();
-        if name != other {
-            return Ok(Some(format!(
-                "the release has `{name}` where the rebuild has `{other}`"
-            )));
-        }
-        let (xs, ys) = (x.size(), y.size());
-        if let Some(at) = first_differing_byte(&mut x, &mut y)? {
-            return Ok(Some(format!(
-                "`{name}` differs from its byte {at} (sizes {xs} and {ys})"
-            )));
-        }
-    }
-    Ok(None)
 }

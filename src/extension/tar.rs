@@ -74,6 +74,9 @@ pub struct Entry {
     pub mode: u32,
     pub size: u64,
     pub link: Option<String>,
+    /// The entry's own header block as read (what a rebuild must
+    /// reproduce byte for byte).
+    pub header: [u8; BLOCK],
 }
 
 /// Why a stream was refused.
@@ -543,6 +546,7 @@ fn entry_of(
         size,
         link: matches!(kind, Kind::Symlink | Kind::HardLink)
             .then(|| String::from_utf8_lossy(&link_bytes).into_owned()),
+        header: *header,
     };
     Ok((entry, path_bytes.len()))
 }
