@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use crate::lint::manifest::ServerFacts;
+use crate::extension::manifest::ServerFacts;
 use crate::qwen::vars::{Filler, Places, names_in};
 
 /// Creates Qwen's encrypted token file (`<QWEN_HOME>/mcp-oauth-tokens-v2.json`)
@@ -66,7 +66,7 @@ pub const SEED_TOKEN_FILE_JS: &str = concat!(
 );
 
 /// The profile's one tool.
-const TOOL: &str = "context_search";
+use crate::profile::TOOL_NAME as TOOL;
 
 /// The PowerShell launcher's pattern of a refused argument: the POSIX
 /// launcher's `case` in .NET's regular expressions.

@@ -361,7 +361,7 @@ pub fn mcpb(manifest: &Value, author: &str, platform: Option<&str>) -> Result<Va
     );
     out.insert(
         "tools".into(),
-        json!([{ "name": crate::lint::manifest::TOOL, "description": description }]),
+        json!([{ "name": crate::profile::TOOL_NAME, "description": description }]),
     );
     if !user_config.is_empty() {
         out.insert("user_config".into(), Value::Object(user_config));

@@ -71,7 +71,7 @@ pub fn server_json(
     out.insert("description".into(), json!(description));
     out.insert("version".into(), json!(version));
     let mut meta = Map::new();
-    meta.insert("tools".into(), json!([crate::lint::manifest::TOOL]));
+    meta.insert("tools".into(), json!([crate::profile::TOOL_NAME]));
     match server.kind {
         ServerKind::Remote => {
             let url = server.url();

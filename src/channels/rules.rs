@@ -12,8 +12,8 @@ use super::{CLAUDE, CLAUDE_MCP, Client, GEMINI, MCPB};
 use crate::lint::{
     Finding, Report, Rule, Source,
     json::{self, Node, Span},
-    manifest::TOOL,
 };
+use crate::profile::TOOL_NAME as TOOL;
 use crate::text::secrets;
 
 /// Where the files of one extension are: a folder or an archive.

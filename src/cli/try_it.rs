@@ -150,7 +150,7 @@ fn host_archive(folder: &Path, facts: &ManifestFacts) -> Result<PathBuf, Failure
     let native = facts
         .entry_point
         .as_ref()
-        .is_some_and(|e| e.kind == lint::manifest::EntryKind::Native);
+        .is_some_and(|e| e.kind == crate::extension::manifest::EntryKind::Native);
     let out = if build::is_node_project(folder) {
         "release"
     } else {
@@ -264,7 +264,11 @@ fn run_qwen(program: &Path, args: &[&str], archive: Option<&Path>) -> Result<Str
 
 /// The verdict from `qwen mcp list`: connected is success; disconnected
 /// names the manifest's variables that are not set here.
-fn connected(listed: &str, name: &str, server: Option<&lint::manifest::ServerFacts>) -> Outcome {
+fn connected(
+    listed: &str,
+    name: &str,
+    server: Option<&crate::extension::manifest::ServerFacts>,
+) -> Outcome {
     match qwen::server_state(listed, name) {
         Some((true, line)) => {
             println!("{}", crate::text::outside::line(&line, 500));
@@ -289,7 +293,7 @@ fn connected(listed: &str, name: &str, server: Option<&lint::manifest::ServerFac
 
 /// What to do when Qwen cannot connect: a remote server must answer and be
 /// signed in to; a local one needs the variables its manifest passes.
-fn disconnected_help(server: Option<&lint::manifest::ServerFacts>) -> String {
+fn disconnected_help(server: Option<&crate::extension::manifest::ServerFacts>) -> String {
     if let Some(url) = server.and_then(|s| s.http_url.as_deref()) {
         return format!(
             "a remote server connects once {} answers and Qwen Code has signed in to it (its OAuth sign-in); `ecp check --url URL --token-env TOKEN` checks the endpoint itself",
@@ -308,7 +312,7 @@ fn disconnected_help(server: Option<&lint::manifest::ServerFacts>) -> String {
 
 /// The variables the server's `env` refers to that are unset here (read
 /// as Qwen fills a manifest, [`crate::qwen::vars::names_in`]).
-fn unset_variables(server: Option<&lint::manifest::ServerFacts>) -> Vec<String> {
+fn unset_variables(server: Option<&crate::extension::manifest::ServerFacts>) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for (_, value) in server.map(|s| s.env.as_slice()).unwrap_or_default() {
         for name in crate::qwen::vars::names_in(value) {
@@ -346,7 +350,7 @@ mod tests {
 
     #[test]
     fn a_disconnected_server_gets_the_help_its_kind_needs() {
-        let remote = lint::manifest::ServerFacts {
+        let remote = crate::extension::manifest::ServerFacts {
             http_url: Some("https://context.acme.dev/mcp".into()),
             ..Default::default()
         };
@@ -355,7 +359,7 @@ mod tests {
             help.contains("https://context.acme.dev/mcp answers") && help.contains("signed in"),
             "{help}"
         );
-        let local = lint::manifest::ServerFacts {
+        let local = crate::extension::manifest::ServerFacts {
             env: vec![(
                 "X_BASE_URL".into(),
                 "${ECP_TRY_TEST_SURELY_UNSET_VARIABLE}".into(),
@@ -367,7 +371,7 @@ mod tests {
             "set ECP_TRY_TEST_SURELY_UNSET_VARIABLE in the environment Qwen Code starts from"
         );
         // Qwen's own variables are none; `$NAME` is one, as Qwen reads it.
-        let builtins = lint::manifest::ServerFacts {
+        let builtins = crate::extension::manifest::ServerFacts {
             env: vec![(
                 "X_CONFIG".into(),
                 "${extensionPath}${/}a${pathSeparator}$ECP_TRY_TEST_OTHER_UNSET".into(),

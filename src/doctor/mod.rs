@@ -17,16 +17,16 @@ pub use render::{human, json};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use crate::extension::manifest::{Lenient as Manifest, offers_the_tool};
+/// The tool the profile exposes.
+pub(crate) use crate::profile::TOOL_NAME as TOOL;
 use crate::qwen::machine::{InstalledExtension, Layer, Machine, VariableSource};
 
 /// The profile's provider budget inside the manifest's `timeout` (profile
 /// v1: 5000 ms inside 8000 ms).
 pub const PROVIDER_BUDGET_MS: u64 = 5000;
-
-/// The tool the profile exposes.
-const TOOL: &str = "context_search";
 
 /// One thing that makes Qwen run other than the profile intends.
 #[derive(Debug, Clone, Serialize)]
@@ -130,45 +130,8 @@ impl Report {
     }
 }
 
-/// What the manifest of an installed extension says, read leniently.
-struct Manifest {
-    name: String,
-    version: Option<String>,
-    servers: Map<String, Value>,
-}
-
 fn manifest_of(extension: &InstalledExtension) -> Option<Manifest> {
-    let text = extension.manifest.as_ref().ok()?;
-    let value: Value = crate::json::parse_value(text).ok()?;
-    Some(Manifest {
-        name: value
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or(&extension.dir_name)
-            .to_owned(),
-        version: value
-            .get("version")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        servers: value
-            .get("mcpServers")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default(),
-    })
-}
-
-/// Whether a server entry's `includeTools` names `context_search`.
-fn offers_the_tool(server: &Value) -> bool {
-    server
-        .get("includeTools")
-        .and_then(Value::as_array)
-        .is_some_and(|tools| tools.iter().any(|t| t == TOOL))
-}
-
-/// An External Context extension: a server that includes `context_search`.
-fn is_external_context(manifest: &Manifest) -> bool {
-    manifest.servers.values().any(offers_the_tool)
+    Manifest::read(extension.manifest.as_ref().ok()?, &extension.dir_name)
 }
 
 /// Judges the extensions of `machine`: every External Context one, or the
@@ -236,7 +199,7 @@ fn examine_servers(machine: &Machine, name: Option<&str>) -> Vec<ExtensionReport
         let wanted = match (name, &manifest) {
             (Some(name), Some(m)) => m.name == name || extension.dir_name == name,
             (Some(name), None) => extension.dir_name == name,
-            (None, Some(m)) => is_external_context(m),
+            (None, Some(m)) => m.is_external_context(),
             (None, None) => false,
         };
         if wanted {

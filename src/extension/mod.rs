@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use crate::files::{self, FileProblem};
 
 pub mod archive;
+pub mod manifest;
 pub mod tar;
 
 /// The manifest's file name.

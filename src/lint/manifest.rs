@@ -7,11 +7,11 @@ use super::{
     paths,
     rules::Rule,
 };
+pub use crate::extension::manifest::{EntryKind, EntryPoint, ManifestFacts, ServerFacts};
 use crate::name::{NameError, validate_name};
+use crate::profile::TOOL_NAME as TOOL;
 use crate::text::secrets;
 
-/// The profile tool.
-pub const TOOL: &str = "context_search";
 /// Programs that install or fetch packages when run.
 const INSTALLERS: &[&str] = &[
     "npx", "npm", "pnpm", "pnpx", "yarn", "bunx", "bun", "uvx", "uv", "pip", "pip3", "pipx",
@@ -51,95 +51,6 @@ const CREDENTIAL_HEADERS: &[&str] = &[
     "x-auth-token",
     "x-access-token",
 ];
-
-/// How the local server starts what the extension ships.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EntryKind {
-    /// `command` is the executable itself (`${extensionPath}${/}dist${/}main`).
-    Native,
-    /// `command` is `node` and the first argument the bundle
-    /// (`${extensionPath}${/}dist${/}main.js`), as in Qwen's own starter.
-    Script,
-}
-
-/// The file the local server starts, relative to the extension root.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EntryPoint {
-    /// Normalized, `/`-separated (`dist/main`, `dist/main.js`).
-    pub path: String,
-    /// Where the manifest names it (`command`, or the `args` element).
-    pub span: Span,
-    pub pointer: String,
-    pub kind: EntryKind,
-}
-
-/// What the later checks need from a manifest.
-#[derive(Debug, Clone, Default)]
-pub struct ManifestFacts {
-    pub name: Option<String>,
-    pub version: Option<String>,
-    /// Files named by `contextFileName`, normalized relative to the
-    /// extension root, with their spans.
-    pub context_files: Vec<(String, Span)>,
-    /// The local server's entry point, when it is inside the extension.
-    pub entry_point: Option<EntryPoint>,
-    /// The span of `version`, for findings about it.
-    pub version_span: Option<Span>,
-    /// The one MCP server, as written, when the manifest declares exactly
-    /// one: what `ecp check` starts and `ecp package` ships.
-    pub server: Option<ServerFacts>,
-}
-
-/// The one MCP server as the manifest declares it, before Qwen's
-/// substitutions (`${extensionPath}`, `${/}`, `${VAR}`); values of the
-/// wrong type are left out (lint reports them).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ServerFacts {
-    pub key: String,
-    pub command: Option<String>,
-    /// The string items of `args`.
-    pub args: Vec<String>,
-    /// The string members of `env`, in order.
-    pub env: Vec<(String, String)>,
-    pub cwd: Option<String>,
-    /// `timeout` when it is a whole number of milliseconds.
-    pub timeout_ms: Option<u64>,
-    pub include_tools: Option<Vec<String>>,
-    pub http_url: Option<String>,
-}
-
-impl ServerFacts {
-    fn read(key: &str, node: &Node) -> ServerFacts {
-        let string = |name: &str| node.get(name).and_then(Node::as_str).map(str::to_owned);
-        let strings = |name: &str| {
-            node.get(name).and_then(Node::as_array).map(|items| {
-                items
-                    .iter()
-                    .filter_map(|n| n.as_str().map(str::to_owned))
-                    .collect::<Vec<_>>()
-            })
-        };
-        ServerFacts {
-            key: key.to_owned(),
-            command: string("command"),
-            args: strings("args").unwrap_or_default(),
-            env: node
-                .get("env")
-                .and_then(Node::as_object)
-                .unwrap_or_default()
-                .iter()
-                .filter_map(|m| m.node.as_str().map(|v| (m.key.clone(), v.to_owned())))
-                .collect(),
-            cwd: string("cwd"),
-            timeout_ms: match node.get("timeout").map(|n| &n.value) {
-                Some(Value::Number(ms)) => ms.parse().ok(),
-                _ => None,
-            },
-            include_tools: strings("includeTools"),
-            http_url: string("httpUrl"),
-        }
-    }
-}
 
 /// Findings for one manifest text, the byte ranges to mask when it is shown,
 /// and its facts.

@@ -96,7 +96,7 @@ pub(super) fn stage_clients(stage: &mut stage::Stage, folder: &Path) -> Result<(
 /// failed run removes what an earlier run left under them).
 pub(super) fn preflight(
     settings: &PackageSettings,
-    facts: &lint::manifest::ManifestFacts,
+    facts: &crate::extension::manifest::ManifestFacts,
     platform: Option<&str>,
 ) -> Result<Vec<String>, PackageError> {
     let folder = &settings.folder;
@@ -243,11 +243,11 @@ pub(super) fn check_arguments(settings: &PackageSettings) -> Result<(), PackageE
 }
 
 /// Whether the manifest's entry point is a native `dist/main`.
-fn is_native(facts: &lint::manifest::ManifestFacts) -> bool {
+fn is_native(facts: &crate::extension::manifest::ManifestFacts) -> bool {
     facts
         .entry_point
         .as_ref()
-        .is_some_and(|e| e.kind == lint::manifest::EntryKind::Native)
+        .is_some_and(|e| e.kind == crate::extension::manifest::EntryKind::Native)
 }
 
 /// Whether the folder has an MCP Bundle manifest.
@@ -263,7 +263,7 @@ fn has_bundle(folder: &Path) -> bool {
 pub(super) fn write_assets(
     settings: &PackageSettings,
     files: &[stage::StagedFile],
-    facts: &lint::manifest::ManifestFacts,
+    facts: &crate::extension::manifest::ManifestFacts,
     platform: Option<&str>,
 ) -> Result<Vec<Pending>, PackageError> {
     let folder = &settings.folder;
@@ -307,7 +307,7 @@ pub(super) fn write_assets(
 fn write_bundle(
     settings: &PackageSettings,
     files: &[stage::StagedFile],
-    facts: &lint::manifest::ManifestFacts,
+    facts: &crate::extension::manifest::ManifestFacts,
     platform: Option<&str>,
     manifest: &Value,
     project: &crate::extension::Project,
@@ -368,7 +368,7 @@ fn write_bundle(
 fn write_npm(
     settings: &PackageSettings,
     files: &[stage::StagedFile],
-    facts: &lint::manifest::ManifestFacts,
+    facts: &crate::extension::manifest::ManifestFacts,
     explicit: Option<&str>,
     manifest: &Value,
     project: &crate::extension::Project,
@@ -377,7 +377,7 @@ fn write_npm(
     if facts
         .entry_point
         .as_ref()
-        .is_some_and(|e| e.kind == lint::manifest::EntryKind::Native)
+        .is_some_and(|e| e.kind == crate::extension::manifest::EntryKind::Native)
     {
         return Err(refused(
             "an npm package installs on every platform, and this extension's dist/main is built for one: publish its GitHub release archives (ecp package without --npm); --npm is for a TypeScript or a remote extension",

@@ -299,13 +299,13 @@ struct Plan {
 }
 
 impl Plan {
-    fn of(settings: &PackageSettings, facts: &lint::manifest::ManifestFacts) -> Plan {
+    fn of(settings: &PackageSettings, facts: &crate::extension::manifest::ManifestFacts) -> Plan {
         let kind = |wanted| facts.entry_point.as_ref().is_some_and(|e| e.kind == wanted);
         Plan {
             name: facts.name.clone().unwrap_or_default(),
             triple: settings.target.clone().unwrap_or_else(host_triple),
-            script: kind(lint::manifest::EntryKind::Script),
-            native: kind(lint::manifest::EntryKind::Native),
+            script: kind(crate::extension::manifest::EntryKind::Script),
+            native: kind(crate::extension::manifest::EntryKind::Native),
         }
     }
 
@@ -462,9 +462,9 @@ fn build_bundle(
     settings: &PackageSettings,
     plan: &Plan,
     report: Report,
-    facts: lint::manifest::ManifestFacts,
+    facts: crate::extension::manifest::ManifestFacts,
     log: &mut dyn FnMut(&str),
-) -> Result<(Report, lint::manifest::ManifestFacts, Toolchain), PackageError> {
+) -> Result<(Report, crate::extension::manifest::ManifestFacts, Toolchain), PackageError> {
     let folder = &settings.folder;
     let blocking = report.count(Severity::Error).saturating_sub(
         report
@@ -534,7 +534,7 @@ fn gate(
 fn stage_tree(
     settings: &PackageSettings,
     plan: &Plan,
-    facts: &lint::manifest::ManifestFacts,
+    facts: &crate::extension::manifest::ManifestFacts,
     mut toolchain: Toolchain,
     log: &mut dyn FnMut(&str),
 ) -> Result<(Vec<stage::StagedFile>, Option<String>, Toolchain), PackageError> {
@@ -556,7 +556,7 @@ fn stage_tree(
     let platform = match &facts.entry_point {
         None => None,
         // A JavaScript bundle runs on every platform Node runs on.
-        Some(entry) if entry.kind == lint::manifest::EntryKind::Script => {
+        Some(entry) if entry.kind == crate::extension::manifest::EntryKind::Script => {
             stage.add(&entry.path, true)?;
             if toolchain == Toolchain::None {
                 // Not built by this run (--skip-build, or not a Node project).
@@ -564,7 +564,7 @@ fn stage_tree(
             }
             None
         }
-        Some(lint::manifest::EntryPoint { path: entry, .. }) => {
+        Some(crate::extension::manifest::EntryPoint { path: entry, .. }) => {
             let (os, arch) = platform_of(&plan.triple)?;
             let (binary, built_by) = native_binary(settings, plan, log)?;
             let entry_name = if os == "win32" {

@@ -416,6 +416,33 @@ fn a_bare_command_with_another_tool_is_a_warning_a_manifest_decides() {
     assert_eq!(code, Some(1));
 }
 
+/// Qwen fills `${CLAUDE_PLUGIN_ROOT}` as `${extensionPath}` (one filler,
+/// `qwen::vars`): `ecp check` starts a server the manifest names by it,
+/// from the extension's folder, and leaves no variable literal.
+#[test]
+fn check_starts_a_manifest_that_names_its_folder_as_claude_plugin_root() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(python_server(), dir.path().join("server.py")).unwrap();
+    let manifest = serde_json::json!({
+        "name": "acme-context",
+        "version": "0.1.0",
+        "mcpServers": {"acme-context": {
+            "command": "python3",
+            "args": ["${CLAUDE_PLUGIN_ROOT}${/}server.py"],
+            "cwd": "${CLAUDE_PLUGIN_ROOT}",
+            "env": {
+                "PROVIDER_CONTEXT_BASE_URL": "${PROVIDER_CONTEXT_BASE_URL}",
+                "PROVIDER_CONTEXT_TOKEN": "${PROVIDER_CONTEXT_TOKEN}"
+            },
+            "timeout": 8000,
+            "includeTools": ["context_search"]
+        }}
+    });
+    std::fs::write(dir.path().join("qwen-extension.json"), manifest.to_string()).unwrap();
+    let (code, report) = check(&[dir.path().to_str().unwrap()]);
+    assert_conforms(code, &report);
+}
+
 #[test]
 fn a_built_extension_conforms_as_a_folder_and_as_an_archive() {
     let temp = tempfile::tempdir().unwrap();

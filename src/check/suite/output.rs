@@ -157,7 +157,8 @@ impl Suite<'_> {
                 let peer = self.session.client.peer().clone();
                 let timeout = self.session.call_timeout;
                 tokio::spawn(async move {
-                    let mut params = rmcp::model::CallToolRequestParams::new("context_search");
+                    let mut params =
+                        rmcp::model::CallToolRequestParams::new(crate::profile::TOOL_NAME);
                     params.arguments = json!({"query": format!("ecpconcurrent {n}")})
                         .as_object()
                         .cloned();
