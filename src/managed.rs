@@ -4,7 +4,7 @@
 //! The design follows what Qwen 0.24.4 does (`docs/qwen-settings-facts.md`):
 //! - the server is an `mcpServers` entry of the **system settings**, the
 //!   layer that wins over user and workspace settings and the project
-//!   `.mcp.json`; it carries `includeTools: ["context_search"]`, the
+//!   `.mcp.json`; it carries `includeTools` naming the one tool, the
 //!   manifest's timeout, no `trust`, and fixed values written in literally
 //!   (an endpoint), so no `.env` file can change them;
 //! - a credential is `${NAME}` in that entry, exported by the **launcher**

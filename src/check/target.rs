@@ -843,7 +843,7 @@ impl Session {
     /// One `context_search` call with raw arguments, bounded by the MCP
     /// call timeout.
     pub async fn call(&self, arguments: Value) -> Result<CallToolResult, String> {
-        let mut params = CallToolRequestParams::new("context_search");
+        let mut params = CallToolRequestParams::new(crate::profile::TOOL_NAME);
         params.arguments = match arguments {
             Value::Object(map) => Some(map),
             Value::Null => None,

@@ -682,7 +682,7 @@ impl Suite<'_> {
         }
         let peer = self.session.client.peer().clone();
         let call = tokio::spawn(async move {
-            let mut params = rmcp::model::CallToolRequestParams::new("context_search");
+            let mut params = rmcp::model::CallToolRequestParams::new(crate::profile::TOOL_NAME);
             params.arguments = json!({"query": "ecphang"}).as_object().cloned();
             peer.call_tool(params).await
         });

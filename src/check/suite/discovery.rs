@@ -31,7 +31,7 @@ impl Suite<'_> {
             ""
         };
         self.tool_offered(&names, via);
-        let tool = tools.iter().find(|t| t.name == "context_search")?.clone();
+        let tool = tools.iter().find(|t| t.name == crate::profile::TOOL_NAME)?.clone();
         let input = Value::Object((*tool.input_schema).clone());
         let judged = schema::judge_bounded(input, schema::Which::Input, schema::JUDGE_BUDGET).await;
         self.judged(Check::InputSchema, judged);
@@ -71,17 +71,17 @@ impl Suite<'_> {
     /// offer more (a warning), as long as a manifest includes only it.
     pub(super) fn tool_offered(&mut self, names: &[&str], via: &str) {
         const ID: Check = Check::ToolOffered;
-        if !names.contains(&"context_search") {
+        if !names.contains(&crate::profile::TOOL_NAME) {
             self.record(
                 ID,
                 Err(format!("no context_search{via}; offered: {names:?}")),
             );
-        } else if names == ["context_search"] {
+        } else if names == [crate::profile::TOOL_NAME] {
             self.record(ID, Ok(format!("context_search, alone{via}")));
         } else if self.include_tools.is_some() {
             self.record(ID, Err(format!("offered{via}: {names:?}")));
         } else {
-            let others: Vec<&&str> = names.iter().filter(|n| **n != "context_search").collect();
+            let others: Vec<&&str> = names.iter().filter(|n| **n != crate::profile::TOOL_NAME).collect();
             self.warn(
                 ID,
                 format!(
