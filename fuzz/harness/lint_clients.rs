@@ -5,8 +5,8 @@
 //! rules run too. Then the three report formats.
 
 use ecp::{
-    channels::{self, npm, registry, rules},
-    lint::{Report, report},
+    channels,
+    lint::{Report, clients, registry, report},
 };
 
 const QWEN: &str = r#"{"name":"acme-context","version":"0.1.0","description":"d","mcpServers":{"acme-context":{"command":"node","args":["${extensionPath}${/}dist${/}main.js"],"env":{"ACME_TOKEN":"${ACME_TOKEN}"},"includeTools":["context_search"]}}}"#;
@@ -27,7 +27,7 @@ pub fn run(data: &[u8]) {
             &[("a.mcpb".into(), "0".repeat(64))],
             &mut report,
         ),
-        5 => npm::lint("package.json", text, Some("0.1.0"), &mut report),
+        5 => clients::npm_package("package.json", text, Some("0.1.0"), &mut report),
         n => {
             let file = channels::CLIENT_FILES[n as usize];
             let label = |relative: &str| relative.to_owned();
@@ -42,14 +42,14 @@ pub fn run(data: &[u8]) {
             };
             let holds =
                 |relative: &str| exists(relative) || (pick & 0x40 != 0 && relative == "hooks");
-            let place = rules::Place {
+            let place = clients::Place {
                 label: &label,
                 read: &read,
                 exists: &exists,
                 holds: &holds,
                 shipped: pick & 0x80 != 0,
             };
-            rules::lint(
+            clients::lint(
                 &place,
                 Some(QWEN),
                 &ecp::extension::Project::default(),

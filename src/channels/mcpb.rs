@@ -6,10 +6,7 @@
 
 use std::path::Path;
 
-use crate::{
-    lint::{Finding, LintError, Report, Rule},
-    package::stage::StagedFile,
-};
+use crate::package::stage::StagedFile;
 
 /// The bundle's file name: `acme-context.mcpb` for a bundle Node runs,
 /// `acme-context-linux-x64.mcpb` for a native one. Never `{platform}.`
@@ -46,50 +43,4 @@ pub fn staged(
     });
     out.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(out)
-}
-
-/// Lints an `.mcpb` file: a zip whose entries pass the entry rules of
-/// every archive (`crate::lint::archive::bundle_entries`), whose
-/// `manifest.json` mcpb accepts and whose entry point is in it.
-pub fn lint(path: &Path, report: &mut Report) -> Result<(), LintError> {
-    let shown = path.display().to_string();
-    let (names, manifest) = crate::lint::archive::bundle_entries(
-        path,
-        crate::lint::archive::Bytes::File(path),
-        super::MCPB,
-        report,
-    )?;
-    let manifest = manifest.map(|data| String::from_utf8_lossy(&data).into_owned());
-    let Some(manifest) = manifest else {
-        report.add(Finding::about(
-            Rule::ClientMcpb,
-            &shown,
-            "mcpb refuses it: no manifest.json of at most 1 MiB at the bundle root".into(),
-            "`ecp package --clients mcpb` writes the bundle",
-        ));
-        return Ok(());
-    };
-    // Any manifest.json counts here: the bundle has nothing else.
-    let manifest = if manifest.contains("manifest_version") || manifest.contains("dxt_version") {
-        manifest
-    } else {
-        format!("{{\"manifest_version\": null, \"_\": {manifest}}}")
-    };
-    let label = |relative: &str| format!("{shown}!/{relative}");
-    let read = |relative: &str| (relative == super::MCPB).then(|| manifest.clone());
-    let exists = |relative: &str| names.iter().any(|n| n == relative);
-    let holds = |relative: &str| {
-        names
-            .iter()
-            .any(|n| n == relative || n.strip_prefix(relative).is_some_and(|r| r.starts_with('/')))
-    };
-    let place = super::rules::Place {
-        label: &label,
-        read: &read,
-        exists: &exists,
-        holds: &holds,
-        shipped: true,
-    };
-    super::rules::lint(&place, None, &crate::extension::Project::default(), report);
-    Ok(())
 }

@@ -20,7 +20,6 @@
 pub mod mcpb;
 pub mod npm;
 pub mod registry;
-pub mod rules;
 
 use serde_json::{Map, Value, json};
 

@@ -13,11 +13,7 @@ use std::path::Path;
 use serde_json::{Map, Value, json};
 
 use super::DeriveError;
-use crate::{
-    extension::Project,
-    lint::{Finding, Report, Rule},
-    package::stage::StagedFile,
-};
+use crate::{extension::Project, package::stage::StagedFile};
 
 /// npm pack's entry time: 1985-10-26T08:15:00Z.
 pub const NPM_EPOCH: u64 = 499_162_500;
@@ -152,74 +148,6 @@ pub fn staged(
     Ok(out)
 }
 
-/// The npm rules over a package's `package.json` (shown as `label`):
-/// scoped, no dependencies Qwen would not install, no install scripts, the
-/// manifest's version.
-pub fn lint(label: &str, text: &str, manifest_version: Option<&str>, report: &mut Report) {
-    let mut refuse = |message: String, help: &str| {
-        report.add(Finding::about(Rule::NpmPackage, label, message, help));
-    };
-    let Ok(package) = serde_json::from_str::<Value>(text) else {
-        return refuse(
-            "package.json is not JSON: npm and Qwen Code refuse the package".into(),
-            "`ecp package --npm` writes it",
-        );
-    };
-    match package.get("name").and_then(Value::as_str) {
-        Some(name) if is_scoped(name) => {}
-        found => refuse(
-            format!(
-                "Qwen Code installs only scoped packages (@scope/name); this one is named {}",
-                found
-                    .map(|n| format!("{:?}", crate::text::secrets::shown(n)))
-                    .unwrap_or_else(|| "nothing".into())
-            ),
-            "publish it as @scope/name (`ecp package --npm --npm-name @scope/name`)",
-        ),
-    }
-    for key in [
-        "dependencies",
-        "optionalDependencies",
-        "peerDependencies",
-        "bundleDependencies",
-        "bundledDependencies",
-    ] {
-        if package
-            .get(key)
-            .is_some_and(|d| d.as_object().is_none_or(|o| !o.is_empty()) && !d.is_null())
-        {
-            refuse(
-                format!(
-                    "package.json lists {key}: Qwen Code installs none of them, so the extension must not need them"
-                ),
-                "bundle every dependency into dist/main.js and drop the list (`ecp package --npm` does)",
-            );
-        }
-    }
-    let scripts = package.get("scripts").and_then(Value::as_object);
-    for script in INSTALL_SCRIPTS {
-        if scripts.is_some_and(|s| s.contains_key(*script)) {
-            refuse(
-                format!(
-                    "package.json has a `{script}` script: npm runs it on the machine of whoever installs the package"
-                ),
-                "remove it; the package is the built extension and needs no install step",
-            );
-        }
-    }
-    let version = package.get("version").and_then(Value::as_str);
-    if let (Some(manifest), Some(version)) = (manifest_version, version)
-        && manifest != version
-    {
-        refuse(
-            format!(
-                "package.json says version {version} but qwen-extension.json says {manifest}: Qwen records the npm version and compares the manifest's"
-            ),
-            "package it again with `ecp package --npm`",
-        );
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -258,11 +186,5 @@ mod tests {
         assert_eq!(package["type"], "module");
         assert_eq!(package["mcpName"], "io.github.acme/x");
         assert!(package.get("dependencies").is_none() && package.get("scripts").is_none());
-        let mut report = Report::default();
-        lint("p", &package.to_string(), Some("1.2.3"), &mut report);
-        assert!(report.findings.is_empty(), "{:?}", report.findings);
-        let bad = json!({"name": "x", "version": "1.0.0", "dependencies": {"a": "1"}, "scripts": {"postinstall": "curl"}});
-        lint("p", &bad.to_string(), Some("1.2.3"), &mut report);
-        assert_eq!(report.findings.len(), 4, "{:?}", report.findings);
     }
 }

@@ -1,13 +1,20 @@
-//! An extension folder as the commands read it: the manifest's text, and
-//! the project beside it (`Cargo.toml` of a Rust extension,
-//! `package.json` of a TypeScript one), each through the bounded reader of
-//! [`crate::files`] (regular files only, never through a link that leaves
-//! the folder, capped before reading). The manifest's meaning is
-//! [`crate::lint::manifest`]'s (one parser for every command); what the
-//! project says (its version, what it ships besides the entry point) is
-//! here, so lint, package and check do not read or parse those files on
-//! their own (upgrade reads `Cargo.toml` through its own guard, which also
-//! refuses links inside the folder).
+//! The extension as every command reads it, read once, below every
+//! command (it imports nothing of ecp but the ground: `files`, `json`,
+//! `input`, `name`, `release`, and the runtime's profile):
+//!
+//! - [`Extension`], [`Project`]: a folder's manifest text and the project
+//!   beside it (`Cargo.toml` of a Rust extension, `package.json` of a
+//!   TypeScript one), each through the bounded reader of [`crate::files`]
+//!   (regular files only, never through a link that leaves the folder,
+//!   capped before reading);
+//! - [`manifest`]: what a manifest says (`ecp lint`'s facts, doctor's
+//!   lenient reading);
+//! - [`archive`], [`tar`]: the one bounded reader of archives;
+//! - the file names every command agrees on: [`MANIFEST`], the other
+//!   clients' [`CLIENT_FILES`], npm's [`NPM_PREFIX`].
+//!
+//! Upgrade reads `Cargo.toml` through its own guard, which also refuses
+//! links inside the folder.
 
 use std::path::{Path, PathBuf};
 

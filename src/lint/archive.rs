@@ -512,7 +512,7 @@ fn client_entries<'e>(
     let label = |relative: &str| entry_label(&format!("{root}{relative}"));
     let exists = |relative: &str| find(relative).is_some();
     let holds = |relative: &str| holds(relative);
-    let place = crate::channels::rules::Place {
+    let place = crate::lint::clients::Place {
         label: &label,
         read: &data_of,
         exists: &exists,
@@ -520,7 +520,7 @@ fn client_entries<'e>(
         shipped: true,
     };
     let project = crate::extension::Project::default();
-    crate::channels::rules::lint(&place, Some(manifest), &project, report);
+    crate::lint::clients::lint(&place, Some(manifest), &project, report);
     // A client file lint did not keep (over 1 MiB, or past the budget) is
     // said, never passed over as if it were not there.
     let npm = root == crate::extension::NPM_PREFIX;
@@ -538,7 +538,7 @@ fn client_entries<'e>(
     if root == crate::extension::NPM_PREFIX
         && let Some(package_json) = data_of("package.json")
     {
-        crate::channels::npm::lint(&label("package.json"), &package_json, version, report);
+        crate::lint::clients::npm_package(&label("package.json"), &package_json, version, report);
     }
 }
 

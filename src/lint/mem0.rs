@@ -103,7 +103,7 @@ pub fn lint(label: &str, text: &str, root: &Node, kind: Kind, report: &mut Repor
     read_rules(&mut file, text);
     schema_rules(&mut file, kind);
     let mut redactions = Vec::new();
-    crate::channels::rules::secret_findings(
+    crate::lint::clients::secret_findings(
         label,
         root,
         "a Mem0 configuration file, which the provider reads as data",

@@ -11,11 +11,13 @@
 
 pub mod archive;
 pub mod bundle;
+pub mod clients;
 /// The one JSON reader (moved below the commands; this path stays).
 pub use crate::json;
 pub mod manifest;
 pub mod mem0;
 pub mod paths;
+pub mod registry;
 pub mod release;
 pub mod report;
 pub mod rules;
@@ -355,12 +357,12 @@ pub fn lint_path_with(
     })?;
     let tag = options.release_tag.as_deref();
     if name.ends_with(".mcpb") {
-        crate::channels::mcpb::lint(path, &mut report)?;
+        clients::bundle(path, &mut report)?;
     } else if name == crate::channels::registry::FILE && metadata.is_file() {
         let text = read(path, None)?;
         let folder = folder_of(path);
         let bundles = bundles_beside(folder);
-        crate::channels::registry::lint(&display(path), &text, &bundles, &mut report);
+        registry::lint(&display(path), &text, &bundles, &mut report);
     } else if name.ends_with(".tar.gz") || name.ends_with(".tgz") || name.ends_with(".zip") {
         let found = archive::lint_archive(path, &mut report)?;
         if let (Some(tag), Some(found)) = (tag, found) {
@@ -470,14 +472,14 @@ fn client_rules(folder: &Path, manifest: &str, report: &mut Report) -> Result<()
         }
     };
     let project = crate::extension::Project::read(folder)?;
-    let place = crate::channels::rules::Place {
+    let place = clients::Place {
         label: &label,
         read: &read_client,
         exists: &exists,
         holds: &holds,
         shipped: false,
     };
-    crate::channels::rules::lint(&place, Some(manifest), &project, report);
+    clients::lint(&place, Some(manifest), &project, report);
     for relative in crate::channels::CLIENT_FILES {
         let path = folder.join(relative);
         if std::fs::symlink_metadata(&path).is_ok() {
@@ -491,7 +493,7 @@ fn client_rules(folder: &Path, manifest: &str, report: &mut Report) -> Result<()
     let server_json = folder.join(crate::channels::registry::FILE);
     if std::fs::symlink_metadata(&server_json).is_ok() {
         let text = read(&server_json, Some(folder))?;
-        crate::channels::registry::lint(
+        registry::lint(
             &display(&server_json),
             &text,
             &bundles_beside(folder),

@@ -378,14 +378,14 @@ fn channel_assets(folder: &Path, names: &[String], report: &mut Report) {
     for name in names {
         let path = folder.join(name);
         let outcome = if name.ends_with(".mcpb") {
-            crate::channels::mcpb::lint(&path, report)
+            crate::lint::clients::bundle(&path, report)
         } else if name.ends_with(".tgz") {
             archive::lint_archive(&path, report).map(|_| ())
         } else if name == crate::channels::registry::FILE {
             crate::files::read_text(&path, Some(folder), crate::files::MAX_TEXT_BYTES)
                 .map(|text| {
                     let bundles = super::bundles_beside(folder);
-                    crate::channels::registry::lint(
+                    crate::lint::registry::lint(
                         &path.display().to_string(),
                         &text,
                         &bundles,

@@ -359,7 +359,7 @@ fn write_bundle(
         settings.epoch,
         final_path,
         "mcpb",
-        &|path, report| mcpb::lint(path, report),
+        &|path, report| crate::lint::clients::bundle(path, report),
     )
 }
 
@@ -448,7 +448,7 @@ pub(super) fn write_registry(
     };
     let value =
         registry::server_json(name, &manifest, bundle.as_ref()).map_err(|e| refused(e.0))?;
-    let problems = registry::problems(&value, &[]);
+    let problems = crate::lint::registry::problems(&value, &[]);
     if let Some((pointer, message)) = problems.first() {
         return Err(refused(format!("server.json {pointer}: {message}")));
     }

@@ -31,7 +31,10 @@ impl Suite<'_> {
             ""
         };
         self.tool_offered(&names, via);
-        let tool = tools.iter().find(|t| t.name == crate::profile::TOOL_NAME)?.clone();
+        let tool = tools
+            .iter()
+            .find(|t| t.name == crate::profile::TOOL_NAME)?
+            .clone();
         let input = Value::Object((*tool.input_schema).clone());
         let judged = schema::judge_bounded(input, schema::Which::Input, schema::JUDGE_BUDGET).await;
         self.judged(Check::InputSchema, judged);
@@ -81,7 +84,10 @@ impl Suite<'_> {
         } else if self.include_tools.is_some() {
             self.record(ID, Err(format!("offered{via}: {names:?}")));
         } else {
-            let others: Vec<&&str> = names.iter().filter(|n| **n != crate::profile::TOOL_NAME).collect();
+            let others: Vec<&&str> = names
+                .iter()
+                .filter(|n| **n != crate::profile::TOOL_NAME)
+                .collect();
             self.warn(
                 ID,
                 format!(

@@ -4,15 +4,18 @@
 //! (`client-profile`), a literal secret in it (the `secret-*` rules), and
 //! where it no longer says what `qwen-extension.json` says (`client-drift`).
 //! The refusals are the ones measured with each real client
-//! (`docs/channels-facts.md`).
+//! (`docs/channels-facts.md`). Beside them: an npm package's
+//! `package.json` ([`npm_package`]) and an `.mcpb` bundle ([`bundle`]).
 
 use serde_json::Value;
 
-use super::{CLAUDE, CLAUDE_MCP, Client, GEMINI, MCPB};
-use crate::lint::{
-    Finding, Report, Rule, Source,
+use std::path::Path;
+
+use super::{
+    Finding, LintError, Report, Rule, Source,
     json::{self, Node, Span},
 };
+use crate::channels::{CLAUDE, CLAUDE_MCP, Client, GEMINI, MCPB};
 use crate::profile::TOOL_NAME as TOOL;
 use crate::text::secrets;
 
@@ -495,7 +498,7 @@ fn claude_server_rules(label: &str, server: &Node, pointer: &str, report: &mut R
         .unwrap_or_default()
     {
         if let Some(value) = member.node.as_str()
-            && let Some(var) = super::reference(value)
+            && let Some(var) = crate::channels::reference(value)
         {
             report.add(Finding::new(
                 Rule::ClientClaude,
@@ -729,6 +732,115 @@ fn mcpb_tools(file: &File, report: &mut Report) {
     }
 }
 
+/// The npm rules over a package's `package.json` (shown as `label`):
+/// scoped, no dependencies Qwen would not install, no install scripts, the
+/// manifest's version.
+pub fn npm_package(label: &str, text: &str, manifest_version: Option<&str>, report: &mut Report) {
+    let mut refuse = |message: String, help: &str| {
+        report.add(Finding::about(Rule::NpmPackage, label, message, help));
+    };
+    let Ok(package) = serde_json::from_str::<Value>(text) else {
+        return refuse(
+            "package.json is not JSON: npm and Qwen Code refuse the package".into(),
+            "`ecp package --npm` writes it",
+        );
+    };
+    match package.get("name").and_then(Value::as_str) {
+        Some(name) if crate::channels::npm::is_scoped(name) => {}
+        found => refuse(
+            format!(
+                "Qwen Code installs only scoped packages (@scope/name); this one is named {}",
+                found
+                    .map(|n| format!("{:?}", crate::text::secrets::shown(n)))
+                    .unwrap_or_else(|| "nothing".into())
+            ),
+            "publish it as @scope/name (`ecp package --npm --npm-name @scope/name`)",
+        ),
+    }
+    for key in [
+        "dependencies",
+        "optionalDependencies",
+        "peerDependencies",
+        "bundleDependencies",
+        "bundledDependencies",
+    ] {
+        if package
+            .get(key)
+            .is_some_and(|d| d.as_object().is_none_or(|o| !o.is_empty()) && !d.is_null())
+        {
+            refuse(
+                format!(
+                    "package.json lists {key}: Qwen Code installs none of them, so the extension must not need them"
+                ),
+                "bundle every dependency into dist/main.js and drop the list (`ecp package --npm` does)",
+            );
+        }
+    }
+    let scripts = package.get("scripts").and_then(Value::as_object);
+    for script in crate::channels::npm::INSTALL_SCRIPTS {
+        if scripts.is_some_and(|s| s.contains_key(*script)) {
+            refuse(
+                format!(
+                    "package.json has a `{script}` script: npm runs it on the machine of whoever installs the package"
+                ),
+                "remove it; the package is the built extension and needs no install step",
+            );
+        }
+    }
+    let version = package.get("version").and_then(Value::as_str);
+    if let (Some(manifest), Some(version)) = (manifest_version, version)
+        && manifest != version
+    {
+        refuse(
+            format!(
+                "package.json says version {version} but qwen-extension.json says {manifest}: Qwen records the npm version and compares the manifest's"
+            ),
+            "package it again with `ecp package --npm`",
+        );
+    }
+}
+
+/// Lints an `.mcpb` file: a zip whose entries pass the entry rules of
+/// every archive (`crate::lint::archive::bundle_entries`), whose
+/// `manifest.json` mcpb accepts and whose entry point is in it.
+pub fn bundle(path: &Path, report: &mut Report) -> Result<(), LintError> {
+    let shown = path.display().to_string();
+    let (names, manifest) =
+        super::archive::bundle_entries(path, super::archive::Bytes::File(path), MCPB, report)?;
+    let manifest = manifest.map(|data| String::from_utf8_lossy(&data).into_owned());
+    let Some(manifest) = manifest else {
+        report.add(Finding::about(
+            Rule::ClientMcpb,
+            &shown,
+            "mcpb refuses it: no manifest.json of at most 1 MiB at the bundle root".into(),
+            "`ecp package --clients mcpb` writes the bundle",
+        ));
+        return Ok(());
+    };
+    // Any manifest.json counts here: the bundle has nothing else.
+    let manifest = if manifest.contains("manifest_version") || manifest.contains("dxt_version") {
+        manifest
+    } else {
+        format!("{{\"manifest_version\": null, \"_\": {manifest}}}")
+    };
+    let label = |relative: &str| format!("{shown}!/{relative}");
+    let read = |relative: &str| (relative == MCPB).then(|| manifest.clone());
+    let exists = |relative: &str| names.iter().any(|n| n == relative);
+    let holds = |relative: &str| {
+        names
+            .iter()
+            .any(|n| n == relative || n.strip_prefix(relative).is_some_and(|r| r.starts_with('/')))
+    };
+    let place = Place {
+        label: &label,
+        read: &read,
+        exists: &exists,
+        holds: &holds,
+        shipped: true,
+    };
+    lint(&place, None, &crate::extension::Project::default(), report);
+    Ok(())
+}
 /// The parts a client manifest repeats from `qwen-extension.json`.
 fn drift_rules(
     file: &File,
@@ -737,7 +849,7 @@ fn drift_rules(
     project: &crate::extension::Project,
     report: &mut Report,
 ) {
-    let Ok(expected) = super::derive(client, qwen, project) else {
+    let Ok(expected) = crate::channels::derive(client, qwen, project) else {
         return;
     };
     let Ok(found) = serde_json::from_str::<Value>(&json_text(file.root)) else {
@@ -800,5 +912,33 @@ fn json_text(node: &Node) -> String {
                 .collect::<Vec<_>>()
                 .join(",")
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::{channels::npm::package_json, extension::Project};
+
+    /// The `package.json` ecp writes passes the npm rules; one that lists
+    /// dependencies, an install script, another version and no scope
+    /// breaks one rule each.
+    #[test]
+    fn the_package_json_ecp_writes_passes_the_npm_rules() {
+        let project = Project {
+            package_json: Some(json!({"name": "x", "type": "module", "license": "MIT",
+                "dependencies": {"a": "1"}, "scripts": {"postinstall": "x"}})),
+            ..Project::default()
+        };
+        let manifest = json!({"version": "1.2.3", "description": "d"});
+        let package = package_json("@acme/x", &manifest, &project, Some("io.github.acme/x"));
+        let mut report = Report::default();
+        npm_package("p", &package.to_string(), Some("1.2.3"), &mut report);
+        assert!(report.findings.is_empty(), "{:?}", report.findings);
+        let bad = json!({"name": "x", "version": "1.0.0", "dependencies": {"a": "1"}, "scripts": {"postinstall": "curl"}});
+        npm_package("p", &bad.to_string(), Some("1.2.3"), &mut report);
+        assert_eq!(report.findings.len(), 4, "{:?}", report.findings);
     }
 }
