@@ -374,7 +374,7 @@ fn draft(schema: &Value) -> Result<jsonschema::Draft, String> {
                 "json-schema.org/draft/2020-12/schema" => Ok(jsonschema::Draft::Draft202012),
                 _ => Err(format!(
                     "declares `$schema` {}; the profile takes draft-07 or 2020-12",
-                    crate::text::secrets::shown(uri)
+                    crate::text::outside::shown(uri)
                 )),
             }
         }
@@ -431,7 +431,7 @@ pub fn ecma_regex(pattern: &str) -> Result<regress::Regex, String> {
     regress::Regex::with_flags(pattern, "u").map_err(|error| {
         format!(
             "`pattern` {} is not an ECMAScript regular expression ecp can compile ({error})",
-            crate::text::secrets::shown(pattern)
+            crate::text::outside::shown(pattern)
         )
     })
 }
@@ -487,7 +487,7 @@ fn meta_error(error: &jsonschema::ValidationError<'_>) -> Judgement {
         return Judgement::CannotJudge(format!(
             "`jsonschema`'s syntax check refuses the pattern {} at {at}, which `regress` \
              compiles as ECMAScript",
-            crate::text::secrets::shown(pattern)
+            crate::text::outside::shown(pattern)
         ));
     }
     Judgement::Fails(format!("is not a valid JSON Schema: {error} at {at}"))

@@ -137,6 +137,47 @@ pub fn bundle_entries(
     Ok((files, data))
 }
 
+/// Lints an `.mcpb` file: a zip whose entries pass the entry rules of
+/// every archive (`crate::lint::archive::bundle_entries`), whose
+/// `manifest.json` mcpb accepts and whose entry point is in it.
+pub fn bundle(path: &Path, report: &mut Report) -> Result<(), LintError> {
+    let shown = path.display().to_string();
+    let (names, manifest) =
+        bundle_entries(path, Bytes::File(path), crate::extension::MCPB, report)?;
+    let manifest = manifest.map(|data| String::from_utf8_lossy(&data).into_owned());
+    let Some(manifest) = manifest else {
+        report.add(Finding::about(
+            Rule::ClientMcpb,
+            &shown,
+            "mcpb refuses it: no manifest.json of at most 1 MiB at the bundle root".into(),
+            "`ecp package --clients mcpb` writes the bundle",
+        ));
+        return Ok(());
+    };
+    // Any manifest.json counts here: the bundle has nothing else.
+    let manifest = if manifest.contains("manifest_version") || manifest.contains("dxt_version") {
+        manifest
+    } else {
+        format!("{{\"manifest_version\": null, \"_\": {manifest}}}")
+    };
+    let label = |relative: &str| format!("{shown}!/{relative}");
+    let read = |relative: &str| (relative == crate::extension::MCPB).then(|| manifest.clone());
+    let exists = |relative: &str| names.iter().any(|n| n == relative);
+    let holds = |relative: &str| {
+        names
+            .iter()
+            .any(|n| n == relative || n.strip_prefix(relative).is_some_and(|r| r.starts_with('/')))
+    };
+    let place = super::clients::Place {
+        label: &label,
+        read: &read,
+        exists: &exists,
+        holds: &holds,
+        shipped: true,
+    };
+    super::clients::lint(&place, None, &crate::extension::Project::default(), report);
+    Ok(())
+}
 /// The rules over each entry: its path stays inside, appears once (also
 /// letter case folded), and is a regular file or folder that is no secret.
 fn entry_rules(entries: &[Entry], shown: &str, report: &mut Report) {
@@ -173,8 +214,8 @@ fn entry_rules(entries: &[Entry], shown: &str, report: &mut Report) {
                 &label,
                 format!(
                     "entry `{}` and `{}` are one file on a case-insensitive file system",
-                    crate::text::secrets::shown(&entry.path),
-                    crate::text::secrets::shown(first)
+                    crate::text::outside::shown(&entry.path),
+                    crate::text::outside::shown(first)
                 ),
                 "give every path a spelling that differs in more than letter case",
             )),
@@ -189,7 +230,7 @@ fn entry_rules(entries: &[Entry], shown: &str, report: &mut Report) {
                 &label,
                 format!(
                     "entry `{}` is {what}",
-                    crate::text::secrets::shown(&entry.path)
+                    crate::text::outside::shown(&entry.path)
                 ),
                 "package regular files and folders only",
             ));
@@ -390,10 +431,10 @@ fn npm_root(entries: &[Entry], shown: &str, report: &mut Report) -> Option<Strin
         if outside <= 20 {
             report.add(Finding::about(
                 Rule::NpmPackage,
-                &format!("{shown}!/{}", crate::text::secrets::shown(&entry.path)),
+                &format!("{shown}!/{}", crate::text::outside::shown(&entry.path)),
                 format!(
                     "entry `{}` is outside package/: npm strips the first folder of every path and Qwen Code installs the entry beside the package's files, so the two install different extensions",
-                    crate::text::secrets::shown(&entry.path)
+                    crate::text::outside::shown(&entry.path)
                 ),
                 "put every file of the package in package/ (npm pack and ecp package --npm do)",
             ));

@@ -373,7 +373,7 @@ pub fn describe(imports: &[String]) -> String {
     let mut shown: Vec<String> = imports
         .iter()
         .take(SHOWN)
-        .map(|s| format!("`{}`", crate::text::secrets::shown(s)))
+        .map(|s| format!("`{}`", crate::text::outside::shown(s)))
         .collect();
     if imports.len() > SHOWN {
         shown.push(format!("{} more", imports.len() - SHOWN));

@@ -5,14 +5,12 @@
 //! where it no longer says what `qwen-extension.json` says (`client-drift`).
 //! The refusals are the ones measured with each real client
 //! (`docs/channels-facts.md`). Beside them: an npm package's
-//! `package.json` ([`npm_package`]) and an `.mcpb` bundle ([`bundle`]).
+//! `package.json` ([`npm_package`]) and an `.mcpb` bundle (`archive::bundle`).
 
 use serde_json::Value;
 
-use std::path::Path;
-
 use super::{
-    Finding, LintError, Report, Rule, Source,
+    Finding, Report, Rule, Source,
     json::{self, Node, Span},
 };
 use crate::channels::{CLAUDE, CLAUDE_MCP, Client, GEMINI, MCPB};
@@ -262,7 +260,7 @@ fn gemini_rules(file: &File, place: &Place, report: &mut Report) {
         {
             let message = format!(
                 "invalid extension name {:?}: only letters, digits and dashes are allowed",
-                secrets::shown(text)
+                crate::text::outside::shown(text)
             );
             file.refuse(report, name, "/name", message)
         }
@@ -405,7 +403,7 @@ fn claude_rules(file: &File, place: &Place, report: &mut Report) {
             &format!("/{}", member.key),
             format!(
                 "`claude plugin validate --strict` refuses the unknown field {:?} (Claude Code ignores it)",
-                secrets::shown(&member.key)
+                crate::text::outside::shown(&member.key)
             ),
             "remove it",
         ));
@@ -626,7 +624,10 @@ fn mcpb_rules(file: &File, place: &Place, report: &mut Report) {
         .iter()
         .filter(|m| !MCPB_FIELDS.contains(&m.key.as_str()))
     {
-        let message = format!("unrecognized key {:?}", secrets::shown(&member.key));
+        let message = format!(
+            "unrecognized key {:?}",
+            crate::text::outside::shown(&member.key)
+        );
         file.refuse(
             report,
             Some(&member.node),
@@ -692,7 +693,7 @@ fn mcpb_server(file: &File, place: &Place, report: &mut Report) {
         {
             let message = format!(
                 "user_config.{}.{field}: Required",
-                secrets::shown(&member.key)
+                crate::text::outside::shown(&member.key)
             );
             file.refuse(
                 report,
@@ -751,7 +752,7 @@ pub fn npm_package(label: &str, text: &str, manifest_version: Option<&str>, repo
             format!(
                 "Qwen Code installs only scoped packages (@scope/name); this one is named {}",
                 found
-                    .map(|n| format!("{:?}", crate::text::secrets::shown(n)))
+                    .map(|n| format!("{:?}", crate::text::outside::shown(n)))
                     .unwrap_or_else(|| "nothing".into())
             ),
             "publish it as @scope/name (`ecp package --npm --npm-name @scope/name`)",
@@ -800,47 +801,6 @@ pub fn npm_package(label: &str, text: &str, manifest_version: Option<&str>, repo
     }
 }
 
-/// Lints an `.mcpb` file: a zip whose entries pass the entry rules of
-/// every archive (`crate::lint::archive::bundle_entries`), whose
-/// `manifest.json` mcpb accepts and whose entry point is in it.
-pub fn bundle(path: &Path, report: &mut Report) -> Result<(), LintError> {
-    let shown = path.display().to_string();
-    let (names, manifest) =
-        super::archive::bundle_entries(path, super::archive::Bytes::File(path), MCPB, report)?;
-    let manifest = manifest.map(|data| String::from_utf8_lossy(&data).into_owned());
-    let Some(manifest) = manifest else {
-        report.add(Finding::about(
-            Rule::ClientMcpb,
-            &shown,
-            "mcpb refuses it: no manifest.json of at most 1 MiB at the bundle root".into(),
-            "`ecp package --clients mcpb` writes the bundle",
-        ));
-        return Ok(());
-    };
-    // Any manifest.json counts here: the bundle has nothing else.
-    let manifest = if manifest.contains("manifest_version") || manifest.contains("dxt_version") {
-        manifest
-    } else {
-        format!("{{\"manifest_version\": null, \"_\": {manifest}}}")
-    };
-    let label = |relative: &str| format!("{shown}!/{relative}");
-    let read = |relative: &str| (relative == MCPB).then(|| manifest.clone());
-    let exists = |relative: &str| names.iter().any(|n| n == relative);
-    let holds = |relative: &str| {
-        names
-            .iter()
-            .any(|n| n == relative || n.strip_prefix(relative).is_some_and(|r| r.starts_with('/')))
-    };
-    let place = Place {
-        label: &label,
-        read: &read,
-        exists: &exists,
-        holds: &holds,
-        shipped: true,
-    };
-    lint(&place, None, &crate::extension::Project::default(), report);
-    Ok(())
-}
 /// The parts a client manifest repeats from `qwen-extension.json`.
 fn drift_rules(
     file: &File,

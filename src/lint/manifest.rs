@@ -556,7 +556,7 @@ impl Checker<'_> {
                 at,
                 format!(
                     "`node` is given `{}`, which ecp does not know to be harmless (an option that takes the next argument as its value would run another script)",
-                    secrets::shown(text)
+                    crate::text::outside::shown(text)
                 ),
                 format!("remove it, or use one of {} with `=value`", NODE_HARMLESS_OPTIONS.join(", ")),
             );
@@ -622,7 +622,7 @@ impl Checker<'_> {
             Rule::NodeScript,
             arg.span,
             &at,
-            format!("the script `node` runs ({}) {problem}", secrets::shown(text)),
+            format!("the script `node` runs ({}) {problem}", crate::text::outside::shown(text)),
             "run the bundle the extension ships: \"args\": [\"${extensionPath}${/}dist${/}main.js\"]",
         );
     }

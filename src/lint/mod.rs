@@ -357,7 +357,7 @@ pub fn lint_path_with(
     })?;
     let tag = options.release_tag.as_deref();
     if name.ends_with(".mcpb") {
-        clients::bundle(path, &mut report)?;
+        archive::bundle(path, &mut report)?;
     } else if name == crate::channels::registry::FILE && metadata.is_file() {
         let text = read(path, None)?;
         let folder = folder_of(path);
@@ -450,7 +450,7 @@ fn lint_folder(folder: &Path, report: &mut Report) -> Result<manifest::ManifestF
     Ok(facts)
 }
 
-/// The other clients' manifests of a folder (`crate::channels::rules`),
+/// The other clients' manifests of a folder (`clients`),
 /// its `server.json`, and the `package.json` of a folder that is an
 /// unpacked npm package.
 fn client_rules(folder: &Path, manifest: &str, report: &mut Report) -> Result<(), LintError> {

@@ -378,7 +378,7 @@ fn channel_assets(folder: &Path, names: &[String], report: &mut Report) {
     for name in names {
         let path = folder.join(name);
         let outcome = if name.ends_with(".mcpb") {
-            crate::lint::clients::bundle(&path, report)
+            crate::lint::archive::bundle(&path, report)
         } else if name.ends_with(".tgz") {
             archive::lint_archive(&path, report).map(|_| ())
         } else if name == crate::channels::registry::FILE {

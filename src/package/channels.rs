@@ -359,7 +359,7 @@ fn write_bundle(
         settings.epoch,
         final_path,
         "mcpb",
-        &|path, report| crate::lint::clients::bundle(path, report),
+        &|path, report| crate::lint::archive::bundle(path, report),
     )
 }
 

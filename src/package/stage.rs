@@ -5,7 +5,7 @@
 use std::path::{Component, Path, PathBuf};
 
 use super::PackageError;
-use crate::{lint::MANIFEST, text::secrets::is_secret_file};
+use crate::{extension::MANIFEST, text::secrets::is_secret_file};
 
 /// Folders never packaged, wherever they appear.
 const EXCLUDED_FOLDERS: &[&str] = &[".git", ".hg", ".svn", "target", "node_modules", "dist"];

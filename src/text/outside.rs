@@ -57,7 +57,7 @@ pub fn json_report(value: &impl serde::Serialize) -> String {
 }
 
 /// Whether `c` must not reach a terminal as itself.
-pub(crate) fn unsafe_char(c: char) -> bool {
+fn unsafe_char(c: char) -> bool {
     c.is_control()
         || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
@@ -260,9 +260,42 @@ pub fn mask_free_text(text: &str) -> String {
     mask_secrets(text).chars().map(visible).collect()
 }
 
+/// How a value from the input appears in a message: masked when it holds a
+/// secret, else at most 60 characters with control characters and the
+/// bidirectional overrides escaped (as everything here escapes them).
+pub fn shown(value: &str) -> String {
+    if !secrets::detect(None, value).is_empty() {
+        return secrets::mask(value);
+    }
+    let mut out: String = value
+        .chars()
+        .take(60)
+        .flat_map(|c| {
+            if unsafe_char(c) {
+                c.escape_unicode().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect();
+    if value.chars().count() > 60 {
+        out.push('…');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A value shown in a message escapes what `outside` escapes: C0 and
+    /// the bidirectional overrides that would reorder the message.
+    #[test]
+    fn a_shown_value_escapes_controls_and_bidi_overrides() {
+        assert_eq!(shown("a\u{1b}[2Jb"), "a\\u{1b}[2Jb");
+        assert_eq!(shown("evil\u{202e}txt.exe"), "evil\\u{202e}txt.exe");
+        assert_eq!(shown("plain"), "plain");
+    }
 
     /// What a report may hold raw: JSON's own line breaks and indentation.
     fn unsafe_char_in_report(c: char) -> bool {

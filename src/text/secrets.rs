@@ -48,30 +48,6 @@ pub fn mask(secret: &str) -> String {
     format!("{head}…({} characters)", secret.chars().count())
 }
 
-/// How a value from the input appears in a message: masked when it holds a
-/// secret, else at most 60 characters with control characters and the
-/// bidirectional overrides escaped (as [`super::outside`] escapes them).
-pub fn shown(value: &str) -> String {
-    if !detect(None, value).is_empty() {
-        return mask(value);
-    }
-    let mut out: String = value
-        .chars()
-        .take(60)
-        .flat_map(|c| {
-            if super::outside::unsafe_char(c) {
-                c.escape_unicode().collect::<Vec<_>>()
-            } else {
-                vec![c]
-            }
-        })
-        .collect();
-    if value.chars().count() > 60 {
-        out.push('…');
-    }
-    out
-}
-
 /// File names that hold secrets by convention.
 pub fn is_secret_file(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
@@ -535,15 +511,6 @@ mod tests {
 
     fn rules(key: Option<&str>, value: &str) -> Vec<SecretKind> {
         detect(key, value).into_iter().map(|d| d.kind).collect()
-    }
-
-    /// A value shown in a message escapes what `outside` escapes: C0 and
-    /// the bidirectional overrides that would reorder the message.
-    #[test]
-    fn a_shown_value_escapes_controls_and_bidi_overrides() {
-        assert_eq!(shown("a\u{1b}[2Jb"), "a\\u{1b}[2Jb");
-        assert_eq!(shown("evil\u{202e}txt.exe"), "evil\\u{202e}txt.exe");
-        assert_eq!(shown("plain"), "plain");
     }
 
     #[test]

@@ -627,7 +627,7 @@ fn lint_step(archive: &Path) -> Step {
     let mut report = lint::Report::default();
     // An MCP Bundle is a zip by another name, with a bundle's manifest.
     let read = if archive.to_string_lossy().ends_with(".mcpb") {
-        crate::lint::clients::bundle(archive, &mut report)
+        crate::lint::archive::bundle(archive, &mut report)
     } else {
         lint::archive::lint_archive(archive, &mut report).map(|_| ())
     };

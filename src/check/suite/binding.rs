@@ -15,18 +15,6 @@ use crate::check::{
     upstream::{ELSEWHERE_HOST, REDIRECTED, TAGGING_PROBE},
 };
 
-/// How the upstream tells the suite's calls apart.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Tagging {
-    /// By the marker word each query starts with (`fault-timeout ...`),
-    /// which the request still carries: the calls may run at once.
-    Words,
-    /// By their order: the mapping rewrites the query's words, so the
-    /// calls run one at a time, and the upstream is armed with each
-    /// call's tag before it is sent ([`Upstream::arm`]).
-    Order,
-}
-
 /// A call the upstream knows as `tag`: by its words, or armed first (one
 /// call at a time); the result and how long it took.
 async fn tagged_call(

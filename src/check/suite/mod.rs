@@ -48,6 +48,18 @@ pub enum Status {
     NotExercised,
 }
 
+/// How the upstream tells the suite's calls apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tagging {
+    /// By the marker word each query starts with (`fault-timeout ...`),
+    /// which the request still carries: the calls may run at once.
+    Words,
+    /// By their order: the mapping rewrites the query's words, so the
+    /// calls run one at a time, and the upstream is armed with each
+    /// call's tag before it is sent ([`Upstream::arm`]).
+    Order,
+}
+
 /// The outcome of one check.
 #[derive(Debug, Clone, Serialize)]
 pub struct CheckResult {
@@ -124,7 +136,7 @@ pub struct Suite<'a> {
     /// What the mapping made of a real upstream's answer (the baseline's).
     mapped: Option<Mapped>,
     /// How the upstream tells the suite's calls apart.
-    tagging: binding::Tagging,
+    tagging: Tagging,
     /// Whether the target takes a credential variable (a service without
     /// authentication passes none): the token canary applies only then.
     takes_credential: bool,
@@ -209,7 +221,7 @@ impl<'a> Suite<'a> {
             secrets: crate::check::secret::Secrets::default(),
             to_exercise: exercise::A_SUCCESS,
             mapped: None,
-            tagging: binding::Tagging::Words,
+            tagging: Tagging::Words,
             takes_credential: true,
         }
     }

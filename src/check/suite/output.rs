@@ -148,7 +148,7 @@ impl Suite<'_> {
     pub(super) async fn concurrency(&mut self) {
         const CALLS: usize = 20;
         // Told apart by their order, all twenty are the one armed call.
-        let armed = (self.upstream).filter(|_| self.tagging == super::binding::Tagging::Order);
+        let armed = (self.upstream).filter(|_| self.tagging == super::Tagging::Order);
         if let Some(upstream) = armed {
             upstream.arm(Some(("ecpconcurrent".to_owned(), None)));
         }
