@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use crate::package::stage::StagedFile;
+use crate::extension::staged::{StagedFile, is_documentation};
 
 /// The bundle's file name: `acme-context.mcpb` for a bundle Node runs,
 /// `acme-context-linux-x64.mcpb` for a native one. Never `{platform}.`
@@ -29,9 +29,7 @@ pub fn staged(
     let mut out: Vec<StagedFile> = files
         .iter()
         .filter(|f| {
-            f.name == entry
-                || f.name == format!("{entry}.exe")
-                || crate::package::stage::is_documentation(&f.name)
+            f.name == entry || f.name == format!("{entry}.exe") || is_documentation(&f.name)
         })
         .cloned()
         .collect();

@@ -13,7 +13,7 @@ use std::path::Path;
 use serde_json::{Map, Value, json};
 
 use super::DeriveError;
-use crate::{extension::Project, package::stage::StagedFile};
+use crate::extension::{Project, staged::StagedFile};
 
 /// npm pack's entry time: 1985-10-26T08:15:00Z.
 pub const NPM_EPOCH: u64 = 499_162_500;

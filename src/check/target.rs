@@ -289,7 +289,7 @@ fn input_message(error: &InputError) -> String {
 /// a one-line edit. A build failure stops the command with the compiler's
 /// last lines. A TypeScript extension's bundle is built by `npm run build`
 /// when it is older than the sources, or refused when it cannot be
-/// ([`crate::package::build::bundle_for_check`]): a check never judges a
+/// ([`crate::extension::build::bundle_for_check`]): a check never judges a
 /// stale bundle.
 fn entry_in_source_folder(
     folder: &Path,
@@ -297,7 +297,7 @@ fn entry_in_source_folder(
     args: &[String],
     name: &str,
 ) -> Result<(String, Option<String>), String> {
-    use crate::package::build;
+    use crate::extension::build;
     let native = folder.join("dist").join("main");
     if Path::new(&program) == native && !native.exists() {
         if !folder.join("Cargo.toml").is_file() {

@@ -35,7 +35,7 @@ pub(super) fn settings(args: &PackageArgs) -> Result<PackageSettings, Failure> {
     };
     Ok(PackageSettings {
         out_dir: args.out_dir.clone().unwrap_or_else(|| {
-            let node = crate::package::build::is_node_project(&args.path);
+            let node = crate::extension::build::is_node_project(&args.path);
             args.path.join(if node { "release" } else { "dist" })
         }),
         folder: args.path.clone(),

@@ -16,9 +16,9 @@ use std::{
 
 use super::{ColorChoice, Exit, Failure, Outcome, PackageArgs, TryArgs};
 use crate::{
+    extension::build,
     lint::{self, MANIFEST, Severity, manifest::ManifestFacts},
-    package::{self, build},
-    qwen, release,
+    package, qwen, release,
 };
 
 pub fn run(args: TryArgs, color: ColorChoice) -> Outcome {

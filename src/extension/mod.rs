@@ -10,6 +10,8 @@
 //! - [`manifest`]: what a manifest says (`ecp lint`'s facts, doctor's
 //!   lenient reading);
 //! - [`archive`], [`tar`]: the one bounded reader of archives;
+//! - [`staged`]: a file as it will be packaged, and which are documentation;
+//! - [`build`]: the entry point built (cargo, npm), reproducibly;
 //! - the file names every command agrees on: [`MANIFEST`], the other
 //!   clients' [`CLIENT_FILES`], npm's [`NPM_PREFIX`].
 //!
@@ -21,7 +23,9 @@ use std::path::{Path, PathBuf};
 use crate::files::{self, FileProblem};
 
 pub mod archive;
+pub mod build;
 pub mod manifest;
+pub mod staged;
 pub mod tar;
 
 /// The manifest's file name.

@@ -13,7 +13,6 @@
 //! ([`crate::writes`]), checked before the first write or removal: a
 //! linked `dist/`, `.claude-plugin/` or output is refused (exit 2).
 
-pub mod build;
 mod channels;
 pub mod made;
 pub mod stage;
@@ -26,6 +25,7 @@ use std::path::{Path, PathBuf};
 pub use write::{DEFAULT_EPOCH, Format};
 
 use crate::{
+    extension::build::{self, BuildError},
     lint::{self, MANIFEST, Report, Severity},
     provenance::{self, Toolchain},
     release::{self, SUMS, Sums},
@@ -147,6 +147,15 @@ pub enum PackageError {
     /// between steps); nothing was published.
     #[error("interrupted: {0} and everything it started were stopped; nothing was published")]
     Interrupted(String),
+}
+
+impl From<BuildError> for PackageError {
+    fn from(error: BuildError) -> PackageError {
+        match error {
+            BuildError::Failed(problem) => PackageError::Build(problem),
+            BuildError::Interrupted(what) => PackageError::Interrupted(what),
+        }
+    }
 }
 
 impl From<WriteProblem> for PackageError {

@@ -5,21 +5,11 @@
 use std::path::{Component, Path, PathBuf};
 
 use super::PackageError;
-use crate::{extension::MANIFEST, text::secrets::is_secret_file};
+pub use crate::extension::staged::{StagedFile, documentation_files};
+use crate::text::secrets::is_secret_file;
 
 /// Folders never packaged, wherever they appear.
 const EXCLUDED_FOLDERS: &[&str] = &[".git", ".hg", ".svn", "target", "node_modules", "dist"];
-
-/// One file of the archive.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StagedFile {
-    /// The path inside the archive, `/`-separated, relative.
-    pub name: String,
-    pub source: PathBuf,
-    /// 0o644 or 0o755.
-    pub mode: u32,
-    pub size: u64,
-}
 
 /// Collects the files to package, refusing what must never ship.
 pub struct Stage {
@@ -189,34 +179,4 @@ impl Stage {
         self.files.sort_by(|a, b| a.name.cmp(&b.name));
         self.files
     }
-}
-
-/// README and LICENSE files at the root, when present.
-pub fn documentation_files(root: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(root)
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .filter(|e| e.file_type().is_ok_and(|t| t.is_file() || t.is_symlink()))
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|name| is_documentation(name))
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
-}
-
-/// Whether a root file name is documentation (README, LICENSE).
-pub fn is_documentation(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    !name.contains('/')
-        && (upper.starts_with("README")
-            || upper.starts_with("LICENSE")
-            || upper.starts_with("LICENCE"))
-}
-
-/// The manifest is always first in the list of sources.
-pub fn manifest_name() -> &'static str {
-    MANIFEST
 }

@@ -9,7 +9,7 @@ use std::{
     io::{self, BufWriter, Read, Seek, SeekFrom, Write},
 };
 
-use super::stage::StagedFile;
+use crate::extension::staged::StagedFile;
 
 /// The time stamped on every entry when `SOURCE_DATE_EPOCH` is not set:
 /// 1980-01-01T00:00:00Z, the earliest instant a zip entry can hold.

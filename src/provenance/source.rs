@@ -236,7 +236,7 @@ pub fn commit_time(folder: &Path) -> Option<u64> {
 
 /// `rustc -vV` as cargo would run it in `folder` (rustup's overrides apply).
 pub fn rust_toolchain(folder: &Path) -> Option<Toolchain> {
-    let output = Command::new(crate::package::build::rustc())
+    let output = Command::new(crate::extension::build::rustc())
         .arg("-vV")
         .current_dir(folder)
         .stdin(Stdio::null())

@@ -127,7 +127,7 @@ fn rebuild_notes(
         .and_then(Value::as_array)
         .map(|flags| flags.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    let these_flags = crate::package::build::environment_rustflags();
+    let these_flags = crate::extension::build::environment_rustflags();
     if recorded_flags != these_flags.iter().map(String::as_str).collect::<Vec<_>>() {
         notes.push(
             "the release was built with other RUSTFLAGS than this environment's (set them as the statement records to compare like for like)"

@@ -125,7 +125,7 @@ fn bash(dir: &Path, block: &str) -> Command {
     if release_build {
         command.env(
             "CARGO_ENCODED_RUSTFLAGS",
-            ecp::package::build::reproducible_rustflags(dir, &target).join("\x1f"),
+            ecp::extension::build::reproducible_rustflags(dir, &target).join("\x1f"),
         );
     }
     command

@@ -1,4 +1,5 @@
-//! Building the extension's binary: find its bin target with
+//! Building the extension's entry point (below every command: package
+//! builds to ship, check builds to judge, verify rebuilds). A native one: find its bin target with
 //! `cargo_metadata`, then `cargo build --release --locked`, reading the
 //! artifact path from cargo's JSON messages.
 //!
@@ -21,27 +22,37 @@ use std::{
 
 use cargo_metadata::{Message, MetadataCommand, TargetKind};
 
-use super::PackageError;
 use crate::children;
 
-/// [`PackageError::Interrupted`] when a Ctrl-C stopped `what` (see
+/// Why a build did not give an entry point.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// cargo or npm failed, or gave no executable; the words say which.
+    #[error("{0}")]
+    Failed(String),
+    /// A Ctrl-C stopped the named tool (and everything it started).
+    #[error("interrupted: {0} and everything it started were stopped")]
+    Interrupted(String),
+}
+
+/// [`BuildError::Interrupted`] when a Ctrl-C stopped `what` (see
 /// [`children::watch_interrupts`]).
-pub(super) fn interrupted(what: &str) -> Result<(), PackageError> {
+pub fn interrupted(what: &str) -> Result<(), BuildError> {
     if children::interrupted() {
-        return Err(PackageError::Interrupted(what.to_owned()));
+        return Err(BuildError::Interrupted(what.to_owned()));
     }
     Ok(())
 }
 
 /// The bin target to build for the crate at `folder` (the only one, or the
 /// one named after the extension) and cargo's target folder.
-pub fn binary_target(folder: &Path, extension: &str) -> Result<(String, PathBuf), PackageError> {
+pub fn binary_target(folder: &Path, extension: &str) -> Result<(String, PathBuf), BuildError> {
     let manifest = folder.join("Cargo.toml");
     let metadata = MetadataCommand::new()
         .manifest_path(&manifest)
         .no_deps()
         .exec()
-        .map_err(|e| PackageError::Build(format!("cargo metadata failed: {e}")))?;
+        .map_err(|e| BuildError::Failed(format!("cargo metadata failed: {e}")))?;
     let target_dir = metadata.target_directory.clone().into_std_path_buf();
     let manifest = manifest.canonicalize().unwrap_or(manifest);
     let package = metadata
@@ -50,7 +61,7 @@ pub fn binary_target(folder: &Path, extension: &str) -> Result<(String, PathBuf)
         .find(|p| {
             p.manifest_path.as_std_path().canonicalize().ok().as_deref() == Some(manifest.as_path())
         })
-        .ok_or_else(|| PackageError::Build(format!("{} is not a package", manifest.display())))?;
+        .ok_or_else(|| BuildError::Failed(format!("{} is not a package", manifest.display())))?;
     let bins: Vec<&str> = package
         .targets
         .iter()
@@ -58,7 +69,7 @@ pub fn binary_target(folder: &Path, extension: &str) -> Result<(String, PathBuf)
         .map(|t| t.name.as_str())
         .collect();
     match bins.as_slice() {
-        [] => Err(PackageError::Build(format!(
+        [] => Err(BuildError::Failed(format!(
             "package {} has no binary target to ship as dist/main",
             package.name
         ))),
@@ -68,7 +79,7 @@ pub fn binary_target(folder: &Path, extension: &str) -> Result<(String, PathBuf)
             .find(|name| **name == extension)
             .map(|name| ((*name).to_owned(), target_dir))
             .ok_or_else(|| {
-                PackageError::Build(format!(
+                BuildError::Failed(format!(
                     "package {} has several binaries ({}) and none is named {extension}; pass --binary",
                     package.name,
                     many.join(", ")
@@ -86,7 +97,7 @@ pub fn build(
     target: Option<&str>,
     target_dir: &Path,
     progress: bool,
-) -> Result<PathBuf, PackageError> {
+) -> Result<PathBuf, BuildError> {
     if !folder.join("Cargo.lock").is_file() {
         // A reproducible build needs a lock file; a new extension has none yet.
         let status = children::spawn(
@@ -96,10 +107,10 @@ pub fn build(
                 .stdout(Stdio::null()),
         )
         .and_then(|mut child| child.wait())
-        .map_err(|e| PackageError::Build(format!("cannot run cargo: {e}")))?;
+        .map_err(|e| BuildError::Failed(format!("cannot run cargo: {e}")))?;
         interrupted("cargo generate-lockfile")?;
         if !status.success() {
-            return Err(PackageError::Build(
+            return Err(BuildError::Failed(
                 "cargo generate-lockfile failed; create Cargo.lock and commit it".into(),
             ));
         }
@@ -129,7 +140,7 @@ pub fn build(
         command.arg("--quiet");
     }
     let mut child = children::spawn(&mut command)
-        .map_err(|e| PackageError::Build(format!("cannot run cargo: {e}")))?;
+        .map_err(|e| BuildError::Failed(format!("cannot run cargo: {e}")))?;
     let mut executable = None;
     if let Some(stdout) = child.stdout() {
         for message in Message::parse_stream(BufReader::new(stdout)).flatten() {
@@ -143,14 +154,14 @@ pub fn build(
     }
     let status = child
         .wait()
-        .map_err(|e| PackageError::Build(format!("cargo build: {e}")))?;
+        .map_err(|e| BuildError::Failed(format!("cargo build: {e}")))?;
     interrupted("cargo build")?;
     if !status.success() {
-        return Err(PackageError::Build(format!(
+        return Err(BuildError::Failed(format!(
             "cargo build --release --locked --bin {bin} failed (its errors are above)"
         )));
     }
-    executable.ok_or_else(|| PackageError::Build(format!("cargo built no executable for {bin}")))
+    executable.ok_or_else(|| BuildError::Failed(format!("cargo built no executable for {bin}")))
 }
 
 /// `cargo build --bin BIN` in `folder`: cargo's dev profile, the one `cargo
@@ -304,7 +315,7 @@ pub fn is_node_project(folder: &Path) -> bool {
 
 /// Runs one npm command in `folder`. npm's own output goes to the terminal
 /// when `progress`; otherwise it is kept and shown only when npm fails.
-fn npm(folder: &Path, args: &[&str], progress: bool) -> Result<(), PackageError> {
+fn npm(folder: &Path, args: &[&str], progress: bool) -> Result<(), BuildError> {
     let shown = format!("npm {}", args.join(" "));
     let mut command = Command::new(if cfg!(windows) { "npm.cmd" } else { "npm" });
     command.args(args).current_dir(folder).stdin(Stdio::null());
@@ -324,7 +335,7 @@ fn npm(folder: &Path, args: &[&str], progress: bool) -> Result<(), PackageError>
             })
     };
     let (status, text) = output.map_err(|e| {
-        PackageError::Build(format!(
+        BuildError::Failed(format!(
             "cannot run {shown}: {e} (is Node.js with npm installed?)"
         ))
     })?;
@@ -335,7 +346,7 @@ fn npm(folder: &Path, args: &[&str], progress: bool) -> Result<(), PackageError>
     let said = String::from_utf8_lossy(&text);
     let tail: Vec<&str> = said.lines().rev().take(20).collect();
     let tail: Vec<&str> = tail.into_iter().rev().collect();
-    Err(PackageError::Build(if tail.is_empty() {
+    Err(BuildError::Failed(if tail.is_empty() {
         format!("{shown} failed ({status})")
     } else {
         format!("{shown} failed ({status}):\n{}", tail.join("\n"))
@@ -414,7 +425,7 @@ pub fn build_node(
     progress: bool,
     ignore_scripts: bool,
     log: &mut dyn FnMut(&str),
-) -> Result<(), PackageError> {
+) -> Result<(), BuildError> {
     let mut quiet = vec!["--no-audit", "--no-fund"];
     if ignore_scripts {
         quiet.push("--ignore-scripts");
