@@ -88,9 +88,9 @@ enum Command {
         after_help = "Examples:\n  ecp verify dist/linux.x64.acme-context.tar.gz\n  ecp verify linux.x64.acme-context.tar.gz --key acme-release.pub\n  ecp verify linux.x64.acme-context.tar.gz --rebuild https://github.com/acme/acme-context\n  ecp verify linux.x64.acme-context.tar.gz --format json | jq .verified\n\nExit status: 0 everything asked for is proven, 1 something is not, 2 could not run."
     )]
     Verify(VerifyArgs),
-    /// Print the long explanation of a lint rule
+    /// Print the long explanation of a lint rule, a check, or a doctor finding
     #[command(
-        after_help = "Examples:\n  ecp explain                # every rule\n  ecp explain include-tools"
+        after_help = "Examples:\n  ecp explain                # every rule, check and doctor finding\n  ecp explain include-tools   # a lint rule\n  ecp explain no-retry        # a check of ecp check\n  ecp explain shadowed        # a finding of ecp doctor"
     )]
     Explain(ExplainArgs),
     /// Run the adapter runtime: MCP over stdio, or Streamable HTTP with --listen
@@ -578,7 +578,7 @@ pub struct ManagedArgs {
 /// `ecp explain`.
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
-    /// A rule ID, as `ecp lint` prints it (e.g. include-tools); omit to list all
+    /// An ID as `ecp lint`, `ecp check` or `ecp doctor` prints it (e.g. include-tools, no-retry, shadowed); omit to list all
     pub rule: Option<String>,
 }
 

@@ -5,15 +5,15 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::{
-    EntryPoint, ExtensionReport, Finding, Manifest, PROVIDER_BUDGET_MS, Server, TOOL, Variable,
-    offers_the_tool, winner,
+    Code, EntryPoint, ExtensionReport, Finding, Manifest, PROVIDER_BUDGET_MS, Server, TOOL,
+    Variable, offers_the_tool, winner,
 };
 use crate::qwen::{
     machine::{InstalledExtension, Layer, Machine, VariableSource, string_list},
     vars::{Environment, Filler, Places},
 };
 
-fn finding(id: &'static str, message: String, fix: impl Into<String>) -> Finding {
+fn finding(id: Code, message: String, fix: impl Into<String>) -> Finding {
     Finding {
         id,
         message,
@@ -36,7 +36,7 @@ pub(super) fn extension(
         .map(|(name, _)| name.clone())
     else {
         report.findings.push(finding(
-            "no-server",
+            Code::NoServer,
             "the manifest declares no MCP server".to_owned(),
             "an External Context extension declares one server offering context_search",
         ));
@@ -44,7 +44,7 @@ pub(super) fn extension(
     };
     if !extension.active {
         report.findings.push(finding(
-            "disabled-here",
+            Code::DisabledHere,
             format!(
                 "the extension is {} in {}",
                 extension.activation,
@@ -58,7 +58,7 @@ pub(super) fn extension(
     }
     if machine.execution_sandbox() {
         report.findings.push(finding(
-            "extensions-off",
+            Code::ExtensionsOff,
             "tools.executionSandbox is set: Qwen loads no extension's MCP server".to_owned(),
             "define the server in the system settings instead (`ecp managed`)",
         ));
@@ -88,7 +88,7 @@ pub(super) fn server(
         .any(|l| defined_by == l.describe());
     if extension.is_none() && repository {
         report.findings.push(finding(
-            "repository-definition",
+            Code::RepositoryDefinition,
             format!(
                 "the definition of `{name}` Qwen uses is in {defined_by} ({}), a file of the workspace: the repository chooses what runs, once someone approves it (`qwen mcp approve`)",
                 file.as_deref().unwrap_or(Path::new("")).display()
@@ -118,7 +118,7 @@ pub(super) fn server(
         && let Some(why) = crate::lint::release::tag_disagrees(tag, report.version.as_deref())
     {
         report.findings.push(finding(
-            "version-tag",
+            Code::VersionTag,
             format!("installed from a release: {why}"),
             "install the release whose tag names the manifest's version",
         ));
@@ -136,14 +136,14 @@ fn where_it_runs(machine: &Machine, name: &str, report: &mut ExtensionReport) {
             "bare mode: Qwen reads no settings and no .env file"
         };
         report.findings.push(finding(
-            "quiet-mode",
+            Code::QuietMode,
             format!("{mode} is on in the environment Qwen starts with: {effect}"),
             format!("unset {mode}"),
         ));
     }
     if machine.disabled_servers().iter().any(|s| s == name) {
         report.findings.push(finding(
-            "server-disabled",
+            Code::ServerDisabled,
             format!(
                 "`{name}` is switched off in {}",
                 machine
@@ -156,7 +156,7 @@ fn where_it_runs(machine: &Machine, name: &str, report: &mut ExtensionReport) {
     }
     if !machine.trusted {
         report.findings.push(finding(
-            "workspace-untrusted",
+            Code::WorkspaceUntrusted,
             format!(
                 "Qwen starts no MCP server in an untrusted workspace ({}); `qwen mcp list` still shows it connected",
                 machine.trust_rule
@@ -167,7 +167,7 @@ fn where_it_runs(machine: &Machine, name: &str, report: &mut ExtensionReport) {
     let allowed = machine.strings("/mcp/allowed");
     if !allowed.is_empty() && !allowed.iter().any(|p| glob(p, name)) {
         report.findings.push(finding(
-            "server-not-allowed",
+            Code::ServerNotAllowed,
             format!(
                 "mcp.allowed ({}) does not list `{name}`: Qwen drops the server",
                 allowed.join(", ")
@@ -181,7 +181,7 @@ fn where_it_runs(machine: &Machine, name: &str, report: &mut ExtensionReport) {
         .find(|p| glob(p, name))
     {
         report.findings.push(finding(
-            "server-excluded",
+            Code::ServerExcluded,
             format!("mcp.excluded has `{pattern}`: Qwen skips the server"),
             "remove the entry from mcp.excluded",
         ));
@@ -197,7 +197,7 @@ fn where_it_runs(machine: &Machine, name: &str, report: &mut ExtensionReport) {
                 .is_some_and(|prefix| tool.starts_with(prefix) && prefix.starts_with("mcp__"))
     }) {
         report.findings.push(finding(
-            "tool-denied",
+            Code::ToolDenied,
             format!("the deny rule `{rule}` (permissions.deny or tools.exclude) hides {tool}"),
             "remove the rule",
         ));
@@ -234,14 +234,14 @@ fn shadowed(name: &str, defined_by: &str, file: Option<&Path>) -> Finding {
     let place = file.map_or(String::new(), |f| format!(" ({})", f.display()));
     match defined_by.strip_prefix("extension:") {
         Some(other) => finding(
-            "shadowed",
+            Code::Shadowed,
             format!(
                 "the extension `{other}` also declares the server `{name}` and comes first in Qwen's load order (folder names, byte order): Qwen runs its definition"
             ),
             format!("uninstall or disable `{other}`, or rename one of the servers"),
         ),
         None => finding(
-            "shadowed",
+            Code::Shadowed,
             format!(
                 "a server named `{name}` in {defined_by}{place} replaces the extension's definition whole: Qwen runs that one{}",
                 if defined_by.contains(".mcp.json") {
@@ -304,7 +304,7 @@ fn server_rules(machine: &Machine, server: &Server, report: &mut ExtensionReport
     let exposes_only_the_tool = server.include_tools.as_deref() == Some(&[TOOL.to_owned()][..]);
     if server.exclude_tools.iter().any(|t| t == TOOL) {
         report.findings.push(finding(
-            "tool-excluded",
+            Code::ToolExcluded,
             format!("excludeTools names {TOOL} (excludeTools wins): the model never sees it"),
             "remove it from excludeTools",
         ));
@@ -314,7 +314,7 @@ fn server_rules(machine: &Machine, server: &Server, report: &mut ExtensionReport
             Some(tools) => format!("includeTools is [{}]", tools.join(", ")),
         };
         report.findings.push(finding(
-            "tools-exposed",
+            Code::ToolsExposed,
             format!("{now}; the profile exposes {TOOL} only"),
             format!("\"includeTools\": [\"{TOOL}\"] in the definition Qwen uses"),
         ));
@@ -326,7 +326,7 @@ fn server_rules(machine: &Machine, server: &Server, report: &mut ExtensionReport
             "Qwen would call the tool without asking in a trusted workspace"
         };
         report.findings.push(finding(
-            "trust",
+            Code::Trust,
             format!(
                 "`trust: true` in {}: {effect}; the profile never needs it",
                 server.defined_by
@@ -336,12 +336,12 @@ fn server_rules(machine: &Machine, server: &Server, report: &mut ExtensionReport
     }
     match server.timeout_ms {
         None => report.findings.push(finding(
-            "timeout",
+            Code::Timeout,
             "no `timeout`: Qwen waits up to 10 minutes for a call".to_owned(),
             "\"timeout\": 8000 (the profile's, around its 5000 ms provider budget)",
         )),
         Some(ms) if ms <= PROVIDER_BUDGET_MS => report.findings.push(finding(
-            "timeout",
+            Code::Timeout,
             format!(
                 "`timeout` is {ms} ms, not above the adapter's {PROVIDER_BUDGET_MS} ms provider budget: Qwen gives up before the adapter's own timeout error"
             ),
@@ -388,7 +388,7 @@ fn variables(
             VariableSource::Unset => {
                 let setting = settings.iter().any(|(k, _)| *k == name);
                 report.findings.push(finding(
-                    "variable-unset",
+                    Code::VariableUnset,
                     format!(
                         "`{name}` is set nowhere Qwen looks, so the server gets the literal `${{{name}}}`{}",
                         if setting {
@@ -405,7 +405,7 @@ fn variables(
             }
             VariableSource::SettingsEnv(file) if machine.is_workspace_settings(file) => {
                 report.findings.push(finding(
-                    "variable-from-repository",
+                    Code::VariableFromRepository,
                     format!(
                         "`{name}` comes from the env of {}, the workspace's settings: whoever controls the repository chooses the endpoint or the credential",
                         file.display()
@@ -414,7 +414,7 @@ fn variables(
                 ));
             }
             VariableSource::ProjectEnv(file) => report.findings.push(finding(
-                "variable-from-repository",
+                Code::VariableFromRepository,
                 format!(
                     "`{name}` comes from {}, a file of the workspace: whoever controls the repository chooses the endpoint or the credential",
                     file.display()
@@ -476,7 +476,7 @@ fn entry_point(folder: Option<&Path>, entry: &Value, report: &mut ExtensionRepor
     let state = entry_state(&path, script);
     if let Err(problem) = &state {
         report.findings.push(finding(
-            "entry-point",
+            Code::EntryPoint,
             format!("{}: {problem}", path.display()),
             "reinstall the release archive built for this machine",
         ));
@@ -539,7 +539,7 @@ fn entry_state(path: &Path, script: bool) -> Result<String, String> {
 fn tokens(machine: &Machine, name: &str, report: &mut ExtensionReport) {
     if machine.encrypted_tokens.is_none() {
         report.findings.push(finding(
-            "tokens-plain-text",
+            Code::TokensPlainText,
             format!(
                 "QWEN_CODE_FORCE_ENCRYPTED_FILE_STORAGE is not `true`: Qwen keeps this server's OAuth tokens in plain text in {}",
                 machine.qwen_home.join("mcp-oauth-tokens.json").display()
@@ -552,7 +552,7 @@ fn tokens(machine: &Machine, name: &str, report: &mut ExtensionReport) {
         && u32::from_str_radix(&mode, 8).is_ok_and(|m| m & 0o077 != 0)
     {
         report.findings.push(finding(
-            "token-file-mode",
+            Code::TokenFileMode,
             format!(
                 "{} is mode {mode}: other users can read OAuth tokens",
                 plain.display()
@@ -571,7 +571,7 @@ fn tokens(machine: &Machine, name: &str, report: &mut ExtensionReport) {
         });
     if stored {
         report.findings.push(finding(
-            "tokens-stored-plain",
+            Code::TokensStoredPlain,
             format!("{} holds OAuth tokens of `{name}` in plain text", plain.display()),
             "remove them (`qwen mcp` logout, or delete the file) and sign in again with encrypted storage",
         ));

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{ExtensionReport, Finding};
+use super::{Code, ExtensionReport, Finding};
 use crate::qwen::machine::{Layer, Machine};
 
 /// The variable Qwen's own hook reads its instance file from.
@@ -208,7 +208,7 @@ pub fn examine(machine: &Machine, servers: &[ExtensionReport]) -> (Vec<AutoRecal
         }
         if !mem0 && !hook_flag_first(&words) {
             findings.push(Finding {
-                id: "hook-command",
+                id: Code::HookCommand,
                 message: format!(
                     "{} runs {} with `--hook` not as its first argument: the runtime then reads its arguments as --listen flags and exits 2, which blocks every prompt",
                     hook.name.as_deref().unwrap_or("the Auto Recall hook"),
@@ -235,7 +235,7 @@ pub fn examine(machine: &Machine, servers: &[ExtensionReport]) -> (Vec<AutoRecal
             format!("{} is set", machine.quiet_modes.join(" and "))
         };
         findings.push(Finding {
-            id: "hooks-disabled",
+            id: Code::HooksDisabled,
             message: format!("{why}: Qwen runs no hook, so Auto Recall ({}) never searches", names(&hooks)),
             fix: "remove `disableAllHooks` (or set it false in the system settings, as `ecp managed --auto-recall` writes it), and start Qwen without safe or bare mode".to_owned(),
         });
@@ -247,7 +247,7 @@ pub fn examine(machine: &Machine, servers: &[ExtensionReport]) -> (Vec<AutoRecal
         == Some(&Value::Bool(true))
     {
         findings.push(Finding {
-            id: "speculation-on",
+            id: Code::SpeculationOn,
             message: "`ui.enableSpeculation` is on: Qwen runs suggested prompts before they are submitted; the Auto Recall deployment keeps it off".to_owned(),
             fix: "set `ui.enableSpeculation` to false in the system settings (`ecp managed --auto-recall` writes it)".to_owned(),
         });
@@ -298,7 +298,7 @@ fn root_findings(
     };
     if let Some(problem) = problem {
         findings.push(Finding {
-            id: "hook-repository-root",
+            id: Code::HookRepositoryRoot,
             message: format!("{label} {problem}"),
             fix: "give the hook the absolute folder of the repository whose sessions it serves (`ecp managed --auto-recall --repository-root DIR`)".to_owned(),
         });
@@ -327,7 +327,7 @@ fn entry_findings(hook: &AutoRecall, findings: &mut Vec<Finding>) {
         .unwrap_or_else(|| "the Auto Recall hook".to_owned());
     if !entry.is_file() {
         findings.push(Finding {
-            id: "hook-entry-missing",
+            id: Code::HookEntryMissing,
             message: format!("{label} runs {}, which does not exist here: every prompt's hook fails", entry.display()),
             fix: "unpack the release archive where the hook's command points (the managed README says where)".to_owned(),
         });
@@ -339,7 +339,7 @@ fn entry_findings(hook: &AutoRecall, findings: &mut Vec<Finding>) {
         .find(|p| writable_by_others(p))
     {
         findings.push(Finding {
-            id: "hook-entry-writable",
+            id: Code::HookEntryWritable,
             message: format!("{label} runs {}, and {} can be written by others: whoever writes it runs code with every prompt", entry.display(), open.display()),
             fix: format!("make it root-owned and not group- or world-writable (`chmod go-w {}`)", open.display()),
         });
@@ -361,7 +361,7 @@ fn mem0_root(machine: &Machine, hook: &AutoRecall, findings: &mut Vec<Finding>) 
         .flatten();
     let Some(path) = path.filter(|p| p.is_absolute() && p.is_file()) else {
         findings.push(Finding {
-            id: "hook-config-missing",
+            id: Code::HookConfigMissing,
             message: format!("{label} reads its instance file from {MEM0_CONFIG_ENV}, which does not name an absolute file here: it adds nothing to any prompt"),
             fix: format!("export {MEM0_CONFIG_ENV} (an absolute path to a schemaVersion 3 instance file) in the environment Qwen starts with"),
         });
@@ -369,7 +369,7 @@ fn mem0_root(machine: &Machine, hook: &AutoRecall, findings: &mut Vec<Finding>) 
     };
     if writable_by_others(&path) {
         findings.push(Finding {
-            id: "hook-entry-writable",
+            id: Code::HookEntryWritable,
             message: format!("{label}'s instance file {} can be written by others: whoever writes it picks the endpoint every prompt goes to", path.display()),
             fix: format!("chmod go-w {}", path.display()),
         });
@@ -403,7 +403,7 @@ fn duplicate_findings(
                 .is_some_and(|e| e.starts_with(&server.folder));
         if named || inside {
             findings.push(Finding {
-                id: "duplicate-retrieval",
+                id: Code::DuplicateRetrieval,
                 message: format!(
                     "{} and the MCP server {name} of the same provider are both active: each prompt is searched twice (the hook before it, the tool when the model calls it)",
                     hook.name.as_deref().unwrap_or("the Auto Recall hook")

@@ -8,6 +8,7 @@
 //! credential or endpoint a repository controls. Values of variables are
 //! never read out, only where they come from.
 
+pub mod codes;
 pub mod hooks;
 pub mod probe;
 mod render;
@@ -23,6 +24,7 @@ use crate::extension::manifest::{Lenient as Manifest, offers_the_tool};
 /// The tool the profile exposes.
 pub(crate) use crate::profile::TOOL_NAME as TOOL;
 use crate::qwen::machine::{InstalledExtension, Layer, Machine, VariableSource};
+pub use codes::Code;
 
 /// The profile's provider budget inside the manifest's `timeout` (profile
 /// v1: 5000 ms inside 8000 ms).
@@ -31,7 +33,7 @@ pub const PROVIDER_BUDGET_MS: u64 = 5000;
 /// One thing that makes Qwen run other than the profile intends.
 #[derive(Debug, Clone, Serialize)]
 pub struct Finding {
-    pub id: &'static str,
+    pub id: Code,
     pub message: String,
     pub fix: String,
 }
@@ -148,9 +150,9 @@ pub fn examine(machine: &Machine, name: Option<&str>) -> Report {
     let stopping: Vec<&str> = findings
         .iter()
         .filter(|f| {
-            f.id == "encrypted-token-file-missing" || f.message.ends_with("Qwen stops at start")
+            f.id == Code::EncryptedTokenFileMissing || f.message.ends_with("Qwen stops at start")
         })
-        .map(|f| f.id)
+        .map(|f| f.id.id())
         .collect();
     if !stopping.is_empty() {
         for extension in &mut extensions {
@@ -161,7 +163,7 @@ pub fn examine(machine: &Machine, name: Option<&str>) -> Report {
             );
         }
     }
-    if findings.iter().any(|f| f.id == "cannot-judge") {
+    if findings.iter().any(|f| f.id == Code::CannotJudge) {
         for extension in &mut extensions {
             extension.verdict = format!(
                 "{}: not judged: a file Qwen reads here could not be read (cannot-judge)",
@@ -233,7 +235,7 @@ fn machine_findings(
         && extensions.is_empty()
     {
         findings.push(Finding {
-            id: "not-installed",
+            id: Code::NotInstalled,
             message: format!(
                 "no extension named `{}` is installed in {}",
                 crate::text::outside::value(name),
@@ -245,7 +247,7 @@ fn machine_findings(
     }
     if tokens.encrypted && !tokens.file.exists() {
         findings.push(Finding {
-            id: "encrypted-token-file-missing",
+            id: Code::EncryptedTokenFileMissing,
             message: format!(
                 "encrypted token storage is forced and {} does not exist: Qwen 0.24.4 then fails to start every MCP server, stdio ones too (\"Token file does not exist\")",
                 tokens.file.display()
@@ -255,7 +257,7 @@ fn machine_findings(
     }
     if machine.trust_rule.ends_with("Qwen stops on it") {
         findings.push(Finding {
-            id: "settings-invalid",
+            id: Code::SettingsInvalid,
             message: format!("folder trust: {}; Qwen stops at start", machine.trust_rule),
             fix: "correct the trusted-folders file".to_owned(),
         });
@@ -264,7 +266,7 @@ fn machine_findings(
         if let crate::qwen::machine::FileState::Invalid(problem) = &file.state {
             let stops = file.layer != Layer::Workspace;
             findings.push(Finding {
-                id: "settings-invalid",
+                id: Code::SettingsInvalid,
                 message: format!(
                     "{} ({}) {problem}: {}",
                     file.layer.describe(),
@@ -285,7 +287,7 @@ fn machine_findings(
     });
     for (path, why) in unjudged.chain(machine.unjudged.iter().map(|(p, w)| (p, w))) {
         findings.push(Finding {
-            id: "cannot-judge",
+            id: Code::CannotJudge,
             message: format!(
                 "{} {why}: doctor cannot say what Qwen takes from it, so no answer here is proven",
                 path.display()
@@ -401,7 +403,7 @@ fn examine_one(
     };
     match manifest {
         None => report.findings.push(Finding {
-            id: "manifest-unreadable",
+            id: Code::ManifestUnreadable,
             message: format!(
                 "{} cannot be read as JSON: Qwen skips the extension",
                 extension.manifest_path.display()

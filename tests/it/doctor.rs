@@ -510,7 +510,7 @@ fn auto_recall_hooks_are_reported_and_what_breaks_them_is_found() {
         found,
         vec![
             "hook-entry-missing",
-            "hook-repository-root",
+            "hook-root",
             "hooks-disabled",
             "speculation-on"
         ],
