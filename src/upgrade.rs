@@ -36,10 +36,8 @@ use std::path::{Path, PathBuf};
 
 use crate::writes::{Place, WriteProblem};
 
-use crate::scaffold::{
-    self, NewSettings, Template,
-    vendor::{self, Installed},
-};
+use crate::extension::runtime::{self, Installed};
+use crate::scaffold::{self, NewSettings, Template, vendor};
 
 /// What ecp 0.1.0 copied into an extension, the reference for "unedited":
 /// the SHA-256 and path of every file of [`COPIED_FOLDERS`], as in
@@ -316,7 +314,7 @@ impl Generated {
                     path: cargo_path.clone(),
                     message: e.message().to_owned(),
                 })?;
-        let installed = vendor::installed(folder, &cargo_table)
+        let installed = runtime::installed(folder, &cargo_table)
             .ok_or_else(|| UpgradeError::NotGenerated(folder.to_owned()))?;
         if matches!(installed, Installed::Copied) {
             // Converting the copied layout reads every source of the crate,
@@ -488,7 +486,7 @@ fn edited_vendored(folder: &Path, recorded: Option<&str>) -> Result<Vec<String>,
             vendor::VENDOR_DIR
         )]);
     }
-    let on_disk = vendor::read_tree(&root).map_err(io(&root))?;
+    let on_disk = runtime::read_tree(&root).map_err(io(&root))?;
     let sum = vendor::tree_sha256(on_disk.iter().map(|(p, c)| (p.as_str(), c.as_slice())));
     if recorded == Some(sum.as_str()) || sum == vendor::runtime_sha256() {
         return Ok(Vec::new());
@@ -528,12 +526,12 @@ fn edited_contracts(folder: &Path) -> Result<Vec<String>, UpgradeError> {
     }
     let vendored_root = folder.join(vendor::VENDOR_DIR).join(CONTRACTS);
     let vendored = if vendored_root.is_dir() {
-        vendor::read_tree(&vendored_root).map_err(io(&vendored_root))?
+        runtime::read_tree(&vendored_root).map_err(io(&vendored_root))?
     } else {
         Vec::new()
     };
     let mut edited = Vec::new();
-    for (path, contents) in vendor::read_tree(&root).map_err(io(&root))? {
+    for (path, contents) in runtime::read_tree(&root).map_err(io(&root))? {
         if !vendored.contains(&(path.clone(), contents)) {
             edited.push(format!("{CONTRACTS}/{path}"));
         }
@@ -613,7 +611,7 @@ fn edited_copied(folder: &Path, name: &str) -> Result<Vec<String>, UpgradeError>
         if !root.is_dir() {
             continue;
         }
-        for path in vendor::tree_paths(&root).map_err(io(&root))? {
+        for path in runtime::tree_paths(&root).map_err(io(&root))? {
             let full = format!("{copied}/{path}");
             if !known.contains(&full) {
                 edited.push(format!("{full} (added)"));
@@ -735,7 +733,7 @@ fn guard(folder: &Path, touched: &[(PathBuf, Expect)]) -> Result<(), UpgradeErro
         }
         // Inside the tree: links are listed, never followed.
         let path = place.path();
-        for inside in vendor::tree_paths(&path).map_err(io(&path))? {
+        for inside in runtime::tree_paths(&path).map_err(io(&path))? {
             let entry = path.join(&inside);
             let kind = std::fs::symlink_metadata(&entry)
                 .map_err(io(&entry))?
@@ -798,7 +796,7 @@ fn recover_swap(folder: &Path) -> Result<Vec<String>, UpgradeError> {
     };
     if std::fs::symlink_metadata(&target).is_err() && !(news.is_empty() && olds.is_empty()) {
         let complete = news.iter().position(|new| {
-            vendor::read_tree(new).is_ok_and(|tree| {
+            runtime::read_tree(new).is_ok_and(|tree| {
                 vendor::tree_sha256(tree.iter().map(|(p, c)| (p.as_str(), c.as_slice())))
                     == vendor::runtime_sha256()
             })
@@ -1011,7 +1009,7 @@ fn align_dependencies(document: &mut toml_edit::DocumentMut) -> Vec<String> {
 /// The Rust sources of the crate (`src/`, `tests/`) as they will be after
 /// converting the copied layout: without the copies it removes and with
 /// the glue `rewrites` in place of the old. Every file is read bounded
-/// ([`vendor::read_tree`]); one that cannot be read stops the upgrade
+/// ([`runtime::read_tree`]); one that cannot be read stops the upgrade
 /// (skipping it could drop a dependency it uses).
 fn copied_sources(folder: &Path, rewrites: &[(String, String)]) -> Result<String, UpgradeError> {
     let mut sources = String::new();
@@ -1020,7 +1018,7 @@ fn copied_sources(folder: &Path, rewrites: &[(String, String)]) -> Result<String
         if !root.is_dir() {
             continue;
         }
-        for (path, contents) in vendor::read_tree(&root).map_err(io(&root))? {
+        for (path, contents) in runtime::read_tree(&root).map_err(io(&root))? {
             let full = format!("{dir}/{path}");
             let replaced = REMOVED_FOLDERS
                 .iter()
@@ -1104,7 +1102,7 @@ mod tests {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/copied-layout-0.1.0");
         let mut expected = String::new();
-        let mut paths = vendor::tree_paths(&root).unwrap();
+        let mut paths = runtime::tree_paths(&root).unwrap();
         paths.sort();
         for path in paths {
             if COPIED_FOLDERS

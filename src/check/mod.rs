@@ -52,6 +52,7 @@ pub mod mutate;
 pub mod probe;
 pub mod schema;
 pub mod secret;
+pub mod session;
 pub mod suite;
 pub mod target;
 pub mod upstream;
@@ -60,9 +61,10 @@ use std::{collections::BTreeMap, time::Duration};
 
 use serde::Serialize;
 
+use session::Session;
 pub use suite::{CheckResult, Status};
 use suite::{Suite, TOKEN_CANARY};
-use target::{DEFAULT_CALL_TIMEOUT, Launch, ManifestServer, Session, Target};
+use target::{DEFAULT_CALL_TIMEOUT, Launch, ManifestServer, Target};
 
 use crate::providers::http::{DEFAULT_BASE_URL_ENV, DEFAULT_TOKEN_ENV};
 
@@ -543,7 +545,7 @@ async fn record(
 /// never reached the upstream, or that the upstream did not answer,
 /// leaves nothing (the replay then answers with the baseline's answer).
 async fn record_inputs(
-    session: &target::Session,
+    session: &Session,
     proxy: &upstream::Upstream,
 ) -> Vec<(String, String, upstream::Exchange)> {
     let Ok(embedded) = embedded::Embedded::get() else {

@@ -13,7 +13,7 @@ use std::{process::Stdio, time::Duration};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
-use super::target::{Launch, WatchedStderr};
+use super::{session::WatchedStderr, target::Launch};
 use crate::children::Group;
 
 /// The longest line or body read as one answer.

@@ -12,6 +12,8 @@
 //! - [`archive`], [`tar`]: the one bounded reader of archives;
 //! - [`staged`]: a file as it will be packaged, and which are documentation;
 //! - [`build`]: the entry point built (cargo, npm), reproducibly;
+//! - [`runtime`]: which runtime a folder holds, and a folder tree read
+//!   bounded;
 //! - the file names every command agrees on: [`MANIFEST`], the other
 //!   clients' [`CLIENT_FILES`], npm's [`NPM_PREFIX`].
 //!
@@ -25,6 +27,7 @@ use crate::files::{self, FileProblem};
 pub mod archive;
 pub mod build;
 pub mod manifest;
+pub mod runtime;
 pub mod staged;
 pub mod tar;
 

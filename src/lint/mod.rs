@@ -589,7 +589,7 @@ fn folder_rules(
     }
     let project = crate::extension::Project::read(folder)?;
     if let Some(table) = &project.cargo
-        && let Some(installed) = crate::scaffold::vendor::installed(folder, table)
+        && let Some(installed) = crate::extension::runtime::installed(folder, table)
         && let Some(finding) = runtime_finding(
             &installed,
             crate::runtime::releases::RELEASES,
@@ -677,7 +677,7 @@ pub(crate) fn bundle_rules(
 /// error when a newer release fixes a security problem, a warning when it
 /// is merely older.
 pub(crate) fn runtime_finding(
-    installed: &crate::scaffold::vendor::Installed,
+    installed: &crate::extension::runtime::Installed,
     releases: &[crate::runtime::releases::Release],
     file: &str,
 ) -> Option<Finding> {
@@ -685,8 +685,8 @@ pub(crate) fn runtime_finding(
     let carried = releases.first()?.version;
     let newer = crate::runtime::releases::newer_in(releases, version);
     let layout = match installed {
-        crate::scaffold::vendor::Installed::Copied => " (copied into src/ by ecp 0.1.0)",
-        crate::scaffold::vendor::Installed::Vendored { .. } => "",
+        crate::extension::runtime::Installed::Copied => " (copied into src/ by ecp 0.1.0)",
+        crate::extension::runtime::Installed::Vendored { .. } => "",
     };
     let help = "run `ecp upgrade`: it shows what changes, replaces the runtime and leaves src/provider.rs alone";
     if let Some(fix) = newer
@@ -720,7 +720,7 @@ mod runtime_tests {
     use crate::runtime::releases::Release;
 
     use super::*;
-    use crate::scaffold::vendor::Installed;
+    use crate::extension::runtime::Installed;
 
     fn vendored(version: &str) -> Installed {
         Installed::Vendored {

@@ -8,7 +8,7 @@
 //! builder (the GitHub Actions run when there is one). The same inputs give
 //! the same bytes. With `--sign-key` the statement is also wrapped in a DSSE
 //! envelope ([`dsse`]) signed with an Ed25519 or ECDSA P-256 key
-//! ([`keys`]). `ecp verify` ([`crate::verify`]) checks a release against all of it,
+//! ([`keys`]). `ecp verify` (`src/verify/`) checks a release against all of it,
 //! and can rebuild it from the recorded commit.
 //!
 //! File names: `provenance.{platform}.{arch}.intoto.json` (the statement)

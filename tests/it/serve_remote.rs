@@ -11,7 +11,7 @@ use std::{
 };
 
 use ecp::check::{
-    target::Session,
+    session::Session,
     upstream::{Reply, SeenRequest, Upstream},
 };
 use serde_json::{Value, json};

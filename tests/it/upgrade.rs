@@ -10,6 +10,7 @@ use std::{
     process::{Command, Stdio},
 };
 
+use ecp::extension::runtime::read_tree;
 use ecp::scaffold::vendor;
 
 use crate::cli::{ecp, ecp_new, files_under, generated_target, relative};
@@ -91,7 +92,7 @@ fn conforms(dir: &Path) {
 /// records it.
 fn assert_carried_runtime(dir: &Path) {
     let vendored = dir.join(vendor::VENDOR_DIR);
-    let on_disk = vendor::read_tree(&vendored).unwrap();
+    let on_disk = read_tree(&vendored).unwrap();
     let carried: Vec<(String, Vec<u8>)> = vendor::runtime_files()
         .into_iter()
         .map(|(p, c)| (p, c.to_vec()))
@@ -247,7 +248,7 @@ fn make_older(dir: &Path) {
         1,
     );
     std::fs::write(&manifest, old).unwrap();
-    let stale = vendor::read_tree(&vendored).unwrap();
+    let stale = read_tree(&vendored).unwrap();
     let sum = vendor::tree_sha256(stale.iter().map(|(p, c)| (p.as_str(), c.as_slice())));
     let cargo_path = dir.join("Cargo.toml");
     let cargo = std::fs::read_to_string(&cargo_path)

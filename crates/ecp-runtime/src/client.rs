@@ -499,20 +499,6 @@ pub fn string(value: &Value, key: &str) -> Option<String> {
     value.get(key).and_then(Value::as_str).map(str::to_owned)
 }
 
-/// Makes ring the TLS crypto provider of the process (rustls is built
-/// without a default one). Call it before building an HTTP client; calling
-/// it again is harmless.
-pub fn install_tls_provider() {
-    // rustls 0.23.48 deprecates ring's provider for lacking post-quantum
-    // key exchange; ring stays (aws-lc-rs needs a C toolchain and cmake on
-    // every provider's machine), so a fresh lockfile must not warn about it
-    // in an extension's own build. An error only means a provider is
-    // already installed.
-    #[allow(deprecated)]
-    let provider = rustls::crypto::ring::default_provider();
-    let _ = provider.install_default();
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -84,7 +84,7 @@ pub mod http {
 // `proxy` and `search_response` above) keep that promise. Hidden, not part
 // of the API (the snapshot lists them apart), gone in 1.0.
 #[doc(hidden)]
-pub use client::install_tls_provider;
+pub use outbound::install_tls_provider;
 #[doc(hidden)]
 pub use reqwest;
 

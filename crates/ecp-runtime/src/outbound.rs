@@ -224,7 +224,7 @@ fn proxy_route(url: &Url) -> Result<Proxy, BuildError> {
 
 /// rustls with ring and the platform's verifier, ALPN `http/1.1`.
 fn tls_config() -> Result<Arc<rustls::ClientConfig>, rustls::Error> {
-    crate::client::install_tls_provider();
+    install_tls_provider();
     #[allow(deprecated)] // see `install_tls_provider`
     let provider = rustls::crypto::CryptoProvider::get_default()
         .cloned()
@@ -441,6 +441,20 @@ impl hyper::rt::Write for Conn {
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
     }
+}
+
+/// Makes ring the TLS crypto provider of the process (rustls is built
+/// without a default one). Call it before building an HTTP client; calling
+/// it again is harmless.
+pub fn install_tls_provider() {
+    // rustls 0.23.48 deprecates ring's provider for lacking post-quantum
+    // key exchange; ring stays (aws-lc-rs needs a C toolchain and cmake on
+    // every provider's machine), so a fresh lockfile must not warn about it
+    // in an extension's own build. An error only means a provider is
+    // already installed.
+    #[allow(deprecated)]
+    let provider = rustls::crypto::ring::default_provider();
+    let _ = provider.install_default();
 }
 
 #[cfg(test)]

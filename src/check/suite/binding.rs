@@ -11,7 +11,7 @@ use crate::check::{
     cassette::{Cassette, Tape, as_recorded},
     mutate,
     secret::Secrets,
-    target::Session,
+    session::Session,
     upstream::{ELSEWHERE_HOST, REDIRECTED, TAGGING_PROBE},
 };
 

@@ -27,7 +27,7 @@ use super::{
     embedded::Embedded,
     probe::ProbeTarget,
     schema,
-    target::{Session, WatchedStderr},
+    session::{Session, WatchedStderr},
     upstream::{Reply, SeenRequest, Tag, Upstream},
 };
 use crate::profile::{self, ContextItem, ecmascript::utf16_len};

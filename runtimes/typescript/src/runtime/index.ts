@@ -36,25 +36,14 @@ import {
   resolvedRoot,
 } from "./hook.js";
 import { configuredCredentials } from "./http.js";
+import type { Provider } from "./provider.js";
 
 export { ProviderError } from "./error.js";
 export { FramedStdioTransport, judge, MAX_DEPTH, MAX_LINE_BYTES } from "./framing.js";
 export { autoRecallQuery, HOOK_NAME, hookSettings } from "./hook.js";
 export { baseUrl, configuredCredentials, type Credential, isUnset, joinUnder, MAX_BODY_BYTES, Upstream, UpstreamRequest } from "./http.js";
+export type { Provider } from "./provider.js";
 export { HttpSearchProvider, itemFromJson, itemsFromDocument, SEARCH_PATH } from "./v1.js";
-
-/** What a provider team implements: one search, at most one upstream request, no retry. */
-export interface Provider {
-  /**
-   * Searches for `query` (already normalized) and returns items in rank
-   * order (`limit` is the profile's 5, for an API that takes a size; the
-   * runtime drops items without an `id` or `content` and renders the first
-   * five). `signal` aborts when the budget runs out or the client cancels:
-   * pass it to the request (`UpstreamRequest.send` takes it) so that the
-   * upstream sees the connection close.
-   */
-  search(query: string, limit: number, signal: AbortSignal): Promise<ProviderItem[]>;
-}
 
 /**
  * The items the runtime renders: those whose `id` and `content` are

@@ -12,7 +12,7 @@
 import type { ProviderItem } from "../profile/contract.js";
 import { ProviderError } from "./error.js";
 import { baseUrl, isUnset, Upstream } from "./http.js";
-import type { Provider } from "./index.js";
+import type { Provider } from "./provider.js";
 
 /** The search path under the base URL. */
 export const SEARCH_PATH = "v1/context/search";
