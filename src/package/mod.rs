@@ -227,7 +227,8 @@ pub fn package(
     log: &mut dyn FnMut(&str),
 ) -> Result<Packaged, PackageError> {
     let mut would_replace = Vec::new();
-    let result = run(settings, log, &mut would_replace);
+    let mut before = Before::default();
+    let result = run(settings, log, &mut would_replace, &mut before);
     match &result {
         Ok(packaged) => made::record(
             &settings.folder,
@@ -237,10 +238,90 @@ pub fn package(
                 .map(|a| (a.path.as_path(), a.sha256.as_str())),
         ),
         // A refusal of the write rule removes nothing either.
-        Err(PackageError::Unsafe(_)) => {}
-        Err(_) => remove_stale(&settings.out(), &would_replace, log),
+        Err(PackageError::Unsafe(_)) => before.restore(log),
+        Err(_) => {
+            before.restore(log);
+            remove_stale(&settings.out(), &would_replace, log);
+        }
     }
     result
+}
+
+/// What the extension folder held where a run writes client manifests
+/// (`--clients`), read before the first write, so that a run that fails
+/// leaves the folder as it was: each file's bytes (`None` where there was
+/// none), and the folders the writes made.
+#[derive(Default)]
+struct Before {
+    files: Vec<(Place, Option<Vec<u8>>)>,
+    folders: Vec<PathBuf>,
+}
+
+impl Before {
+    /// The most of an existing client manifest kept to put back (a client
+    /// file is well under a kilobyte; a larger one is refused).
+    const MAX_KEPT: u64 = 1024 * 1024;
+
+    /// Reads what the client manifests of `settings` would replace.
+    fn read(settings: &PackageSettings) -> Result<Before, PackageError> {
+        let mut before = Before::default();
+        for client in &settings.channels.clients {
+            if *client == crate::channels::Client::Qwen {
+                continue;
+            }
+            let place = crate::channels::client_place(&settings.folder, *client);
+            let bytes = if place.check_file()? {
+                let path = place.path();
+                let (file, _) =
+                    crate::files::open_regular(&path, Some(&settings.folder), Self::MAX_KEPT)
+                        .map_err(|problem| PackageError::Refused {
+                            path: path.display().to_string(),
+                            reason: problem.to_string(),
+                        })?;
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(
+                    &mut std::io::Read::take(file, Self::MAX_KEPT),
+                    &mut bytes,
+                )
+                .map_err(|source| PackageError::Io { path, source })?;
+                Some(bytes)
+            } else {
+                None
+            };
+            let mut folder = place.path();
+            while folder.pop() && folder != settings.folder && !folder.exists() {
+                before.folders.push(folder.clone());
+            }
+            before.files.push((place, bytes));
+        }
+        Ok(before)
+    }
+
+    /// Puts every file back as it was, and removes the folders the run
+    /// made when they are empty again.
+    fn restore(&self, log: &mut dyn FnMut(&str)) {
+        let mut put_back = Vec::new();
+        for (place, bytes) in &self.files {
+            let done = match bytes {
+                Some(bytes) => place.write(bytes).map(|_| true),
+                None => place.remove_file(),
+            };
+            match done {
+                Ok(true) => put_back.push(place.path().display().to_string()),
+                Ok(false) => {}
+                Err(problem) => log(&format!("could not put back {problem}")),
+            }
+        }
+        for folder in &self.folders {
+            let _ = std::fs::remove_dir(folder);
+        }
+        if !put_back.is_empty() {
+            log(&format!(
+                "put back {} as it was before this run, which failed",
+                put_back.join(", ")
+            ));
+        }
+    }
 }
 
 /// Removes `names` from `out` and their lines from `SHA256SUMS` (regular
@@ -308,6 +389,18 @@ struct Plan {
 }
 
 impl Plan {
+    /// The plan of the folder's manifest, read before anything is written
+    /// (a manifest that cannot be read gives an empty name: lint says why).
+    fn read(settings: &PackageSettings) -> Plan {
+        let facts = crate::extension::Extension::read(&settings.folder)
+            .ok()
+            .and_then(|extension| extension.manifest_text)
+            .and_then(|text| lint::manifest::check(lint::MANIFEST, &text).ok())
+            .map(|checked| checked.facts)
+            .unwrap_or_default();
+        Plan::of(settings, &facts)
+    }
+
     fn of(settings: &PackageSettings, facts: &crate::extension::manifest::ManifestFacts) -> Plan {
         let kind = |wanted| facts.entry_point.as_ref().is_some_and(|e| e.kind == wanted);
         Plan {
@@ -351,6 +444,7 @@ fn run(
     settings: &PackageSettings,
     log: &mut dyn FnMut(&str),
     would_replace: &mut Vec<String>,
+    before: &mut Before,
 ) -> Result<Packaged, PackageError> {
     // Where this run writes, by the one write rule, before anything is
     // read, written or removed: the output folder, the sums, server.json,
@@ -366,15 +460,19 @@ fn run(
     let sums_place = settings.out().join(SUMS);
     let sums_path = sums_place.path();
     let mut sums = read_sums(&sums_place)?;
+    // The plan, from the manifest alone, and what this run's writes would
+    // replace, all before the first write.
+    let plan = Plan::read(settings);
+    would_replace.extend(check_outputs(settings, plan.outputs())?);
+    *before = Before::read(settings)?;
     // 0. The client manifests asked for, written from qwen-extension.json
-    // (so that lint judges them with the rest).
+    // (so that lint judges them with the rest); a failed run puts back
+    // what they replaced.
     channels::write_clients(settings, log)?;
     // 1. Lint (which also reads the manifest's facts, one parse), a Node
     // project's bundle built, and lint's verdict.
     let (report, facts) =
         lint::lint_path_with_facts(&settings.folder).map_err(PackageError::Lint)?;
-    let plan = Plan::of(settings, &facts.clone().unwrap_or_default());
-    would_replace.extend(check_outputs(settings, plan.outputs())?);
     let (report, facts, toolchain) =
         build_bundle(settings, &plan, report, facts.unwrap_or_default(), log)?;
     gate(settings, &plan, &report, log)?;

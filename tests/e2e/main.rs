@@ -431,7 +431,11 @@ async fn qwen_honours_trust_from_a_manifest_and_ecp_lint_and_doctor_say_so() {
     let workspace = tempfile::tempdir().unwrap();
     let (code, report) = doctor::doctor(&qwen, workspace.path(), &env[..2], "acme-context");
     assert_eq!(code, 1, "{report:#}");
-    assert_eq!(doctor::finding_ids(&report), ["server-trusted"], "{report:#}");
+    assert_eq!(
+        doctor::finding_ids(&report),
+        ["server-trusted"],
+        "{report:#}"
+    );
     let (code, report) = doctor::doctor(&untrusted, workspace.path(), &env[..2], "acme-context");
     assert_eq!(code, 0, "{report:#}");
 }

@@ -371,6 +371,46 @@ fn a_manifest_only_extension_gets_one_archive_per_platform() {
     );
 }
 
+/// A run that fails leaves the extension folder as it was: the client
+/// manifests `--clients` wrote before lint refused the extension are put
+/// back (a Gemini file to its own bytes, a Claude plugin removed with the
+/// folder it made), and no output folder is left behind.
+#[test]
+fn a_failed_package_leaves_the_folder_byte_identical() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = new_extension(
+        temp.path(),
+        &[
+            "--template",
+            "remote",
+            "--endpoint",
+            "https://context.acme.dev/mcp",
+        ],
+    );
+    // A lint error (`trust`), found only after the client files are written.
+    let path = dir.join("qwen-extension.json");
+    let mut manifest: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    manifest["mcpServers"]["acme-context"]["trust"] = Value::Bool(true);
+    std::fs::write(&path, serde_json::to_vec_pretty(&manifest).unwrap()).unwrap();
+    std::fs::write(
+        dir.join("gemini-extension.json"),
+        b"{\"kept\": \"as it was\"}\n",
+    )
+    .unwrap();
+    let before = contents_under(&dir);
+    let output = package(&dir, &["--clients", "gemini,claude"]);
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("put back"), "{stderr}");
+    assert_eq!(contents_under(&dir), before, "{stderr}");
+    assert!(!dir.join(".claude-plugin").exists() && !dir.join("dist").exists());
+}
+
 /// Sets `[package.metadata.ecp] include` of a generated extension.
 fn set_include(dir: &Path, include: &str) {
     let cargo = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();

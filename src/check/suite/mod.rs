@@ -10,11 +10,13 @@ mod discovery;
 mod inputs;
 mod output;
 mod protocol;
+mod scripted;
 
-pub use binding::{NO_ITEM_KEPT, Script, Scripted, start_upstream};
+pub use binding::NO_ITEM_KEPT;
 pub use output::same_as_json_parse;
 pub(crate) use output::success_problems;
 pub use protocol::STATELESS;
+pub use scripted::{Script, Scripted, start_upstream};
 
 use std::{sync::Arc, time::Duration};
 
