@@ -15,6 +15,7 @@
 
 mod channels;
 pub mod made;
+mod plan;
 pub mod stage;
 pub mod write;
 
@@ -23,6 +24,7 @@ pub use channels::Channels;
 use std::path::{Path, PathBuf};
 
 pub use write::{DEFAULT_EPOCH, Format};
+use plan::{Before, Plan, check_outputs, remove_stale};
 
 use crate::{
     extension::build::{self, BuildError},
@@ -247,112 +249,6 @@ pub fn package(
     result
 }
 
-/// What the extension folder held where a run writes client manifests
-/// (`--clients`), read before the first write, so that a run that fails
-/// leaves the folder as it was: each file's bytes (`None` where there was
-/// none), and the folders the writes made.
-#[derive(Default)]
-struct Before {
-    files: Vec<(Place, Option<Vec<u8>>)>,
-    folders: Vec<PathBuf>,
-}
-
-impl Before {
-    /// The most of an existing client manifest kept to put back (a client
-    /// file is well under a kilobyte; a larger one is refused).
-    const MAX_KEPT: u64 = 1024 * 1024;
-
-    /// Reads what the client manifests of `settings` would replace.
-    fn read(settings: &PackageSettings) -> Result<Before, PackageError> {
-        let mut before = Before::default();
-        for client in &settings.channels.clients {
-            if *client == crate::channels::Client::Qwen {
-                continue;
-            }
-            let place = crate::channels::client_place(&settings.folder, *client);
-            let bytes = if place.check_file()? {
-                let path = place.path();
-                let (file, _) =
-                    crate::files::open_regular(&path, Some(&settings.folder), Self::MAX_KEPT)
-                        .map_err(|problem| PackageError::Refused {
-                            path: path.display().to_string(),
-                            reason: problem.to_string(),
-                        })?;
-                let mut bytes = Vec::new();
-                std::io::Read::read_to_end(
-                    &mut std::io::Read::take(file, Self::MAX_KEPT),
-                    &mut bytes,
-                )
-                .map_err(|source| PackageError::Io { path, source })?;
-                Some(bytes)
-            } else {
-                None
-            };
-            let mut folder = place.path();
-            while folder.pop() && folder != settings.folder && !folder.exists() {
-                before.folders.push(folder.clone());
-            }
-            before.files.push((place, bytes));
-        }
-        Ok(before)
-    }
-
-    /// Puts every file back as it was, and removes the folders the run
-    /// made when they are empty again.
-    fn restore(&self, log: &mut dyn FnMut(&str)) {
-        let mut put_back = Vec::new();
-        for (place, bytes) in &self.files {
-            let done = match bytes {
-                Some(bytes) => place.write(bytes).map(|_| true),
-                None => place.remove_file(),
-            };
-            match done {
-                Ok(true) => put_back.push(place.path().display().to_string()),
-                Ok(false) => {}
-                Err(problem) => log(&format!("could not put back {problem}")),
-            }
-        }
-        for folder in &self.folders {
-            let _ = std::fs::remove_dir(folder);
-        }
-        if !put_back.is_empty() {
-            log(&format!(
-                "put back {} as it was before this run, which failed",
-                put_back.join(", ")
-            ));
-        }
-    }
-}
-
-/// Removes `names` from `out` and their lines from `SHA256SUMS` (regular
-/// files only, by the write rule).
-fn remove_stale(out: &Place, names: &[String], log: &mut dyn FnMut(&str)) {
-    let mut removed = Vec::new();
-    for name in names {
-        if out.join(name).remove_file().unwrap_or(false) {
-            removed.push(name.as_str());
-        }
-    }
-    if removed.is_empty() {
-        return;
-    }
-    let sums_place = out.join(SUMS);
-    if let Ok(mut sums) = read_sums(&sums_place) {
-        sums.entries
-            .retain(|file, _| !removed.contains(&file.as_str()));
-        let _ = if sums.entries.is_empty() {
-            sums_place.remove_file().map(|_| ())
-        } else {
-            sums_place.write(sums.render().as_bytes())
-        };
-    }
-    log(&format!(
-        "removed the previous {} from {}: this run failed, and it would have replaced them",
-        removed.join(", "),
-        out.path().display()
-    ));
-}
-
 /// The `SHA256SUMS` already in an output folder (empty when there is
 /// none); a link or special file there is refused by the write rule.
 fn read_sums(place: &Place) -> Result<Sums, PackageError> {
@@ -376,64 +272,6 @@ fn read_sums(place: &Place) -> Result<Sums, PackageError> {
 }
 
 pub use crate::lint::report::human_size as size;
-
-/// What the manifest says the run builds: the extension's name, the
-/// target triple, and the entry point's kind.
-struct Plan {
-    name: String,
-    triple: String,
-    /// A JavaScript bundle (`node dist/main.js`).
-    script: bool,
-    /// A native `dist/main`.
-    native: bool,
-}
-
-impl Plan {
-    /// The plan of the folder's manifest, read before anything is written
-    /// (a manifest that cannot be read gives an empty name: lint says why).
-    fn read(settings: &PackageSettings) -> Plan {
-        let facts = crate::extension::Extension::read(&settings.folder)
-            .ok()
-            .and_then(|extension| extension.manifest_text)
-            .and_then(|text| lint::manifest::check(lint::MANIFEST, &text).ok())
-            .map(|checked| checked.facts)
-            .unwrap_or_default();
-        Plan::of(settings, &facts)
-    }
-
-    fn of(settings: &PackageSettings, facts: &crate::extension::manifest::ManifestFacts) -> Plan {
-        let kind = |wanted| facts.entry_point.as_ref().is_some_and(|e| e.kind == wanted);
-        Plan {
-            name: facts.name.clone().unwrap_or_default(),
-            triple: settings.target.clone().unwrap_or_else(host_triple),
-            script: kind(crate::extension::manifest::EntryKind::Script),
-            native: kind(crate::extension::manifest::EntryKind::Native),
-        }
-    }
-
-    /// The files this run would write, so that a failure from here on
-    /// removes what an earlier run left under the same names.
-    fn outputs(&self) -> Vec<String> {
-        if self.name.is_empty() {
-            return Vec::new();
-        }
-        let platform = match platform_of(&self.triple) {
-            Ok((os, arch)) if self.native => Some(format!("{os}.{arch}")),
-            _ => None,
-        };
-        let mut outputs = Vec::new();
-        for stem in release::stems(&self.name, platform.as_deref()) {
-            outputs.extend(
-                [Format::TarGz, Format::Zip]
-                    .iter()
-                    .map(|f| format!("{stem}.{}", f.extension())),
-            );
-        }
-        outputs.push(provenance::statement_name(platform.as_deref()));
-        outputs.push(provenance::envelope_name(platform.as_deref()));
-        outputs
-    }
-}
 
 /// An archive written to a temporary file and linted, not yet in place.
 type Pending = (tempfile::NamedTempFile, PathBuf, &'static str, String, u64);
@@ -547,19 +385,6 @@ fn run(
         key_id,
         registry,
     })
-}
-
-/// `names` in the output folder, each one the write rule lets this run
-/// replace or remove.
-fn check_outputs(
-    settings: &PackageSettings,
-    names: Vec<String>,
-) -> Result<Vec<String>, PackageError> {
-    let out = settings.out();
-    for name in &names {
-        out.join(name).check_file()?;
-    }
-    Ok(names)
 }
 
 /// A Node project builds its bundle (`npm ci`, `npm run build`) unless
