@@ -23,8 +23,8 @@ pub use channels::Channels;
 
 use std::path::{Path, PathBuf};
 
-pub use write::{DEFAULT_EPOCH, Format};
 use plan::{Before, Plan, check_outputs, remove_stale};
+pub use write::{DEFAULT_EPOCH, Format};
 
 use crate::{
     extension::build::{self, BuildError},

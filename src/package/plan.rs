@@ -7,11 +7,7 @@
 use std::path::PathBuf;
 
 use super::{Format, PackageError, PackageSettings, host_triple, platform_of, read_sums};
-use crate::{
-    lint, provenance, release,
-    release::SUMS,
-    writes::Place,
-};
+use crate::{lint, provenance, release, release::SUMS, writes::Place};
 
 /// What the manifest says the run builds: the extension's name, the
 /// target triple, and the entry point's kind.
@@ -37,7 +33,10 @@ impl Plan {
         Plan::of(settings, &facts)
     }
 
-    pub(super) fn of(settings: &PackageSettings, facts: &crate::extension::manifest::ManifestFacts) -> Plan {
+    pub(super) fn of(
+        settings: &PackageSettings,
+        facts: &crate::extension::manifest::ManifestFacts,
+    ) -> Plan {
         let kind = |wanted| facts.entry_point.as_ref().is_some_and(|e| e.kind == wanted);
         Plan {
             name: facts.name.clone().unwrap_or_default(),
@@ -189,4 +188,3 @@ pub(super) fn check_outputs(
     }
     Ok(names)
 }
-
