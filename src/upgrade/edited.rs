@@ -10,7 +10,10 @@ use super::*;
 /// carries (an upgrade stopped before it recorded the checksum); else the
 /// files that differ from this ecp's copy (or the folder itself when that
 /// says nothing).
-pub(super) fn edited_vendored(folder: &Path, recorded: Option<&str>) -> Result<Vec<String>, UpgradeError> {
+pub(super) fn edited_vendored(
+    folder: &Path,
+    recorded: Option<&str>,
+) -> Result<Vec<String>, UpgradeError> {
     let root = folder.join(vendor::VENDOR_DIR);
     if std::fs::symlink_metadata(&root).is_err() {
         // Deleted, or an interrupted swap that left nothing to put back:
@@ -156,7 +159,10 @@ pub(super) fn edited_copied(folder: &Path, name: &str) -> Result<Vec<String>, Up
 }
 
 /// `src/main.rs` and `src/lib.rs` as this ecp generates them.
-pub(super) fn glue_files(name: &str, env_prefix: &str) -> Result<Vec<(String, String)>, UpgradeError> {
+pub(super) fn glue_files(
+    name: &str,
+    env_prefix: &str,
+) -> Result<Vec<(String, String)>, UpgradeError> {
     let mut settings = NewSettings::with_defaults(name, Template::Local);
     settings.env_prefix = env_prefix.to_owned();
     let files = scaffold::plan(&settings).map_err(|e| UpgradeError::Render(e.to_string()))?;
@@ -185,4 +191,3 @@ pub(super) fn old_provider_names(glue: &str) -> String {
         ".main(|| HttpSearchConfig::from_env(BASE_URL_ENV, TOKEN_ENV).map(HttpSearchProvider::new))",
     )
 }
-

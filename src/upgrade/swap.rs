@@ -33,14 +33,17 @@ pub(super) const TOUCHED: &[(&str, Expect)] = &[
 
 /// What converting the copied layout reads besides: every source of the
 /// crate (for the dependencies they still use).
-pub(super) const COPIED_SOURCES: &[(&str, Expect)] = &[("src", Expect::Tree), ("tests", Expect::Tree)];
+pub(super) const COPIED_SOURCES: &[(&str, Expect)] =
+    &[("src", Expect::Tree), ("tests", Expect::Tree)];
 
 /// The prefixes of the folders [`replace_vendor`] writes beside
 /// `vendor/ecp-runtime`.
 pub(super) const NEW_PREFIX: &str = ".ecp-runtime-new-";
 pub(super) const OLD_PREFIX: &str = ".ecp-runtime-old-";
 
-pub(super) fn expecting<'a>(paths: impl Iterator<Item = (&'a str, Expect)>) -> Vec<(PathBuf, Expect)> {
+pub(super) fn expecting<'a>(
+    paths: impl Iterator<Item = (&'a str, Expect)>,
+) -> Vec<(PathBuf, Expect)> {
     paths
         .map(|(path, expect)| (PathBuf::from(path), expect))
         .collect()
@@ -254,4 +257,3 @@ pub(super) fn write_atomically(path: &Path, contents: &[u8]) -> Result<(), Upgra
         source: e.source,
     })
 }
-
