@@ -347,10 +347,13 @@ fn the_runtime_is_vendored_verbatim_with_its_version_and_checksum() {
         .unwrap();
     let recorded = &cargo_toml["package"]["metadata"]["ecp"]["runtime"];
     assert_eq!(recorded["version"].as_str(), Some(vendor::RUNTIME_VERSION));
-    let on_disk: Vec<(String, Vec<u8>)> = theirs
+    let mut on_disk: Vec<(String, Vec<u8>)> = theirs
         .iter()
         .map(|f| (f.clone(), std::fs::read(vendored.join(f)).unwrap()))
         .collect();
+    // The checksum's order is the paths' as strings (`auth.rs` before
+    // `auth/keys.rs`), not a walk's.
+    on_disk.sort();
     let sum = vendor::tree_sha256(on_disk.iter().map(|(p, c)| (p.as_str(), c.as_slice())));
     assert_eq!(recorded["sha256"].as_str(), Some(sum.as_str()));
     assert_eq!(sum, vendor::runtime_sha256());
