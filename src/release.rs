@@ -279,6 +279,46 @@ impl Sums {
     }
 }
 
+/// A target triple Qwen's asset names have no platform or architecture for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unsupported target `{0}`: the archive name needs linux, darwin or windows and x86_64, aarch64, i686 or armv7"
+)]
+pub struct UnsupportedTarget(pub String);
+
+/// Node's platform and architecture names for a Rust target triple, as
+/// Qwen matches them in release asset names (`linux.x64.`).
+pub fn platform_of(triple: &str) -> Result<(&'static str, &'static str), UnsupportedTarget> {
+    let platform = if triple.contains("-linux") {
+        "linux"
+    } else if triple.contains("-apple-darwin") {
+        "darwin"
+    } else if triple.contains("-windows") {
+        "win32"
+    } else {
+        return Err(UnsupportedTarget(triple.to_owned()));
+    };
+    let arch = match triple.split('-').next().unwrap_or("") {
+        "x86_64" => "x64",
+        "aarch64" => "arm64",
+        "i686" | "i586" => "ia32",
+        "armv7" | "arm" => "arm",
+        _ => return Err(UnsupportedTarget(triple.to_owned())),
+    };
+    Ok((platform, arch))
+}
+
+/// The triple this ecp was built for, the default target.
+pub fn host_triple() -> String {
+    let arch = std::env::consts::ARCH;
+    match std::env::consts::OS {
+        "linux" => format!("{arch}-unknown-linux-gnu"),
+        "macos" => format!("{arch}-apple-darwin"),
+        "windows" => format!("{arch}-pc-windows-msvc"),
+        other => format!("{arch}-unknown-{other}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

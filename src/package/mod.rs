@@ -187,38 +187,13 @@ impl PackageError {
     }
 }
 
-/// Node's platform and architecture names for a Rust target triple, as
-/// Qwen matches them in release asset names (`linux.x64.`).
+/// Node's platform and architecture names for a Rust target triple
+/// ([`release::platform_of`]), refused as a [`PackageError::Target`].
 pub fn platform_of(triple: &str) -> Result<(&'static str, &'static str), PackageError> {
-    let platform = if triple.contains("-linux") {
-        "linux"
-    } else if triple.contains("-apple-darwin") {
-        "darwin"
-    } else if triple.contains("-windows") {
-        "win32"
-    } else {
-        return Err(PackageError::Target(triple.to_owned()));
-    };
-    let arch = match triple.split('-').next().unwrap_or("") {
-        "x86_64" => "x64",
-        "aarch64" => "arm64",
-        "i686" | "i586" => "ia32",
-        "armv7" | "arm" => "arm",
-        _ => return Err(PackageError::Target(triple.to_owned())),
-    };
-    Ok((platform, arch))
+    release::platform_of(triple).map_err(|e| PackageError::Target(e.0))
 }
 
-/// The triple this ecp was built for, the default target.
-pub fn host_triple() -> String {
-    let arch = std::env::consts::ARCH;
-    match std::env::consts::OS {
-        "linux" => format!("{arch}-unknown-linux-gnu"),
-        "macos" => format!("{arch}-apple-darwin"),
-        "windows" => format!("{arch}-pc-windows-msvc"),
-        other => format!("{arch}-unknown-{other}"),
-    }
-}
+pub use release::host_triple;
 
 /// Runs the whole pipeline; `log` hears one line per step. When it fails,
 /// the archives of the same name that an earlier run left in the output

@@ -12,6 +12,7 @@
 
 pub mod env_file;
 pub mod machine;
+pub mod try_it;
 pub mod vars;
 
 use std::path::{Path, PathBuf};
