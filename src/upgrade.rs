@@ -277,6 +277,7 @@ pub fn upgrade_recovered(
             write_atomically(&folder.join(path), contents)?;
             outcome.written.push(path.clone());
         }
+        reqwest_feature_if_named(folder, &generated, &mut outcome)?;
         return Ok(outcome);
     }
     if !edited.is_empty() && !force {
@@ -294,6 +295,34 @@ pub fn upgrade_recovered(
         outcome.written.push(path.clone());
     }
     Ok(outcome)
+}
+
+/// A current runtime whose crate names the old reqwest paths (code an
+/// earlier ecp generated, put back by its owner) gets the runtime's
+/// `reqwest` feature, so that it still builds; nothing else changes.
+fn reqwest_feature_if_named(
+    folder: &Path,
+    generated: &Generated,
+    outcome: &mut Upgraded,
+) -> Result<(), UpgradeError> {
+    let sources = copied_sources(folder, &[])?;
+    let mut document: toml_edit::DocumentMut =
+        generated
+            .cargo_text
+            .parse()
+            .map_err(|e: toml_edit::TomlError| UpgradeError::Toml {
+                path: generated.cargo_path.clone(),
+                message: e.to_string(),
+            })?;
+    if names_runtime_reqwest(&sources, &document) && enable_reqwest_feature(&mut document) {
+        write_atomically(&generated.cargo_path, document.to_string().as_bytes())?;
+        outcome.written.push("Cargo.toml".into());
+        outcome
+            .aligned
+            .push("ecp-runtime with its reqwest feature".into());
+        outcome.changed = true;
+    }
+    Ok(())
 }
 
 /// A Rust extension as ecp generated it: its `Cargo.toml` and the runtime
@@ -418,11 +447,7 @@ fn replace_runtime(
     // The sources as they will be after the upgrade (the copies removed,
     // the glue rewritten), read now so that a file that cannot be read
     // stops the upgrade before it changes anything.
-    let sources = if copied {
-        Some(copied_sources(folder, &rewrites)?)
-    } else {
-        None
-    };
+    let sources = copied_sources(folder, &rewrites)?;
     let mut document: toml_edit::DocumentMut =
         generated
             .cargo_text
@@ -462,15 +487,22 @@ fn replace_runtime(
             }
         }
     }
-    if let Some(sources) = &sources {
+    if copied {
         // Shown: the names are the extension's own `Cargo.toml` keys.
-        outcome.dropped = drop_unused_dependencies(sources, &mut document)
+        outcome.dropped = drop_unused_dependencies(&sources, &mut document)
             .iter()
             .map(|name| crate::text::outside::value(name))
             .collect();
     }
-    // 3. Cargo.toml: the new version, checksum and shared versions.
+    let reqwest = names_runtime_reqwest(&sources, &document);
+    // 3. Cargo.toml: the new version, checksum and shared versions, and
+    // the runtime's `reqwest` feature for a mapping that still needs it.
     outcome.aligned = align_dependencies(&mut document);
+    if reqwest && enable_reqwest_feature(&mut document) {
+        outcome
+            .aligned
+            .push("ecp-runtime with its reqwest feature".into());
+    }
     write_atomically(&generated.cargo_path, document.to_string().as_bytes())?;
     outcome.written.push("Cargo.toml".into());
     Ok(())
@@ -511,6 +543,50 @@ fn record_runtime(document: &mut toml_edit::DocumentMut) {
             dependencies.insert("ecp-runtime", value(entry));
         }
     }
+}
+
+/// Whether the crate's sources name the runtime's hidden reqwest paths of
+/// 0.4.1 and earlier (`ProxyEnv::into_reqwest`, or `reqwest` while the
+/// crate has no `reqwest` dependency of its own, so that the name is
+/// `ecp_runtime::reqwest`), which the runtime builds only with its
+/// `reqwest` feature.
+fn names_runtime_reqwest(sources: &str, document: &toml_edit::DocumentMut) -> bool {
+    let own = document
+        .get("dependencies")
+        .and_then(|t| t.as_table_like())
+        .is_some_and(|t| t.contains_key("reqwest"));
+    sources.contains("into_reqwest") || (!own && sources.contains("reqwest::"))
+}
+
+/// `features = ["reqwest"]` on the `ecp-runtime` dependency; whether it
+/// was not there before.
+fn enable_reqwest_feature(document: &mut toml_edit::DocumentMut) -> bool {
+    let Some(item) = document
+        .get_mut("dependencies")
+        .and_then(|t| t.as_table_like_mut())
+        .and_then(|t| t.get_mut("ecp-runtime"))
+    else {
+        return false;
+    };
+    if let Some(version) = item.as_str().map(str::to_owned) {
+        let mut table = toml_edit::InlineTable::new();
+        table.insert("version", version.into());
+        *item = toml_edit::value(table);
+    }
+    let Some(dependency) = item.as_table_like_mut() else {
+        return false;
+    };
+    let mut features = dependency
+        .get("features")
+        .and_then(|f| f.as_array())
+        .cloned()
+        .unwrap_or_default();
+    if features.iter().any(|f| f.as_str() == Some("reqwest")) {
+        return false;
+    }
+    features.push("reqwest");
+    dependency.insert("features", toml_edit::value(features));
+    true
 }
 
 fn implicit_table() -> toml_edit::Item {
@@ -651,6 +727,44 @@ fn drop_unused_dependencies(sources: &str, document: &mut toml_edit::DocumentMut
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A mapping that names the runtime's old reqwest paths gets the
+    /// runtime's `reqwest` feature, once; one with its own reqwest, or
+    /// none, does not.
+    #[test]
+    fn the_reqwest_feature_is_turned_on_for_a_mapping_that_needs_it() {
+        let parse = |text: &str| text.parse::<toml_edit::DocumentMut>().unwrap();
+        let vendored = "[dependencies]\necp-runtime = { path = \"vendor/ecp-runtime\" }\n";
+        let old = "use ecp_runtime::{proxy::ProxyEnv, reqwest::{Client}};\nfn c() -> reqwest::Client { todo!() }";
+        assert!(names_runtime_reqwest(old, &parse(vendored)));
+        assert!(names_runtime_reqwest(
+            "ProxyEnv::from_env().into_reqwest()",
+            &parse(vendored)
+        ));
+        let own = "[dependencies]\nreqwest = \"0.13\"\necp-runtime = \"0.6.0\"\n";
+        assert!(!names_runtime_reqwest(
+            "reqwest::Client::new()",
+            &parse(own)
+        ));
+        assert!(!names_runtime_reqwest(
+            "http::Upstream::from_env",
+            &parse(vendored)
+        ));
+        let mut document = parse(vendored);
+        assert!(enable_reqwest_feature(&mut document));
+        assert!(!enable_reqwest_feature(&mut document));
+        assert!(
+            document.to_string().contains("features = [\"reqwest\"]"),
+            "{document}"
+        );
+        let mut document = parse(own);
+        assert!(enable_reqwest_feature(&mut document));
+        let text = document.to_string();
+        assert!(
+            text.contains("ecp-runtime = { version = \"0.6.0\", features = [\"reqwest\"] }"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn the_runtime_dependency_is_added_once() {

@@ -98,9 +98,9 @@ pub fn run(args: ServeArgs) -> Outcome {
             AdapterError::Provider(_) => {
                 "export the variables named by --base-url-env and --token-env before starting"
             }
-            AdapterError::Failed(_) => {
-                "fix what it names (the address, the key set, the input) and start it again"
-            }
+            // `AdapterError` is non-exhaustive: a kind a later runtime adds
+            // gets the general help.
+            _ => "fix what it names (the address, the key set, the input) and start it again",
         };
         let message = match error {
             AdapterError::Provider(message) => message,

@@ -999,12 +999,28 @@ fn an_edited_provider_of_an_earlier_generation_is_left_alone_and_told() {
         "{}",
         text(&output)
     );
+    // The old binding's paths need the runtime's `reqwest` feature (0.6.0):
+    // it is turned on in Cargo.toml, and nothing else changes.
     assert!(
-        text(&output).contains("is current; nothing to do"),
+        text(&output).contains("ecp-runtime with its reqwest feature"),
         "{}",
         text(&output)
     );
-    assert_eq!(snapshot(&dir), before);
+    let but_cargo = |files: Vec<(String, Vec<u8>)>| -> Vec<(String, Vec<u8>)> {
+        files
+            .into_iter()
+            .filter(|(path, _)| !path.ends_with("Cargo.toml"))
+            .collect()
+    };
+    assert_eq!(but_cargo(snapshot(&dir)), but_cargo(before));
+    let cargo = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    assert!(cargo.contains("features = [\"reqwest\"]"), "{cargo}");
+    let again = in_dir(&dir, &["upgrade"]);
+    assert!(
+        text(&again).contains("is current; nothing to do"),
+        "{}",
+        text(&again)
+    );
 
     // An edited provider file: left alone, with what the runtime now offers.
     write_generated_0_2_6(&dir);
@@ -1024,7 +1040,9 @@ fn an_edited_provider_of_an_earlier_generation_is_left_alone_and_told() {
                 && p.contains("ecp_runtime::http::Upstream")),
         "{report:#}"
     );
-    assert_eq!(report["changed"], false);
+    // Left alone: the runtime's `reqwest` feature is on already (the
+    // upgrade above turned it on for the same old paths).
+    assert_eq!(report["changed"], false, "{report:#}");
     assert_eq!(snapshot(&dir), before);
     // "It still builds": the old binding's paths (ecp_runtime::proxy,
     // search_response, reqwest, profile::ecmascript) resolve, hidden.

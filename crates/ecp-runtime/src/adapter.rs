@@ -205,6 +205,7 @@ impl Adapter {
 
 /// Why [`Adapter::try_run`] did not serve, or stopped.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum AdapterError {
     /// A command line it cannot use (the `--listen` flags or their `ECP_*`
     /// variables).

@@ -50,6 +50,7 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// Why a provider cannot start. `Display` names the variable and the rule,
 /// never the value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// Unset, empty, or still a literal `${NAME}` placeholder.
     #[error(

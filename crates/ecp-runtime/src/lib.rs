@@ -85,6 +85,7 @@ pub mod http {
 // of the API (the snapshot lists them apart), gone in 1.0.
 #[doc(hidden)]
 pub use outbound::install_tls_provider;
+#[cfg(feature = "reqwest")]
 #[doc(hidden)]
 pub use reqwest;
 
@@ -116,6 +117,7 @@ pub trait Provider: Send + Sync + 'static {
 /// Why a provider call failed. Every variant reaches the client as the same
 /// stable text; `Display` is a redacted category for the stderr log.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ProviderError {
     /// The provider budget ran out.
     #[error("provider budget exceeded")]

@@ -173,7 +173,8 @@ impl ProxyEnv {
 
     /// The settings as a reqwest proxy; `None` when no proxy is set. Kept
     /// for provider code an earlier ecp generated (the runtime itself goes
-    /// through `proxy_for`); gone in 1.0.
+    /// through `proxy_for`); only with the `reqwest` feature, gone in 1.0.
+    #[cfg(feature = "reqwest")]
     pub fn into_reqwest(self) -> Option<reqwest::Proxy> {
         if self.is_empty() {
             return None;

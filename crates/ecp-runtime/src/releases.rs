@@ -21,6 +21,13 @@ pub struct Release {
 /// Newest first; the first is [`VERSION`].
 pub const RELEASES: &[Release] = &[
     Release {
+        version: "0.6.0",
+        notes: &[
+            "the error enums an extension matches (`ProviderError`, `AdapterError`, `http::ConfigError`, `profile::QueryError`) are `#[non_exhaustive]`: a later runtime may add a kind without breaking a mapping, whose `match` needs a `_` arm (a mapping that only builds and returns them is unchanged); reqwest is an optional dependency behind the `reqwest` feature, which only the hidden paths of 0.4.1 and earlier need (`ecp_runtime::reqwest`, `ProxyEnv::into_reqwest`): a current extension no longer compiles it, and `ecp upgrade` turns the feature on for a mapping that still names them",
+        ],
+        security_fix: None,
+    },
+    Release {
         version: "0.5.0",
         notes: &[
             "Auto Recall: `dist/main --hook user-prompt-submit --repository-root DIR [--timeout-ms 100..5000]` runs the extension's own provider once as Qwen Code's `UserPromptSubmit` command hook, with the contract of Qwen's own hook (`@qwen-code/external-context-mem0`): only `submitted_prompt` is read (at most 1 MiB of input), only when the input's `cwd` resolves inside the repository root; the query is the prompt without fenced code, the configured credential and secret shapes (assignments of a token, password, secret or API key, `Bearer` tokens, JWT-like and 32-character tokens), at most 512 code points (`hook::query`, its results those of Qwen's regular expressions, held by shared vectors with the TypeScript runtime); one search within the provider timeout (default 1500 ms), the whole hook within 6500 ms; the output is `hookSpecificOutput.additionalContext` holding the `context_search` envelope text, and `{}` with exit 0 on anything else (fail open)",

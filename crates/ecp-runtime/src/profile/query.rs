@@ -12,6 +12,7 @@ pub const MAX_QUERY_CODE_POINTS: usize = 2000;
 /// stable text returned to the client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("{}", self.message())]
+#[non_exhaustive]
 pub enum QueryError {
     /// No `query` property.
     Missing,
