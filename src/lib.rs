@@ -79,6 +79,101 @@ pub mod writes;
 
 #[cfg(test)]
 mod tests {
+    /// The floors of `ARCHITECTURE.md`: each folder's code (comments
+    /// aside) names no module of a floor above it.
+    #[test]
+    fn every_folder_imports_only_from_the_floors_below() {
+        const COMMANDS: &[&str] = &[
+            "cli", "verify", "check", "package", "doctor", "upgrade", "managed",
+        ];
+        let above = |floor: &str| -> Vec<&str> {
+            let mut names = COMMANDS.to_vec();
+            match floor {
+                "extension" | "text" => names.extend([
+                    "lint",
+                    "channels",
+                    "qwen",
+                    "scaffold",
+                    "provenance",
+                    "providers",
+                ]),
+                "channels" | "qwen" | "scaffold" | "provenance" => names.push("lint"),
+                _ => {}
+            }
+            if floor == "text" {
+                names.push("extension");
+            }
+            names
+        };
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        for floor in [
+            "extension",
+            "text",
+            "channels",
+            "qwen",
+            "scaffold",
+            "provenance",
+            "lint",
+        ] {
+            let mut stack = vec![root.join(floor)];
+            while let Some(path) = stack.pop() {
+                if path.is_dir() {
+                    stack.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap();
+                let code: String = text
+                    .lines()
+                    .filter(|l| !l.trim_start().starts_with("//"))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                for name in crate_modules_named(&code) {
+                    assert!(
+                        !above(floor).contains(&name.as_str()),
+                        "{}: {floor}/ names crate::{name}, a floor above it",
+                        path.display()
+                    );
+                }
+            }
+        }
+    }
+
+    /// The top-level modules `code` names through `crate::`: `crate::a::`
+    /// and each first name of a `crate::{a::.., b, ..}` group.
+    fn crate_modules_named(code: &str) -> Vec<String> {
+        let ident = |s: &str| -> String {
+            s.chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect()
+        };
+        let mut names = Vec::new();
+        for (at, _) in code.match_indices("crate::") {
+            let rest = &code[at + "crate::".len()..];
+            if let Some(group) = rest.strip_prefix('{') {
+                let (mut depth, mut start) = (0usize, 0usize);
+                for (i, c) in group.char_indices() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' if depth == 0 => {
+                            names.push(ident(group[start..i].trim()));
+                            break;
+                        }
+                        '}' => depth -= 1,
+                        ',' if depth == 0 => {
+                            names.push(ident(group[start..i].trim()));
+                            start = i + 1;
+                        }
+                        _ => {}
+                    }
+                }
+            } else {
+                names.push(ident(rest));
+            }
+        }
+        names.retain(|n| !n.is_empty());
+        names
+    }
+
     /// Every module of the crate is named in the list above, so the list
     /// stays the map of the house.
     #[test]

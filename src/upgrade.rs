@@ -306,14 +306,7 @@ fn reqwest_feature_if_named(
     outcome: &mut Upgraded,
 ) -> Result<(), UpgradeError> {
     let sources = copied_sources(folder, &[])?;
-    let mut document: toml_edit::DocumentMut =
-        generated
-            .cargo_text
-            .parse()
-            .map_err(|e: toml_edit::TomlError| UpgradeError::Toml {
-                path: generated.cargo_path.clone(),
-                message: e.to_string(),
-            })?;
+    let mut document = generated.document()?;
     if names_runtime_reqwest(&sources, &document) && enable_reqwest_feature(&mut document) {
         write_atomically(&generated.cargo_path, document.to_string().as_bytes())?;
         outcome.written.push("Cargo.toml".into());
@@ -378,6 +371,16 @@ impl Generated {
             name,
             from,
         })
+    }
+
+    /// Its `Cargo.toml`, for editing.
+    fn document(&self) -> Result<toml_edit::DocumentMut, UpgradeError> {
+        self.cargo_text
+            .parse()
+            .map_err(|e: toml_edit::TomlError| UpgradeError::Toml {
+                path: self.cargo_path.clone(),
+                message: e.to_string(),
+            })
     }
 
     /// Current: this version, recorded with this copy's checksum (a stale
@@ -448,14 +451,7 @@ fn replace_runtime(
     // the glue rewritten), read now so that a file that cannot be read
     // stops the upgrade before it changes anything.
     let sources = copied_sources(folder, &rewrites)?;
-    let mut document: toml_edit::DocumentMut =
-        generated
-            .cargo_text
-            .parse()
-            .map_err(|e: toml_edit::TomlError| UpgradeError::Toml {
-                path: generated.cargo_path.clone(),
-                message: e.to_string(),
-            })?;
+    let mut document = generated.document()?;
     record_runtime(&mut document);
 
     // 1. The vendored crate, swapped in whole.

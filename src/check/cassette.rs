@@ -38,14 +38,7 @@ const MAX_EXCHANGES: usize = 64;
 /// What a credential becomes in a cassette.
 pub use super::secret::REDACTED;
 
-/// Headers that carry credentials by their name alone.
-const CREDENTIAL_HEADERS: &[&str] = &[
-    "authorization",
-    "proxy-authorization",
-    "cookie",
-    "x-api-key",
-    "api-key",
-];
+use crate::text::secrets::CREDENTIAL_HEADERS;
 
 /// Recorded exchanges, and where under the upstream's origin the target's
 /// base URL pointed.

@@ -48,6 +48,17 @@ pub fn mask(secret: &str) -> String {
     format!("{head}…({} characters)", secret.chars().count())
 }
 
+/// Header names that carry a credential by their name alone (lower case).
+pub const CREDENTIAL_HEADERS: &[&str] = &[
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "x-api-key",
+    "api-key",
+    "x-auth-token",
+    "x-access-token",
+];
+
 /// File names that hold secrets by convention.
 pub fn is_secret_file(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();

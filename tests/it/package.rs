@@ -25,6 +25,19 @@ fn new_extension(parent: &Path, extra: &[&str]) -> PathBuf {
     dir
 }
 
+/// A generated remote extension: a manifest-only one.
+fn remote_extension(parent: &Path) -> PathBuf {
+    new_extension(
+        parent,
+        &[
+            "--template",
+            "remote",
+            "--endpoint",
+            "https://context.acme.dev/mcp",
+        ],
+    )
+}
+
 fn package(dir: &Path, extra: &[&str]) -> Output {
     let mut args = vec!["package", dir.to_str().unwrap()];
     args.extend_from_slice(extra);
@@ -311,15 +324,7 @@ fn binary_and_target_name_the_archives() {
 #[test]
 fn a_manifest_only_extension_gets_one_archive_per_platform() {
     let temp = tempfile::tempdir().unwrap();
-    let dir = new_extension(
-        temp.path(),
-        &[
-            "--template",
-            "remote",
-            "--endpoint",
-            "https://context.acme.dev/mcp",
-        ],
-    );
+    let dir = remote_extension(temp.path());
     // A sums file ecp 0.2 left for an archive of this name goes.
     std::fs::create_dir_all(dir.join("dist")).unwrap();
     std::fs::write(dir.join("dist/linux.acme-context.tar.gz.sha256"), "x").unwrap();
@@ -378,15 +383,7 @@ fn a_manifest_only_extension_gets_one_archive_per_platform() {
 #[test]
 fn a_failed_package_leaves_the_folder_byte_identical() {
     let temp = tempfile::tempdir().unwrap();
-    let dir = new_extension(
-        temp.path(),
-        &[
-            "--template",
-            "remote",
-            "--endpoint",
-            "https://context.acme.dev/mcp",
-        ],
-    );
+    let dir = remote_extension(temp.path());
     // A lint error (`trust`), found only after the client files are written.
     let path = dir.join("qwen-extension.json");
     let mut manifest: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();

@@ -3,16 +3,7 @@
 
 use super::*;
 
-/// Header names that carry credentials.
-const CREDENTIAL_HEADERS: &[&str] = &[
-    "authorization",
-    "proxy-authorization",
-    "cookie",
-    "x-api-key",
-    "api-key",
-    "x-auth-token",
-    "x-access-token",
-];
+use crate::text::secrets::CREDENTIAL_HEADERS;
 
 impl Checker<'_> {
     pub(super) fn remote(&mut self, server: &Node, url: &Node, pointer: &str) {
