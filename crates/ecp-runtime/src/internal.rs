@@ -5,40 +5,61 @@
 
 /// The adapter's flag parsing on its own.
 pub mod adapter {
-    pub use crate::adapter::*;
+    pub use crate::adapter::{Adapter, AdapterError, remote_config};
 }
 /// The contract files as embedded text.
 pub mod contracts {
-    pub use crate::contract_files::*;
-    pub use crate::contracts::*;
+    pub use crate::contract_files::{RENDER_VECTORS_JSON, TEST_VECTORS_JSON};
+    pub use crate::contracts::{render_vectors, test_vectors};
+    pub use crate::tool::{INPUT_SCHEMA_JSON, OUTPUT_SCHEMA_JSON};
 }
 /// The whole HTTP client module, its rules included.
 pub mod http {
-    pub use crate::client::*;
+    pub use crate::client::{
+        ConfigError, Credential, MAX_BODY_BYTES, Request, Upstream, base_url,
+        configured_credentials, is_unset, parse_json_like_javascript, string,
+    };
 }
 /// Auto Recall: the `UserPromptSubmit` hook and its query rules.
 pub mod hook {
-    pub use crate::hook::query::*;
-    pub use crate::hook::*;
+    pub use crate::hook::query::{
+        MAX_AUTO_RECALL_QUERY_CODE_POINTS, MAX_SANITIZED_CODE_POINTS, auto_recall_query,
+    };
+    pub use crate::hook::{
+        DEFAULT_HOOK_TIMEOUT_MS, HOOK_EVENT, HOOK_NAME, HOOK_TIMEOUT_MS, HOOK_WALL_CLOCK,
+        HookInput, HookSettings, MAX_HOOK_INPUT_BYTES, NOTHING, is_within, query,
+    };
 }
 /// The runtime's stderr lines.
 pub mod log {
-    pub use crate::log::*;
+    pub use crate::log::{Batching, Level, LogFormat, batch_info_lines, event};
 }
 /// The whole profile module: bounds, compaction, serialization, the
 /// ECMAScript string rules.
 pub mod profile {
-    pub use crate::profile::query::*;
-    pub use crate::profile::render::*;
-    pub use crate::profile::*;
+    pub use crate::profile::query::{
+        MAX_QUERY_CODE_POINTS, QueryError, is_ecmascript_whitespace, normalize_query,
+        query_from_arguments,
+    };
+    pub use crate::profile::render::{
+        ContextItem, Envelope, MAX_CONTENT, MAX_ID, MAX_ITEMS, MAX_TEXT_UTF16, MAX_TITLE,
+        MAX_UPDATED_AT, MAX_URI, NOTICE, ProviderItem, Rendered, render, serialize,
+    };
+    pub use crate::profile::{PROVIDER_LIMIT, SEARCH_FAILED, TOOL_NAME, ecmascript, retain_valid};
 }
 /// This crate's releases and security fixes (`ecp upgrade`, `ecp lint`).
 pub mod releases {
-    pub use crate::releases::*;
+    pub use crate::releases::{RELEASES, Release, VERSION, newer_in, newer_than, parse_version};
 }
 /// The remote adapter: MCP Streamable HTTP, OAuth, limits.
 pub mod remote {
-    pub use crate::remote::*;
+    pub use crate::remote::{
+        AuthConfig, Authenticator, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONCURRENT,
+        DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_IDLE_PER_PEER, FLAGS_USAGE, JwksSource, KeySet,
+        McpAnswer, REQUIRED_SCOPE, Refusal, RemoteConfig, RemoteSettings, SettingsError,
+        TokenRules, answer_mcp, auth, env_names, serve_http, serve_http_until_signal,
+        shutdown_signal, split_list,
+    };
 }
 
 pub use crate::framing::{MAX_LINE_BYTES, serve_lines};
