@@ -313,7 +313,12 @@ fn entry_in_source_folder(
             .iter()
             .any(|ext| script.ends_with(&format!(".{ext}")))
     {
-        let built = build::bundle_for_check(folder, Path::new(script))?;
+        let built = build::bundle_for_check(folder, Path::new(script)).map_err(|e| {
+            let help = e.help().unwrap_or_else(|| {
+                "fix the code and run this again (`npm run build` shows every error)".to_owned()
+            });
+            format!("{e}\n  = help: {help}")
+        })?;
         if !Path::new(script).exists() {
             return Err(format!(
                 "the bundle {script} does not exist\n  = help: build it first (for example `npm run build`), or pass the release archive"

@@ -33,6 +33,34 @@ pub enum BuildError {
     /// A Ctrl-C stopped the named tool (and everything it started).
     #[error("interrupted: {0} and everything it started were stopped")]
     Interrupted(String),
+    /// A Node bundle must be built, and the dependencies are not there.
+    #[error(
+        "{bundle} is not the build of the current code ({why}), and the dependencies are not installed"
+    )]
+    NotInstalled {
+        bundle: String,
+        why: String,
+        folder: PathBuf,
+    },
+    /// The build script ran and wrote no bundle.
+    #[error("`npm run build` wrote no {0}")]
+    NoBundle(String),
+}
+
+impl BuildError {
+    /// What to do about it, when there is something to say.
+    pub fn help(&self) -> Option<String> {
+        match self {
+            BuildError::NotInstalled { folder, .. } => Some(format!(
+                "run `npm ci && npm run build` in {} (both run code from the folder), then this again; or check the extension's release archive instead",
+                folder.display()
+            )),
+            BuildError::NoBundle(_) => {
+                Some("the build script must write the bundle the manifest runs".to_owned())
+            }
+            BuildError::Failed(_) | BuildError::Interrupted(_) => None,
+        }
+    }
 }
 
 /// [`BuildError::Interrupted`] when a Ctrl-C stopped `what` (see
@@ -176,7 +204,7 @@ pub fn build(
 /// quiet; compiler warnings are counted, not shown. On failure the message
 /// holds the last lines of the compiler's errors (or says cargo's own are
 /// above).
-pub fn build_for_check(folder: &Path, bin: &str, progress: bool) -> Result<PathBuf, String> {
+pub fn build_for_check(folder: &Path, bin: &str, progress: bool) -> Result<PathBuf, BuildError> {
     let shown = "cargo build".to_owned();
     let mut command = Command::new(cargo());
     command
@@ -187,7 +215,8 @@ pub fn build_for_check(folder: &Path, bin: &str, progress: bool) -> Result<PathB
     if !progress {
         command.arg("--quiet");
     }
-    let mut child = children::spawn(&mut command).map_err(|e| format!("cannot run cargo: {e}"))?;
+    let mut child = children::spawn(&mut command)
+        .map_err(|e| BuildError::Failed(format!("cannot run cargo: {e}")))?;
     let (mut executable, mut errors, mut warnings) = (None, String::new(), 0usize);
     if let Some(stdout) = child.stdout() {
         for message in Message::parse_stream(BufReader::new(stdout)).flatten() {
@@ -213,15 +242,17 @@ pub fn build_for_check(folder: &Path, bin: &str, progress: bool) -> Result<PathB
             }
         }
     }
-    let status = child.wait().map_err(|e| format!("{shown}: {e}"))?;
+    let status = child
+        .wait()
+        .map_err(|e| BuildError::Failed(format!("{shown}: {e}")))?;
     if children::interrupted() {
-        return Err(format!("interrupted: {shown} was stopped"));
+        return Err(BuildError::Interrupted(shown));
     }
     if warnings > 0 {
         eprintln!("note: the build gave {warnings} compiler warning(s); `{shown}` shows them");
     }
     if !status.success() {
-        return Err(if errors.trim().is_empty() {
+        return Err(BuildError::Failed(if errors.trim().is_empty() {
             format!(
                 "{shown} failed in {} ({status}; cargo's errors are above)",
                 folder.display()
@@ -232,9 +263,9 @@ pub fn build_for_check(folder: &Path, bin: &str, progress: bool) -> Result<PathB
                 folder.display(),
                 crate::text::outside::block(&errors, 20, 300)
             )
-        });
+        }));
     }
-    executable.ok_or_else(|| format!("{shown} built no executable for {bin}"))
+    executable.ok_or_else(|| BuildError::Failed(format!("{shown} built no executable for {bin}")))
 }
 
 /// The rustc flags the environment gives (`CARGO_ENCODED_RUSTFLAGS`, else
@@ -361,7 +392,7 @@ fn npm(folder: &Path, args: &[&str], progress: bool) -> Result<(), BuildError> {
 /// (or the folder has no build script); `Ok(Some(why))`: it was built now,
 /// because of `why`. Without `node_modules` it is refused, with the
 /// commands that install and build.
-pub fn bundle_for_check(folder: &Path, bundle: &Path) -> Result<Option<String>, String> {
+pub fn bundle_for_check(folder: &Path, bundle: &Path) -> Result<Option<String>, BuildError> {
     let manifest = folder.join("package.json");
     let Ok(text) = crate::files::read_text(&manifest, Some(folder), 1024 * 1024) else {
         return Ok(None);
@@ -381,20 +412,15 @@ pub fn bundle_for_check(folder: &Path, bundle: &Path) -> Result<Option<String>, 
         },
     };
     if !folder.join("node_modules").is_dir() {
-        return Err(format!(
-            "{shown} is not the build of the current code ({why}), and the dependencies are not installed\n  = help: run `npm ci && npm run build` in {} (both run code from the folder), then this again; or check the extension's release archive instead",
-            folder.display()
-        ));
+        return Err(BuildError::NotInstalled {
+            bundle: shown.to_string(),
+            why,
+            folder: folder.to_owned(),
+        });
     }
-    npm(folder, &["run", "build"], false).map_err(|e| {
-        format!(
-            "{e}\n  = help: fix the code and run this again (`npm run build` shows every error)"
-        )
-    })?;
+    npm(folder, &["run", "build"], false)?;
     if !bundle.is_file() {
-        return Err(format!(
-            "`npm run build` wrote no {shown}\n  = help: the build script must write the bundle the manifest runs"
-        ));
+        return Err(BuildError::NoBundle(shown.to_string()));
     }
     Ok(Some(why))
 }

@@ -156,6 +156,7 @@ impl From<BuildError> for PackageError {
         match error {
             BuildError::Failed(problem) => PackageError::Build(problem),
             BuildError::Interrupted(what) => PackageError::Interrupted(what),
+            other => PackageError::Build(other.to_string()),
         }
     }
 }
