@@ -280,24 +280,40 @@ fn candidates(folder: &Path, given: Option<&Path>) -> Vec<PathBuf> {
     names.into_iter().map(|n| folder.join(n)).collect()
 }
 
-fn read_provenance(path: &Path) -> Result<(Value, Option<Envelope>), String> {
-    let text = crate::files::read_text(path, None, crate::provenance::MAX_STATEMENT_BYTES)
-        .map_err(|p| p.to_string())?;
+/// Why a provenance file gives no statement.
+#[derive(Debug, thiserror::Error)]
+pub enum ProvenanceError {
+    /// Not a regular file within its cap.
+    #[error("{0}")]
+    Read(#[from] crate::files::FileProblem),
+    /// Neither a statement nor an envelope line is JSON.
+    #[error("not JSON ({0})")]
+    NotJson(serde_json::Error),
+    /// A DSSE envelope that is malformed, or whose payload is not a statement.
+    #[error("{0}")]
+    Envelope(#[from] crate::provenance::dsse::EnvelopeError),
+    /// The envelope's payload is not JSON.
+    #[error("its payload is not JSON ({0})")]
+    PayloadNotJson(serde_json::Error),
+}
+
+fn read_provenance(path: &Path) -> Result<(Value, Option<Envelope>), ProvenanceError> {
+    let text = crate::files::read_text(path, None, crate::provenance::MAX_STATEMENT_BYTES)?;
     parse_provenance(&text)
 }
 
 /// A statement file's text, or an envelope's and the statement it carries.
-pub fn parse_provenance(text: &str) -> Result<(Value, Option<Envelope>), String> {
+pub fn parse_provenance(text: &str) -> Result<(Value, Option<Envelope>), ProvenanceError> {
     let value: Value = serde_json::from_str(text)
         .or_else(|_| {
             serde_json::from_str(text.lines().find(|l| !l.trim().is_empty()).unwrap_or(""))
         })
-        .map_err(|e| format!("not JSON ({e})"))?;
+        .map_err(ProvenanceError::NotJson)?;
     if value.get("payloadType").is_some() {
-        let envelope = Envelope::parse(text).map_err(|e| e.to_string())?;
-        let payload = envelope.statement().map_err(|e| e.to_string())?;
-        let statement: Value = serde_json::from_slice(&payload)
-            .map_err(|e| format!("its payload is not JSON ({e})"))?;
+        let envelope = Envelope::parse(text)?;
+        let payload = envelope.statement()?;
+        let statement: Value =
+            serde_json::from_slice(&payload).map_err(ProvenanceError::PayloadNotJson)?;
         return Ok((statement, Some(envelope)));
     }
     Ok((value, None))
@@ -389,7 +405,7 @@ fn find_statement(folder: &Path, given: Option<&Path>, name: &str, sha256: &str)
 /// One provenance file beside the archive (or given), as read.
 struct Provenance {
     file: String,
-    read: Result<(Value, Option<Envelope>), String>,
+    read: Result<(Value, Option<Envelope>), ProvenanceError>,
 }
 
 /// Every provenance file beside the archive, and the one given: all of
