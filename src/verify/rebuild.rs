@@ -26,19 +26,37 @@ struct Recorded<'a> {
     formats: Vec<crate::package::Format>,
 }
 
+/// Why a statement's record cannot be rebuilt from; each value is shown
+/// cut short (it is the statement's, not ecp's).
+#[derive(Debug, thiserror::Error)]
+enum RecordedError {
+    #[error("the statement records no source commit")]
+    NoCommit,
+    #[error("the recorded commit {0:?} is not a full git commit id")]
+    NotACommit(String),
+    #[error("the recorded folder {0:?} is not a folder inside the repository")]
+    FolderOutside(String),
+    #[error("the statement records no sourceDateEpoch")]
+    NoEpoch,
+    #[error("the recorded target {0:?} is not a target triple")]
+    NotATriple(String),
+}
+
+/// At most `max` characters of `text`.
+fn cut(text: &str, max: usize) -> String {
+    text.chars().take(max).collect()
+}
+
 impl<'a> Recorded<'a> {
-    fn read(statement: &'a Value) -> Result<Recorded<'a>, String> {
+    fn read(statement: &'a Value) -> Result<Recorded<'a>, RecordedError> {
         let commit = parameter(statement, "/externalParameters/source/digest/gitCommit")
-            .ok_or("the statement records no source commit")?;
+            .ok_or(RecordedError::NoCommit)?;
         // A full object id only: a short one could name a branch or tag of
         // the same spelling in SOURCE instead.
         if !matches!(commit.len(), 40 | 64)
             || !commit.chars().all(|c| matches!(c, '0'..='9' | 'a'..='f'))
         {
-            return Err(format!(
-                "the recorded commit {:?} is not a full git commit id",
-                commit.chars().take(80).collect::<String>()
-            ));
+            return Err(RecordedError::NotACommit(cut(commit, 80)));
         }
         let path = parameter(statement, "/externalParameters/source/path").unwrap_or(".");
         if !Path::new(path).components().all(|c| {
@@ -47,15 +65,12 @@ impl<'a> Recorded<'a> {
                 std::path::Component::Normal(_) | std::path::Component::CurDir
             )
         }) {
-            return Err(format!(
-                "the recorded folder {:?} is not a folder inside the repository",
-                path.chars().take(200).collect::<String>()
-            ));
+            return Err(RecordedError::FolderOutside(cut(path, 200)));
         }
         let epoch = statement
             .pointer("/predicate/buildDefinition/internalParameters/sourceDateEpoch")
             .and_then(Value::as_u64)
-            .ok_or("the statement records no sourceDateEpoch")?;
+            .ok_or(RecordedError::NoEpoch)?;
         let target = parameter(statement, "/externalParameters/target").map(str::to_owned);
         if let Some(triple) = &target
             && (triple.is_empty()
@@ -64,10 +79,7 @@ impl<'a> Recorded<'a> {
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
         {
-            return Err(format!(
-                "the recorded target {:?} is not a target triple",
-                triple.chars().take(80).collect::<String>()
-            ));
+            return Err(RecordedError::NotATriple(cut(triple, 80)));
         }
         let formats = statement
             .pointer("/predicate/buildDefinition/externalParameters/formats")
@@ -163,7 +175,7 @@ pub(super) fn rebuild_step(
     }
     let recorded = match Recorded::read(statement) {
         Ok(recorded) => recorded,
-        Err(why) => return failed(why),
+        Err(why) => return failed(why.to_string()),
     };
     let commit = recorded.commit;
     let scratch = match tempfile::Builder::new().prefix("ecp-verify-").tempdir() {
