@@ -109,6 +109,16 @@ pub fn open_regular(
 /// Reads a text file through [`open_regular`], at most `max` bytes even if
 /// it grows meanwhile; invalid UTF-8 becomes U+FFFD.
 pub fn read_text(path: &Path, folder: Option<&Path>, max: u64) -> Result<String, FileProblem> {
+    let bytes = read_bytes(path, folder, max)?;
+    Ok(match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
+    })
+}
+
+/// Reads a file through [`open_regular`], whole: one that is, or grows
+/// while it is read to, more than `max` bytes is [`FileProblem::TooLarge`].
+pub fn read_bytes(path: &Path, folder: Option<&Path>, max: u64) -> Result<Vec<u8>, FileProblem> {
     let (file, _) = open_regular(path, folder, max)?;
     let mut bytes = Vec::new();
     file.take(max + 1)
@@ -124,10 +134,7 @@ pub fn read_text(path: &Path, folder: Option<&Path>, max: u64) -> Result<String,
             max,
         });
     }
-    Ok(match String::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
-    })
+    Ok(bytes)
 }
 
 /// The folders of an extension's source folder that hold what is built

@@ -307,15 +307,29 @@ fn reqwest_feature_if_named(
 ) -> Result<(), UpgradeError> {
     let sources = copied_sources(folder, &[])?;
     let mut document = generated.document()?;
-    if names_runtime_reqwest(&sources, &document) && enable_reqwest_feature(&mut document) {
+    if reqwest_feature(&sources, &mut document, outcome) {
         write_atomically(&generated.cargo_path, document.to_string().as_bytes())?;
         outcome.written.push("Cargo.toml".into());
-        outcome
-            .aligned
-            .push("ecp-runtime with its reqwest feature".into());
         outcome.changed = true;
     }
     Ok(())
+}
+
+/// Turns the runtime's `reqwest` feature on in `document` when `sources`
+/// name its old paths and it is off, and says so in `outcome`; whether it
+/// did.
+fn reqwest_feature(
+    sources: &str,
+    document: &mut toml_edit::DocumentMut,
+    outcome: &mut Upgraded,
+) -> bool {
+    let turned_on = names_runtime_reqwest(sources, document) && enable_reqwest_feature(document);
+    if turned_on {
+        outcome
+            .aligned
+            .push("ecp-runtime with its reqwest feature".into());
+    }
+    turned_on
 }
 
 /// A Rust extension as ecp generated it: its `Cargo.toml` and the runtime
@@ -490,15 +504,10 @@ fn replace_runtime(
             .map(|name| crate::text::outside::value(name))
             .collect();
     }
-    let reqwest = names_runtime_reqwest(&sources, &document);
     // 3. Cargo.toml: the new version, checksum and shared versions, and
     // the runtime's `reqwest` feature for a mapping that still needs it.
     outcome.aligned = align_dependencies(&mut document);
-    if reqwest && enable_reqwest_feature(&mut document) {
-        outcome
-            .aligned
-            .push("ecp-runtime with its reqwest feature".into());
-    }
+    reqwest_feature(&sources, &mut document, outcome);
     write_atomically(&generated.cargo_path, document.to_string().as_bytes())?;
     outcome.written.push("Cargo.toml".into());
     Ok(())

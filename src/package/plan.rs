@@ -95,18 +95,12 @@ impl Before {
             let place = crate::channels::client_place(&settings.folder, *client);
             let bytes = if place.check_file()? {
                 let path = place.path();
-                let (file, _) =
-                    crate::files::open_regular(&path, Some(&settings.folder), Self::MAX_KEPT)
-                        .map_err(|problem| PackageError::Refused {
-                            path: path.display().to_string(),
-                            reason: problem.to_string(),
-                        })?;
-                let mut bytes = Vec::new();
-                std::io::Read::read_to_end(
-                    &mut std::io::Read::take(file, Self::MAX_KEPT),
-                    &mut bytes,
-                )
-                .map_err(|source| PackageError::Io { path, source })?;
+                // Whole or refused: a file cut short would be put back cut.
+                let bytes = crate::files::read_bytes(&path, Some(&settings.folder), Self::MAX_KEPT)
+                    .map_err(|problem| PackageError::Refused {
+                        path: path.display().to_string(),
+                        reason: problem.to_string(),
+                    })?;
                 Some(bytes)
             } else {
                 None

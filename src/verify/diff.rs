@@ -94,9 +94,9 @@ struct Seen {
 /// Every entry of the archive at `path`, as [`Seen`].
 fn seen(format: Format, path: &Path) -> Result<Vec<Seen>, ArchiveError> {
     let mut all = Vec::new();
+    let mut buffer = vec![0; CHUNK as usize];
     archive::each_entry(format, Bytes::File(path), |entry, header, data| {
         let mut chunks = Vec::new();
-        let mut buffer = vec![0; CHUNK as usize];
         loop {
             let n = read_full(data, &mut buffer)?;
             if n == 0 {
