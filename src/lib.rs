@@ -68,7 +68,9 @@ pub mod release;
 /// reach in there; extensions use the API only).
 pub mod runtime {
     pub use ecp_runtime::internal::*;
-    pub use ecp_runtime::internal::{contracts, http, profile};
+    pub use ecp_runtime::internal::{
+        binding, contracts, http, install_tls_provider, profile, proxy, search_response,
+    };
     pub use ecp_runtime::*;
 }
 pub mod scaffold;

@@ -26,7 +26,7 @@ use crate::scaffold::{self, NewSettings, Template};
 /// SHA-256 of what each earlier ecp generated at these paths (templates
 /// with `{{ crate_name }}` and `{{ name }}` unrendered; `src/provider.rs`
 /// has no variables). From the history of `templates/local` and
-/// `crates/ecp-runtime/src/binding.rs`, runtime 0.2.0 to 0.2.6.
+/// `crates/ecp-runtime/src/v1/binding.rs` (`src/binding.rs` until 0.6.0), runtime 0.2.0 to 0.2.6.
 const EARLIER: &[(&str, &str)] = &[
     (
         "src/provider.rs",

@@ -1045,15 +1045,33 @@ fn an_edited_provider_of_an_earlier_generation_is_left_alone_and_told() {
     assert_eq!(report["changed"], false, "{report:#}");
     assert_eq!(snapshot(&dir), before);
     // "It still builds": the old binding's paths (ecp_runtime::proxy,
-    // search_response, reqwest, profile::ecmascript) resolve, hidden.
+    // search_response, reqwest, profile::ecmascript) resolve, hidden, and
+    // rustc names each deprecated one with what replaces it (cargo replays
+    // the warnings of a build it already has).
     let built = Command::new(env!("CARGO"))
-        .args(["build", "--offline", "--quiet", "--lib"])
+        .args(["build", "--offline", "--lib"])
         .current_dir(&dir)
         .env("CARGO_TARGET_DIR", crate::cli::generated_target())
         .envs(crate::cli::LIGHT_RELEASE)
-        .status()
+        .output()
         .unwrap();
-    assert!(built.success(), "the edited old binding does not build");
+    let said = String::from_utf8_lossy(&built.stderr);
+    assert!(
+        built.status.success(),
+        "the edited old binding does not build: {said}"
+    );
+    for deprecated in [
+        "ProxyEnv`: not needed: `ecp_runtime::http::Upstream` takes proxies from the environment itself",
+        "ProviderItem`: use `ecp_runtime::ProviderItem`",
+        "read_items`: a path of the old V1 binding, gone in 1.0",
+        "javascript_compatible`: a path of the old V1 binding, gone in 1.0",
+        "install_tls_provider`: not needed: the runtime's HTTP client sets up TLS itself",
+    ] {
+        assert!(
+            said.contains(deprecated),
+            "no warning for {deprecated}: {said}"
+        );
+    }
 }
 
 #[test]

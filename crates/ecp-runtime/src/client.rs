@@ -12,7 +12,7 @@
 //!   value and never part of an error.
 //! - No redirect is followed (a 3xx is [`ProviderError::Redirect`]), nothing
 //!   is retried, `HTTP_PROXY`/`HTTPS_PROXY`/`NO_PROXY` are honoured as the
-//!   reference honours them ([`crate::proxy`]); TLS, TCP and the connection
+//!   reference honours them ([`crate::proxy_env`]); TLS, TCP and the connection
 //!   pool are the runtime's one outbound client's (`outbound.rs`).
 //! - The body is read up to [`MAX_BODY_BYTES`] (a larger declared length or a
 //!   longer body is [`ProviderError::Oversized`]; exactly the cap is fine),
@@ -40,8 +40,8 @@ use url::Url;
 use crate::{
     ProviderError,
     outbound::{BodyError, HttpClient, read_body},
-    profile::ecmascript::javascript_compatible,
-    proxy::ProxyEnv,
+    profile::ecma::javascript_compatible,
+    proxy_env::ProxyEnv,
 };
 
 /// Largest accepted response body (exactly this many bytes is fine).

@@ -4,9 +4,10 @@
 
 use serde_json::Value;
 
-// Paths the tests of 0.3.x name (see the crate root).
+// Paths the tests of 0.3.x name, deprecated (see `crate::old_paths`).
 #[doc(hidden)]
-pub use crate::contract_files::{RENDER_VECTORS_JSON, TEST_VECTORS_JSON};
+#[allow(deprecated)]
+pub use crate::old_paths::{RENDER_VECTORS_JSON, TEST_VECTORS_JSON};
 
 /// `render-vectors.json`: an array of `{name, providerItems, text,
 /// httpText?}`, where [`crate::profile::render`] of the items (each read
@@ -16,13 +17,13 @@ pub use crate::contract_files::{RENDER_VECTORS_JSON, TEST_VECTORS_JSON};
 /// Read as JavaScript reads it: the vectors hold a `1e400`, which is a
 /// non-number there and here.
 pub fn render_vectors() -> Value {
-    crate::client::parse_json_like_javascript(RENDER_VECTORS_JSON)
+    crate::client::parse_json_like_javascript(crate::contract_files::RENDER_VECTORS_JSON)
         .unwrap_or_else(|| unreachable!("render-vectors.json is embedded and parses"))
 }
 
 /// `test-vectors.json`: `validInputs` and `invalidInputs` (each `{name,
 /// value}`, the `value` a tool call's arguments), and outputs.
 pub fn test_vectors() -> Value {
-    serde_json::from_str(TEST_VECTORS_JSON)
+    serde_json::from_str(crate::contract_files::TEST_VECTORS_JSON)
         .unwrap_or_else(|_| unreachable!("test-vectors.json is embedded and parses"))
 }

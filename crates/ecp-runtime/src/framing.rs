@@ -23,7 +23,7 @@ use tokio::{
 };
 
 use super::{Provider, RuntimeConfig, RuntimeError, serve};
-use crate::profile::ecmascript::javascript_compatible;
+use crate::profile::ecma::javascript_compatible;
 
 /// The longest request line read; an MCP request of the profile is a few
 /// KiB (a query is at most 2000 code points).

@@ -45,7 +45,14 @@ pub mod profile {
         ContextItem, Envelope, MAX_CONTENT, MAX_ID, MAX_ITEMS, MAX_TEXT_UTF16, MAX_TITLE,
         MAX_UPDATED_AT, MAX_URI, NOTICE, ProviderItem, Rendered, render, serialize,
     };
-    pub use crate::profile::{PROVIDER_LIMIT, SEARCH_FAILED, TOOL_NAME, ecmascript, retain_valid};
+    /// The ECMAScript string and number rules.
+    pub mod ecmascript {
+        pub use crate::profile::ecma::{
+            escaped_char_utf16_len, format_number, javascript_compatible, quoted_utf16_len,
+            utf16_len, write_json_string,
+        };
+    }
+    pub use crate::profile::{PROVIDER_LIMIT, SEARCH_FAILED, TOOL_NAME, retain_valid};
 }
 /// This crate's releases and security fixes (`ecp upgrade`, `ecp lint`).
 pub mod releases {
@@ -63,9 +70,14 @@ pub mod remote {
 }
 
 pub use crate::framing::{MAX_LINE_BYTES, serve_lines};
+/// The V1 binding (what `ecp serve` runs), proxies from the environment,
+/// the streaming reader of a V1 answer, and the TLS set-up: the real items
+/// behind the deprecated old paths of the crate root.
+pub use crate::outbound::install_tls_provider;
 pub use crate::server::ContextSearchServer;
 pub use crate::tool::{INPUT_SCHEMA_JSON, OUTPUT_SCHEMA_JSON, context_search_tool};
-/// Also at the crate root, hidden, for code an earlier ecp generated: the
-/// V1 binding (what `ecp serve` runs), proxies from the environment, the
-/// streaming reader of a V1 answer, and the TLS set-up.
-pub use crate::{binding, install_tls_provider, proxy, search_response};
+pub use crate::v1::{binding, search_response};
+/// Proxies from the environment.
+pub mod proxy {
+    pub use crate::proxy_env::ProxyEnv;
+}

@@ -33,8 +33,6 @@
 #![warn(missing_docs)]
 
 mod adapter;
-#[doc(hidden)] // an old path, see below
-pub mod binding;
 mod client;
 mod contract_files;
 pub mod contracts;
@@ -43,16 +41,15 @@ mod hook;
 #[doc(hidden)]
 pub mod internal;
 mod log;
+mod old_paths;
 mod outbound;
 pub mod profile;
-#[doc(hidden)] // an old path, see below
-pub mod proxy;
+mod proxy_env;
 mod releases;
 mod remote;
-#[doc(hidden)] // an old path, see below
-pub mod search_response;
 mod server;
 mod tool;
+mod v1;
 
 pub use adapter::{Adapter, AdapterError};
 pub use profile::render::ProviderItem;
@@ -77,14 +74,12 @@ pub mod http {
     pub use crate::client::{ConfigError, Credential, Request, Upstream, string};
 }
 
-// Paths that code an earlier ecp generated still names: the copies of the
-// old V1 binding (ecp 0.1.0's layout and every 0.2.x `src/provider.rs`) and
-// the tests of 0.3.x. `ecp upgrade` leaves such files as their owner has
-// them and promises they still build; these (and the modules `binding`,
-// `proxy` and `search_response` above) keep that promise. Hidden, not part
-// of the API (the snapshot lists them apart), gone in 1.0.
+// Paths that code an earlier ecp generated still names, each deprecated
+// with the path to use instead; hidden, not part of the API (the snapshot
+// lists them apart), gone in 1.0 (see `old_paths`).
 #[doc(hidden)]
-pub use outbound::install_tls_provider;
+#[allow(deprecated)]
+pub use old_paths::{binding, install_tls_provider, proxy, search_response};
 #[cfg(feature = "reqwest")]
 #[doc(hidden)]
 pub use reqwest;

@@ -93,7 +93,7 @@ struct Proxy {
 
 impl HttpClient {
     /// A client that goes through `proxy` when one is given (the caller
-    /// decides, from [`crate::proxy::ProxyEnv`] or not at all), and gives
+    /// decides, from [`crate::proxy_env::ProxyEnv`] or not at all), and gives
     /// up connecting after `connect_timeout`.
     pub(crate) fn new(
         proxy: Option<&Url>,

@@ -24,6 +24,7 @@ pub const RELEASES: &[Release] = &[
         version: "0.6.0",
         notes: &[
             "the error enums an extension matches (`ProviderError`, `AdapterError`, `http::ConfigError`, `profile::QueryError`) are `#[non_exhaustive]`: a later runtime may add a kind without breaking a mapping, whose `match` needs a `_` arm (a mapping that only builds and returns them is unchanged); reqwest is an optional dependency behind the `reqwest` feature, which only the hidden paths of 0.4.1 and earlier need (`ecp_runtime::reqwest`, `ProxyEnv::into_reqwest`): a current extension no longer compiles it, and `ecp upgrade` turns the feature on for a mapping that still names them",
+            "the hidden paths that code of 0.4.1 and earlier names (`binding`, `proxy`, `search_response`, `install_tls_provider`, `profile::ecmascript`, `profile::ProviderItem`, `contracts::RENDER_VECTORS_JSON` and `TEST_VECTORS_JSON`) are `#[deprecated]`, each with what replaces it, so such a build still compiles and rustc says what to change; `ecp_runtime::reqwest`, a re-exported crate, cannot carry the mark and exists only with the `reqwest` feature",
         ],
         security_fix: None,
     },

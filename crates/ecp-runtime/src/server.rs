@@ -19,9 +19,8 @@ use super::{
     Provider, ProviderError, RuntimeConfig, context_search_tool,
     log::{self, Level, LogFormat},
 };
-use crate::profile::{
-    PROVIDER_LIMIT, ProviderItem, Rendered, SEARCH_FAILED, TOOL_NAME, query_from_arguments,
-};
+use crate::ProviderItem;
+use crate::profile::{PROVIDER_LIMIT, Rendered, SEARCH_FAILED, TOOL_NAME, query_from_arguments};
 
 /// The newest protocol revision served: 2026-07-28 (`server/discover`,
 /// self-contained requests, no `initialize`, negotiated by rmcp); older ones
@@ -70,7 +69,7 @@ impl Answer {
 
 /// How a call that reached the provider ended, for the result and the log.
 enum Outcome {
-    Found(Vec<crate::profile::ProviderItem>),
+    Found(Vec<crate::ProviderItem>),
     Failed(ProviderError),
     Cancelled,
 }

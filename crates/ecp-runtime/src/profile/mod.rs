@@ -13,14 +13,15 @@ pub(crate) mod query;
 pub(crate) mod render;
 
 pub use query::{QueryError, query_from_arguments};
-pub use render::{ContextItem, Envelope, render};
+pub use render::{ContextItem, Envelope, render, retain_valid};
 pub(crate) use render::{MAX_ITEMS, Rendered};
 
-// Paths the copies of the old V1 binding name (see the crate root).
+pub(crate) mod ecma;
+// Paths the copies of the old V1 binding name, deprecated (see
+// `crate::old_paths`).
 #[doc(hidden)]
-pub mod ecmascript;
-#[doc(hidden)]
-pub use render::ProviderItem;
+#[allow(deprecated)]
+pub use crate::old_paths::{ProviderItem, ecmascript};
 
 /// The one tool a profile server offers.
 pub const TOOL_NAME: &str = "context_search";
@@ -28,10 +29,3 @@ pub const TOOL_NAME: &str = "context_search";
 pub const SEARCH_FAILED: &str = "External context search failed.";
 /// The limit the provider receives with every query.
 pub const PROVIDER_LIMIT: usize = MAX_ITEMS;
-
-/// Drops the items without an id or content, as the runtime does with what
-/// a provider returns before the renderer keeps the first five (the V1
-/// binding's "invalid items are dropped before the limit").
-pub fn retain_valid(items: &mut Vec<ProviderItem>) {
-    items.retain(|item| !item.id.is_empty() && !item.content.is_empty());
-}

@@ -10,7 +10,7 @@
 
 use serde_json::{Map, Value};
 
-use super::ecmascript::{
+use super::ecma::{
     escaped_char_utf16_len, format_number, quoted_utf16_len, scan_words, utf16_len,
     word_has_any_or_control, write_json_string,
 };
@@ -459,6 +459,13 @@ pub(crate) fn write_json_str(out: &mut Vec<u8>, s: &str) {
     });
     out.extend_from_slice(&bytes[clean_from..]);
     out.push(b'"');
+}
+
+/// Drops the items without an id or content, as the runtime does with what
+/// a provider returns before the renderer keeps the first five (the V1
+/// binding's "invalid items are dropped before the limit").
+pub fn retain_valid(items: &mut Vec<ProviderItem>) {
+    items.retain(|item| !item.id.is_empty() && !item.content.is_empty());
 }
 
 #[cfg(test)]

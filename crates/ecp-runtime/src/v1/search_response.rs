@@ -17,7 +17,7 @@
 
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use crate::profile::ProviderItem;
+use crate::ProviderItem;
 
 /// A value read only to be passed over, through `deserialize_any` so that
 /// serde_json counts its nesting as it does for a `Value`.
@@ -288,7 +288,7 @@ impl<'de> Visitor<'de> for ScalarVisitor {
 #[cfg(test)]
 mod tests {
     use super::read_items;
-    use crate::binding::parse_search_document;
+    use crate::v1::binding::parse_search_document;
 
     /// Hand-written documents: empty and wrong shapes, duplicate keys, a
     /// number past f64, a lone surrogate, and nesting past serde_json's 128

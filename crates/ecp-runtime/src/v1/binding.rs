@@ -17,9 +17,8 @@
 use std::sync::Arc;
 
 use crate::{
-    Provider, ProviderError,
+    Provider, ProviderError, ProviderItem,
     client::{Credential, Upstream},
-    profile::ProviderItem,
 };
 use serde_json::Value;
 
@@ -141,14 +140,14 @@ pub fn parse_search_response(
 /// [`parse_search_response`] for a body already read as text.
 fn parse_search_text(text: &str, limit: usize) -> Result<Vec<ProviderItem>, ProviderError> {
     // The typed reader answers the documents it can decide alone.
-    if let Some(items) = crate::search_response::read_items(text, limit) {
+    if let Some(items) = crate::v1::search_response::read_items(text, limit) {
         return Ok(items);
     }
     parse_search_document(text, limit)
 }
 
 /// The binding's reading of a response document by value, the reference of
-/// [`crate::search_response::read_items`] (they agree wherever that
+/// [`crate::v1::search_response::read_items`] (they agree wherever that
 /// one answers; the fuzz target `http_body` holds them to it).
 pub fn parse_search_document(text: &str, limit: usize) -> Result<Vec<ProviderItem>, ProviderError> {
     let document = parse_json_like_javascript(text).ok_or(ProviderError::Malformed)?;
