@@ -48,10 +48,9 @@ pub async fn fixture_upstream(
         upstream::Reply::json(serde_json::json!({ "items": items }).to_string())
     })
     .await
-    .map_err(|e| {
-        CheckError::Upstream(format!(
-            "cannot start the fixture endpoint on 127.0.0.1: {e}"
-        ))
+    .map_err(|error| CheckError::Listen {
+        what: "the fixture endpoint on 127.0.0.1",
+        error,
     })
 }
 
@@ -100,10 +99,9 @@ impl CallUpstream {
                 None => upstream::Reply::status(404, "{}"),
             })
             .await
-            .map_err(|e| {
-                CheckError::Upstream(format!(
-                    "cannot start the cassette's replay on 127.0.0.1: {e}"
-                ))
+            .map_err(|error| CheckError::Listen {
+                what: "the cassette's replay on 127.0.0.1",
+                error,
             })?;
         Ok(CallUpstream {
             upstream,
@@ -140,20 +138,20 @@ pub async fn call_once(
                     served.flag
                 )));
             }
-            Session::spawn(&launch)
-                .await
-                .map_err(|error| match (&settings.target, &launch.binding, fixture) {
-                    (Target::Extension(path), Some(binding), None) => format!(
-                        "{error}\n  = help: the server needs {} (a live Generic HTTP Search V1 endpoint); without one, try the built-in example corpus: `ecp call {} {query:?} --fixture example`",
+            Session::spawn(&launch).await.map_err(|error| {
+                let help = match (&settings.target, &launch.binding, fixture) {
+                    (Target::Extension(path), Some(binding), None) => Some(format!(
+                        "the server needs {} (a live Generic HTTP Search V1 endpoint); without one, try the built-in example corpus: `ecp call {} {query:?} --fixture example`",
                         match &binding.token {
                             Some(token) => format!("{} and {token}", binding.base_url),
                             None => binding.base_url.clone(),
                         },
                         path.display()
-                    ),
-                    _ => error,
-                })
-                .map_err(CheckError::Target)?
+                    )),
+                    _ => None,
+                };
+                CheckError::Start { error, help }
+            })?
         }
         Reach::Http {
             url, call_timeout, ..
@@ -168,9 +166,7 @@ pub async fn call_once(
                     }
                 )));
             }
-            Session::connect(&url, settings.bearer.clone(), call_timeout)
-                .await
-                .map_err(CheckError::Target)?
+            Session::connect(&url, settings.bearer.clone(), call_timeout).await?
         }
     };
     let result = session.call(serde_json::json!({ "query": query })).await;
@@ -186,7 +182,7 @@ pub async fn call_once(
             result: redacted(result, &secrets),
             stderr: stderr.map(|text| secrets.redact(&text)),
         })
-        .map_err(|error| CheckError::Target(secrets.redact(&error)))
+        .map_err(|error| CheckError::Target(secrets.redact(&error.to_string())))
 }
 
 /// A call's result with `secrets` taken out of its texts and structured

@@ -40,6 +40,42 @@ pub use super::secret::REDACTED;
 
 use crate::text::secrets::CREDENTIAL_HEADERS;
 
+/// What makes a cassette's text unusable: the rule it breaks.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unusable(String);
+
+/// Why a cassette cannot be read, used or saved.
+#[derive(Debug, thiserror::Error)]
+pub enum CassetteError {
+    #[error("cannot read the cassette {}: {problem}", .path.display())]
+    Read {
+        path: std::path::PathBuf,
+        problem: crate::files::FileProblem,
+    },
+    #[error("{}: {problem}", .path.display())]
+    Invalid {
+        path: std::path::PathBuf,
+        problem: Unusable,
+    },
+    #[error("the cassette was not saved: {0}")]
+    Save(crate::writes::WriteProblem),
+}
+
+impl CassetteError {
+    /// What to do about it, when ecp knows.
+    pub fn help(&self) -> Option<String> {
+        match self {
+            CassetteError::Invalid { path, .. } => Some(format!(
+                "record one with `ecp check . --upstream URL --record {}`",
+                path.display()
+            )),
+            CassetteError::Save(problem) => problem.help(),
+            CassetteError::Read { .. } => None,
+        }
+    }
+}
+
 /// Recorded exchanges, and where under the upstream's origin the target's
 /// base URL pointed.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -136,26 +172,31 @@ impl Cassette {
     }
 
     /// Reads and checks a cassette file.
-    pub fn load(path: &Path) -> Result<Cassette, String> {
-        let shown = path.display();
-        let text = crate::files::read_text(path, None, MAX_FILE)
-            .map_err(|e| format!("cannot read the cassette {shown}: {e}"))?;
-        Cassette::parse(&text).map_err(|problem| {
-            format!(
-                "{shown}: {problem}\n  = help: record one with `ecp check . --upstream URL --record {shown}`"
-            )
+    pub fn load(path: &Path) -> Result<Cassette, CassetteError> {
+        let text = crate::files::read_text(path, None, MAX_FILE).map_err(|problem| {
+            CassetteError::Read {
+                path: path.to_owned(),
+                problem,
+            }
+        })?;
+        Cassette::parse(&text).map_err(|problem| CassetteError::Invalid {
+            path: path.to_owned(),
+            problem,
         })
     }
 
-    /// A cassette from its text, checked field by field.
-    pub fn parse(text: &str) -> Result<Cassette, String> {
+    /// A cassette from its text, checked field by field; else what is
+    /// wrong with it.
+    pub fn parse(text: &str) -> Result<Cassette, Unusable> {
         let cassette: Cassette = serde_json::from_str(text).map_err(|e| {
-            format!(
+            Unusable(format!(
                 "not an ecp cassette: {}",
                 crate::text::outside::line(&e.to_string(), 300)
-            )
+            ))
         })?;
-        cassette.problem().map_or(Ok(cassette), Err)
+        cassette
+            .problem()
+            .map_or(Ok(cassette), |problem| Err(Unusable(problem)))
     }
 
     /// What makes the cassette unusable, if anything.
@@ -204,12 +245,13 @@ impl Cassette {
     /// Writes the cassette, whole or not at all, by the one write rule
     /// ([`crate::writes`]): `path` is replaced only when it is a regular
     /// file (never a link, a FIFO or a device).
-    pub fn save(&self, path: &Path) -> Result<(), String> {
-        let mut text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
+    pub fn save(&self, path: &Path) -> Result<(), CassetteError> {
+        let mut text = serde_json::to_string_pretty(self)
+            .unwrap_or_else(|_| unreachable!("a cassette is strings and numbers"));
         text.push('\n');
         crate::writes::Place::destination(path)
             .write(text.as_bytes())
-            .map_err(|e| format!("the cassette was not saved: {e}"))
+            .map_err(CassetteError::Save)
     }
 
     /// The first exchange of a probe query the upstream answered with a
@@ -428,6 +470,7 @@ mod tests {
         assert!(
             Cassette::parse(&text)
                 .unwrap_err()
+                .to_string()
                 .contains("no exchange of a --query call has a 2xx answer")
         );
     }
@@ -479,7 +522,7 @@ mod tests {
             ),
         ] {
             std::fs::write(&path, bad).unwrap();
-            let error = Cassette::load(&path).unwrap_err();
+            let error = Cassette::load(&path).unwrap_err().to_string();
             assert!(error.contains(says), "{bad}: {error}");
         }
         // One edit that leaves no answer to replay.
@@ -504,7 +547,7 @@ mod tests {
         ] {
             assert_ne!(bad, text);
             std::fs::write(&path, &bad).unwrap();
-            let error = Cassette::load(&path).unwrap_err();
+            let error = Cassette::load(&path).unwrap_err().to_string();
             assert!(error.contains(says), "{bad}: {error}");
         }
     }

@@ -17,6 +17,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::Blocked;
+
 /// The variable Qwen's provider reads its InstanceConfig path from.
 pub const QWEN_MEM0_CONFIG_ENV: &str = "QWEN_EXTERNAL_CONTEXT_MEM0_CONFIG";
 
@@ -47,9 +49,9 @@ pub struct ConfigFile {
     document: Value,
 }
 
-/// `message\n  = help: help`, the could-not-run form.
-fn refusal(message: String, help: &str) -> String {
-    format!("{message}\n  = help: {help}")
+/// What stops the run, and what to do about it.
+fn refusal(message: String, help: &str) -> Blocked {
+    Blocked::with_help(message, help)
 }
 
 /// Whether `root` is Qwen's InstanceConfig (v2, v3), by the one
@@ -67,7 +69,7 @@ impl ConfigFile {
         spec: &str,
         pointer: Option<&str>,
         token_env: Option<&str>,
-    ) -> Result<ConfigFile, String> {
+    ) -> Result<ConfigFile, Blocked> {
         let Some((var, path)) = spec
             .split_once('=')
             .filter(|(v, p)| valid_var(v) && !p.is_empty())
@@ -89,7 +91,7 @@ impl ConfigFile {
         path: &Path,
         pointer: Option<&str>,
         token_env: Option<&str>,
-    ) -> Result<ConfigFile, String> {
+    ) -> Result<ConfigFile, Blocked> {
         let max = if var == QWEN_MEM0_CONFIG_ENV {
             QWEN_MAX_CONFIG_BYTES
         } else {
@@ -112,7 +114,7 @@ impl ConfigFile {
         text: &str,
         pointer: Option<&str>,
         token_env: Option<&str>,
-    ) -> Result<ConfigFile, String> {
+    ) -> Result<ConfigFile, Blocked> {
         let path = source;
         let root = crate::json::parse(text).map_err(|e| {
             refusal(
@@ -141,7 +143,7 @@ impl ConfigFile {
 
     /// Writes the copy pointed at `base_url` into `folder` and returns its
     /// path.
-    pub fn write_copy(&self, folder: &Path, base_url: &str) -> Result<PathBuf, String> {
+    pub fn write_copy(&self, folder: &Path, base_url: &str) -> Result<PathBuf, Blocked> {
         let copy = self.pointed_copy(base_url)?;
         let name = self.source.file_name().map_or_else(
             || "config.json".into(),
@@ -149,18 +151,23 @@ impl ConfigFile {
         );
         let path = folder.join(name);
         let text = serde_json::to_string_pretty(&copy).unwrap_or_default();
-        std::fs::write(&path, text)
-            .map_err(|e| format!("cannot write the copy of {}: {e}", self.source.display()))?;
+        std::fs::write(&path, text).map_err(|e| {
+            Blocked::new(format!(
+                "cannot write the copy of {}: {e}",
+                self.source.display()
+            ))
+        })?;
         Ok(path)
     }
 
     /// The document with its endpoint replaced by `base_url`.
-    pub fn pointed_copy(&self, base_url: &str) -> Result<Value, String> {
+    pub fn pointed_copy(&self, base_url: &str) -> Result<Value, Blocked> {
         let mut copy = self.document.clone();
         match &self.shape {
             Shape::QwenInstance => {
-                let url = url::Url::parse(base_url)
-                    .map_err(|e| format!("the upstream {base_url} is not a URL: {e}"))?;
+                let url = url::Url::parse(base_url).map_err(|e| {
+                    Blocked::new(format!("the upstream {base_url} is not a URL: {e}"))
+                })?;
                 let origin = url.origin().ascii_serialization();
                 let base_path = url.path().trim_end_matches('/').to_owned();
                 if let Some(endpoint) = copy.get_mut("endpoint").and_then(Value::as_object_mut) {
@@ -191,7 +198,7 @@ fn lint_first_error(
     source: &Path,
     text: &str,
     root: &crate::json::Node,
-) -> Result<(), String> {
+) -> Result<(), Blocked> {
     use crate::lint::{Report, Severity, mem0};
     let Some(kind) = mem0::recognise(root) else {
         return Ok(());
@@ -234,7 +241,7 @@ fn locate(
     instance: bool,
     pointer: Option<&str>,
     token_env: Option<&str>,
-) -> Result<(Shape, String), String> {
+) -> Result<(Shape, String), Blocked> {
     let named = document["credentialEnv"].as_str().filter(|n| valid_var(n));
     let shown = source.display();
     if let Some(pointer) = pointer {
@@ -273,7 +280,7 @@ fn qwen_instance(
     source: &Path,
     document: &Value,
     named: Option<&str>,
-) -> Result<(Shape, String), String> {
+) -> Result<(Shape, String), Blocked> {
     let lint = format!("`ecp lint {}` checks the whole file", source.display());
     if !document["endpoint"]["origin"].is_string() {
         return Err(refusal(
@@ -350,9 +357,11 @@ mod tests {
         std::fs::write(&other, r#"{"server": {"url": "https://x.example"}}"#).unwrap();
         let spec = format!("ACME_CONFIG={}", other.display());
         let error = ConfigFile::open(&spec, None, None).unwrap_err();
-        assert!(error.contains("--endpoint-pointer"), "{error}");
+        let help = error.help.unwrap_or_default();
+        assert!(help.contains("--endpoint-pointer"), "{help}");
         let error = ConfigFile::open(&spec, Some("/server/url"), None).unwrap_err();
-        assert!(error.contains("--token-env"), "{error}");
+        let help = error.help.unwrap_or_default();
+        assert!(help.contains("--token-env"), "{help}");
         let ok = ConfigFile::open(&spec, Some("/server/url"), Some("ACME_KEY")).unwrap();
         assert_eq!(ok.shape, Shape::Pointer("/server/url".into()));
         assert!(ConfigFile::open("=x", None, None).is_err());

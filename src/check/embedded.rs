@@ -33,18 +33,37 @@ const GROUPS: &[&str] = &[
     "invalidOutputs",
 ];
 
+/// What is wrong with one of the files built into this ecp: a defect of
+/// the build, refused rather than run with fewer checks.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("this ecp's embedded contract data is broken ({file} {what}); nothing was checked")]
+pub struct Broken {
+    file: &'static str,
+    what: String,
+}
+
+fn broken(file: &'static str, what: impl Into<String>) -> Broken {
+    Broken {
+        file,
+        what: what.into(),
+    }
+}
+
 /// `file`'s vector groups, each present and non-empty.
-fn vector_file(file: &str, json: &str) -> Result<Value, String> {
+fn vector_file(file: &'static str, json: &str) -> Result<Value, Broken> {
     let vectors: Value =
-        serde_json::from_str(json).map_err(|e| format!("{file} is not JSON: {e}"))?;
+        serde_json::from_str(json).map_err(|e| broken(file, format!("is not JSON: {e}")))?;
     for group in GROUPS {
         match vectors.get(group).and_then(Value::as_array) {
             Some(cases) if !cases.is_empty() => {}
-            _ => return Err(format!("{file} has no `{group}` cases")),
+            _ => return Err(broken(file, format!("has no `{group}` cases"))),
         }
     }
     Ok(vectors)
 }
+
+const RENDER: &str = "contracts/v1/render-vectors.json";
+const SCHEMA: &str = "the output schema";
 
 fn calls(vectors: &Value, group: &str) -> Vec<NamedInput> {
     vectors[group]
@@ -68,7 +87,7 @@ impl Embedded {
         render_vectors: &str,
         output_schema: &str,
         qwen_test_vectors: &str,
-    ) -> Result<Embedded, String> {
+    ) -> Result<Embedded, Broken> {
         #[derive(serde::Deserialize)]
         #[serde(rename_all = "camelCase")]
         struct Vector {
@@ -82,12 +101,15 @@ impl Embedded {
         let valid_inputs = calls(&vectors, "validInputs");
         let invalid_inputs = calls(&vectors, "invalidInputs");
         if valid_inputs.is_empty() || invalid_inputs.is_empty() {
-            return Err("contracts/v1/test-vectors.json has no call arguments to send".into());
+            return Err(broken(
+                "contracts/v1/test-vectors.json",
+                "has no call arguments to send",
+            ));
         }
         let render: Vec<Vector> = serde_json::from_str(render_vectors)
-            .map_err(|e| format!("contracts/v1/render-vectors.json is unreadable: {e}"))?;
+            .map_err(|e| broken(RENDER, format!("is unreadable: {e}")))?;
         if render.is_empty() {
-            return Err("contracts/v1/render-vectors.json holds no vectors".into());
+            return Err(broken(RENDER, "holds no vectors"));
         }
         let render_vectors = render
             .into_iter()
@@ -99,9 +121,9 @@ impl Embedded {
             })
             .collect();
         let schema: Value = serde_json::from_str(output_schema)
-            .map_err(|e| format!("the output schema is not JSON: {e}"))?;
+            .map_err(|e| broken(SCHEMA, format!("is not JSON: {e}")))?;
         let output_validator = jsonschema::draft202012::new(&schema)
-            .map_err(|e| format!("the output schema does not compile: {e}"))?;
+            .map_err(|e| broken(SCHEMA, format!("does not compile: {e}")))?;
         Ok(Embedded {
             valid_inputs,
             invalid_inputs,
@@ -111,8 +133,8 @@ impl Embedded {
     }
 
     /// The files built into this ecp, read once; `Err` names what is wrong.
-    pub fn get() -> Result<&'static Embedded, String> {
-        static EMBEDDED: OnceLock<Result<Embedded, String>> = OnceLock::new();
+    pub fn get() -> Result<&'static Embedded, Broken> {
+        static EMBEDDED: OnceLock<Result<Embedded, Broken>> = OnceLock::new();
         EMBEDDED
             .get_or_init(|| {
                 Embedded::parse(
@@ -123,9 +145,7 @@ impl Embedded {
                 )
             })
             .as_ref()
-            .map_err(|e| {
-                format!("this ecp's embedded contract data is broken ({e}); nothing was checked")
-            })
+            .map_err(Broken::clone)
     }
 }
 
@@ -149,7 +169,9 @@ mod tests {
             OUTPUT_SCHEMA_JSON,
             QWEN_TEST_VECTORS_JSON,
         );
-        let fails = |t: &str, r: &str, o: &str, q: &str| Embedded::parse(t, r, o, q).err();
+        let fails = |t: &str, r: &str, o: &str, q: &str| {
+            Embedded::parse(t, r, o, q).err().map(|e| e.to_string())
+        };
         assert!(fails(ok.0, ok.1, ok.2, ok.3).is_none());
         assert!(fails("", ok.1, ok.2, ok.3).unwrap().contains("not JSON"));
         assert!(

@@ -306,7 +306,7 @@ pub async fn run(
     repository_root: Option<&Path>,
     progress: suite::Progress<'_>,
 ) -> Result<CheckReport, CheckError> {
-    let embedded = Embedded::get().map_err(CheckError::Embedded)?;
+    let embedded = Embedded::get()?;
     if matches!(settings.upstream, super::UpstreamSource::Record { .. }) {
         return Err(CheckError::Settings(
             "--hook takes --cassette FILE, not --upstream: record the mapping's answers with `ecp check --upstream URL --record FILE` (the MCP server), then check its hook with --hook --cassette FILE".into(),
@@ -318,9 +318,7 @@ pub async fn run(
         seed: settings.seed,
         mutations: settings.mutations,
     });
-    let upstream = suite::start_upstream(scripted)
-        .await
-        .map_err(CheckError::Upstream)?;
+    let upstream = suite::start_upstream(scripted).await?;
     let hook = hook_of(settings, repository_root, upstream, &base_path)?;
     let mut judged = Judged {
         results: Vec::new(),

@@ -76,17 +76,83 @@ use crate::providers::http::{DEFAULT_BASE_URL_ENV, DEFAULT_TOKEN_ENV};
 pub enum CheckError {
     /// ecp's embedded contract data is incomplete: a defect of this build,
     /// refused rather than run with fewer checks.
-    #[error("{0}")]
-    Embedded(String),
-    /// The scripted (or fixture) upstream could not listen on loopback.
-    #[error("{0}")]
-    Upstream(String),
-    /// The target could not be resolved, started or reached.
+    #[error(transparent)]
+    Embedded(#[from] embedded::Broken),
+    /// The scripted upstream, the fixture endpoint, a cassette's replay
+    /// or the recording proxy could not listen on loopback.
+    #[error("cannot start {what}: {error}")]
+    Listen {
+        what: &'static str,
+        error: std::io::Error,
+    },
+    #[error("cannot build an HTTP client: {0}")]
+    Client(reqwest::Error),
+    /// The target could not be resolved or reached.
     #[error("{0}")]
     Target(String),
+    /// The target did not start; `help`, when given, says more than the
+    /// error's own.
+    #[error("{error}")]
+    Start {
+        error: session::StartError,
+        help: Option<String>,
+    },
+    /// The target cannot be run as given, or it started but what the run
+    /// needs of it or of its upstream did not happen.
+    #[error(transparent)]
+    Blocked(#[from] Blocked),
+    /// A cassette that cannot be read, used or saved.
+    #[error(transparent)]
+    Cassette(#[from] cassette::CassetteError),
     /// Settings that cannot go together.
     #[error("{0}")]
     Settings(String),
+}
+
+impl CheckError {
+    /// What to do about it, when ecp knows.
+    pub fn help(&self) -> Option<String> {
+        match self {
+            CheckError::Start { error, help } => {
+                help.clone().or_else(|| error.help().map(str::to_owned))
+            }
+            CheckError::Blocked(blocked) => blocked.help.clone(),
+            CheckError::Cassette(error) => error.help(),
+            _ => None,
+        }
+    }
+}
+
+/// What stops a check or a call before its verdict, in words, with what to
+/// do about it when ecp knows (the could-not-run form: `error: said`, then
+/// `= help: help`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{said}")]
+pub struct Blocked {
+    pub said: String,
+    pub help: Option<String>,
+}
+
+impl Blocked {
+    pub fn new(said: impl Into<String>) -> Blocked {
+        Blocked {
+            said: said.into(),
+            help: None,
+        }
+    }
+
+    pub fn with_help(said: impl Into<String>, help: impl Into<String>) -> Blocked {
+        Blocked {
+            said: said.into(),
+            help: Some(help.into()),
+        }
+    }
+}
+
+impl From<session::StartError> for CheckError {
+    fn from(error: session::StartError) -> CheckError {
+        CheckError::Start { error, help: None }
+    }
 }
 
 /// How to run the suite.
@@ -306,38 +372,33 @@ fn resolve(
     call_timeout: Duration,
 ) -> Result<Reach, CheckError> {
     match &settings.target {
-        Target::Extension(path) => {
-            match target::from_extension(path, endpoint).map_err(CheckError::Target)? {
-                ManifestServer::Local(mut launch) => {
-                    if let Some(note) = &launch.note {
-                        say_once(note);
-                    }
-                    if let Some(endpoint) = endpoint {
-                        let config = match &settings.config_file {
-                            Some(config) => Some(config.clone()),
-                            None => {
-                                target::qwen_config_of(&launch).map_err(CheckError::Settings)?
-                            }
-                        };
-                        if let Some(config) = config {
-                            target::point_config(&mut launch, &config, endpoint)
-                                .map_err(CheckError::Settings)?;
-                        }
-                        target::reach_loopback_directly(&mut launch.env);
-                    }
-                    Ok(Reach::Spawn(launch))
+        Target::Extension(path) => match target::from_extension(path, endpoint)? {
+            ManifestServer::Local(mut launch) => {
+                if let Some(note) = &launch.note {
+                    say_once(note);
                 }
-                ManifestServer::Remote {
-                    url,
-                    call_timeout,
-                    include_tools,
-                } => Ok(Reach::Http {
-                    url,
-                    call_timeout,
-                    include_tools,
-                }),
+                if let Some(endpoint) = endpoint {
+                    let config = match &settings.config_file {
+                        Some(config) => Some(config.clone()),
+                        None => target::qwen_config_of(&launch)?,
+                    };
+                    if let Some(config) = config {
+                        target::point_config(&mut launch, &config, endpoint)?;
+                    }
+                    target::reach_loopback_directly(&mut launch.env);
+                }
+                Ok(Reach::Spawn(launch))
             }
-        }
+            ManifestServer::Remote {
+                url,
+                call_timeout,
+                include_tools,
+            } => Ok(Reach::Http {
+                url,
+                call_timeout,
+                include_tools,
+            }),
+        },
         Target::Command(command) => {
             let [program, args @ ..] = command.as_slice() else {
                 return Err(CheckError::Settings("no command given after --".into()));
@@ -363,8 +424,7 @@ fn resolve(
             };
             match (endpoint, &settings.config_file) {
                 (Some(endpoint), Some(config)) => {
-                    target::point_config(&mut launch, config, endpoint)
-                        .map_err(CheckError::Settings)?;
+                    target::point_config(&mut launch, config, endpoint)?;
                 }
                 (Some((base_url, token)), None) => {
                     launch.env.insert(binding.base_url, base_url.to_owned());
@@ -402,7 +462,7 @@ async fn open(
             Ok(Opened {
                 session: Session::spawn(&launch)
                     .await
-                    .map_err(|e| CheckError::Target(secrets.redact(&e)))?,
+                    .map_err(|error| CheckError::from(error.redacted(&secrets)))?,
                 include_tools: launch.include_tools.clone(),
                 credential,
                 binding: launch.binding.clone(),
@@ -414,9 +474,7 @@ async fn open(
             call_timeout,
             include_tools,
         } => Ok(Opened {
-            session: Session::connect(&url, settings.bearer.clone(), call_timeout)
-                .await
-                .map_err(CheckError::Target)?,
+            session: Session::connect(&url, settings.bearer.clone(), call_timeout).await?,
             include_tools,
             binding: None,
             credential: None,
@@ -451,6 +509,41 @@ fn split_upstream(url: &str) -> Result<(reqwest::Url, String), CheckError> {
     Ok((origin, path))
 }
 
+/// Why a recording call with `query` sent nothing to the upstream: the
+/// target crashed (its stderr's line), or it took its endpoint from
+/// elsewhere than `base_url_var`.
+async fn unreached(
+    opened: &Opened,
+    query: &str,
+    result: Result<rmcp::model::CallToolResult, session::CallError>,
+    secrets: &secret::Secrets,
+    base_url_var: &str,
+) -> CheckError {
+    // A failed call's stderr line may still be on its way.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    if let Some(crash) = crash::crash_line(&opened.session.stderr(), secrets) {
+        return CheckError::Blocked(Blocked::with_help(
+            format!(
+                "the call with {query:?} failed in the target before it reached the upstream; its stderr says: {crash}"
+            ),
+            "fix the code its stderr names, then try the mapping on these words (`ecp call . WORDS`)".to_owned(),
+        ));
+    }
+    let why = match result {
+        Err(error) => secrets.redact(&error.to_string()),
+        Ok(_) => "it answered without a request".into(),
+    };
+    CheckError::Blocked(Blocked::with_help(
+        format!(
+            "the call with {query:?} never reached the upstream: {}",
+            crate::text::outside::line(&why, 500)
+        ),
+        format!(
+            "the target must take its endpoint from {base_url_var} (set to the recording proxy)"
+        ),
+    ))
+}
+
 /// `--upstream`: starts the target against a recording proxy in front of
 /// the real upstream, calls it once per query, and returns what passed,
 /// with the credential the target was given (which no output may show).
@@ -464,11 +557,14 @@ async fn record(
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
-        .map_err(|e| CheckError::Upstream(format!("cannot build an HTTP client: {e}")))?;
+        .map_err(CheckError::Client)?;
     let forward = std::sync::Arc::new(upstream::Forward { origin, client });
     let proxy = upstream::Upstream::try_start(move |_| upstream::Reply::Forward(forward.clone()))
         .await
-        .map_err(|e| CheckError::Upstream(format!("cannot start the recording proxy: {e}")))?;
+        .map_err(|error| CheckError::Listen {
+            what: "the recording proxy",
+            error,
+        })?;
     let opened = open(settings, &format!("{}{base_path}", proxy.base_url), None).await?;
     let Some(binding) = opened.binding.clone() else {
         opened.session.close().await;
@@ -498,24 +594,9 @@ async fn record(
         let new = proxy.exchanges().into_iter().skip(before);
         let new: Vec<_> = new.map(|exchange| (query.clone(), exchange)).collect();
         if new.is_empty() {
-            // A failed call's stderr line may still be on its way.
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            if let Some(crash) = crash::crash_line(&opened.session.stderr(), &secrets) {
-                opened.session.close().await;
-                return Err(CheckError::Target(format!(
-                    "the call with {query:?} failed in the target before it reached the upstream; its stderr says: {crash}\n  = help: fix the code its stderr names, then try the mapping on these words (`ecp call . WORDS`)"
-                )));
-            }
-            let why = match result {
-                Err(error) => secrets.redact(&error),
-                Ok(_) => "it answered without a request".into(),
-            };
+            let error = unreached(&opened, query, result, &secrets, &binding.base_url).await;
             opened.session.close().await;
-            return Err(CheckError::Target(format!(
-                "the call with {query:?} never reached the upstream: {}\n  = help: the target must take its endpoint from {} (set to the recording proxy)",
-                crate::text::outside::line(&why, 500),
-                binding.base_url
-            )));
+            return Err(error);
         }
         if let Some(Err(why)) = new
             .iter()
@@ -523,11 +604,16 @@ async fn record(
             .find(Result::is_err)
         {
             opened.session.close().await;
-            return Err(CheckError::Upstream(format!(
-                "{}: {}\n  = help: check that {} answers from this machine",
-                crate::text::outside::value(url),
-                secrets.redact(&why),
-                crate::text::outside::value(url)
+            return Err(CheckError::Blocked(Blocked::with_help(
+                format!(
+                    "{}: {}",
+                    crate::text::outside::value(url),
+                    secrets.redact(&why.to_string())
+                ),
+                format!(
+                    "check that {} answers from this machine",
+                    crate::text::outside::value(url)
+                ),
             )));
         }
         exchanges.extend(new);
@@ -597,7 +683,7 @@ async fn script(
             }
             let (cassette, secret) = record(settings, url, queries).await?;
             if let Some(path) = keep {
-                cassette.save(path).map_err(CheckError::Settings)?;
+                cassette.save(path)?;
                 eprintln!(
                     "recorded {} exchange(s) into {}",
                     cassette.exchanges.len(),
@@ -613,7 +699,7 @@ async fn script(
                     "--cassette needs a target ecp starts (a folder, an archive or -- CMD), not --url".into(),
                 ));
             }
-            let cassette = cassette::Cassette::load(path).map_err(CheckError::Settings)?;
+            let cassette = cassette::Cassette::load(path)?;
             let base = cassette.base_path.clone();
             Ok((suite::Script::Recorded(cassette), base, None))
         }
@@ -626,16 +712,14 @@ pub async fn run(
     settings: &CheckSettings,
     progress: suite::Progress<'_>,
 ) -> Result<CheckReport, CheckError> {
-    let embedded = embedded::Embedded::get().map_err(CheckError::Embedded)?;
+    let embedded = embedded::Embedded::get()?;
     let (script, base_path, recorded_secret) = script(settings, embedded).await?;
     let scripted = std::sync::Arc::new(suite::Scripted {
         script,
         seed: settings.seed,
         mutations: settings.mutations,
     });
-    let upstream = suite::start_upstream(scripted.clone())
-        .await
-        .map_err(CheckError::Upstream)?;
+    let upstream = suite::start_upstream(scripted.clone()).await?;
     let opened = open(
         settings,
         &format!("{}{base_path}", upstream.base_url),

@@ -23,6 +23,43 @@ pub const ANSWER_TIME: Duration = Duration::from_secs(10);
 /// The most messages read before the one answering a request.
 const MAX_SKIPPED: usize = 256;
 
+/// Why a probe got no answer to judge: the channel, not the target's
+/// rules (a check reports it as its reason).
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error("cannot start {program} again: {error}")]
+    Start {
+        program: String,
+        error: std::io::Error,
+    },
+    #[error("no stdio pipes")]
+    NoPipes,
+    #[error("cannot build an HTTP client: {0}")]
+    Client(reqwest::Error),
+    #[error("no answer within {} ms", .0.as_millis())]
+    NoAnswer(Duration),
+    #[error("cannot write to the target: {0}")]
+    Write(std::io::Error),
+    #[error("{0}")]
+    Flush(std::io::Error),
+    #[error("cannot read the target's stdout: {0}")]
+    Read(std::io::Error),
+    #[error("a line over {MAX_MESSAGE} bytes")]
+    LongLine,
+    #[error("{MAX_SKIPPED} messages without the answer")]
+    NoAnswerAmong,
+    #[error("POST failed: {0}")]
+    Post(reqwest::Error),
+    #[error("{0}")]
+    Body(reqwest::Error),
+    #[error("a body over {MAX_MESSAGE} bytes")]
+    LongBody,
+    #[error("an event-stream line over {MAX_MESSAGE} bytes")]
+    LongEventLine,
+    #[error("an event's data over {MAX_MESSAGE} bytes")]
+    LongEventData,
+}
+
 /// How to open a probe.
 #[derive(Debug, Clone)]
 pub enum ProbeTarget {
@@ -122,7 +159,7 @@ enum Channel {
 }
 
 impl Probe {
-    pub async fn open(target: &ProbeTarget) -> Result<Probe, String> {
+    pub async fn open(target: &ProbeTarget) -> Result<Probe, ProbeError> {
         Ok(Probe {
             channel: Channel::open(target).await?,
             call_timeout: target.call_timeout(),
@@ -140,7 +177,7 @@ impl Probe {
         &mut self,
         request: &Value,
         headers: &[(&str, String)],
-    ) -> Result<Answer, String> {
+    ) -> Result<Answer, ProbeError> {
         let limit = if request.get("method").and_then(Value::as_str) == Some("tools/call") {
             self.call_timeout
         } else {
@@ -155,20 +192,24 @@ impl Probe {
 }
 
 impl Channel {
-    async fn open(target: &ProbeTarget) -> Result<Channel, String> {
+    async fn open(target: &ProbeTarget) -> Result<Channel, ProbeError> {
         match target {
             ProbeTarget::Process(launch) => {
-                let mut child = launch
-                    .command(Stdio::piped())
-                    .spawn()
-                    .map_err(|e| format!("cannot start {} again: {e}", launch.program))?;
+                let mut child =
+                    launch
+                        .command(Stdio::piped())
+                        .spawn()
+                        .map_err(|error| ProbeError::Start {
+                            program: launch.program.clone(),
+                            error,
+                        })?;
                 let group = child.id().map(Group::new);
                 let stderr = child
                     .stderr
                     .take()
                     .map(|stderr| WatchedStderr::read(launch, stderr));
                 let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-                    return Err("no stdio pipes".into());
+                    return Err(ProbeError::NoPipes);
                 };
                 Ok(Channel::Process(Box::new(Started {
                     child,
@@ -183,7 +224,7 @@ impl Channel {
                     .no_proxy()
                     .redirect(reqwest::redirect::Policy::none())
                     .build()
-                    .map_err(|e| format!("cannot build an HTTP client: {e}"))?,
+                    .map_err(ProbeError::Client)?,
                 url: url.clone(),
                 bearer: bearer.clone(),
             }),
@@ -195,7 +236,7 @@ impl Channel {
         request: &Value,
         headers: &[(&str, String)],
         limit: Duration,
-    ) -> Result<Answer, String> {
+    ) -> Result<Answer, ProbeError> {
         let id = request.get("id").cloned().unwrap_or(Value::Null);
         let line = request.to_string();
         let answer = match self {
@@ -222,7 +263,7 @@ impl Channel {
                 tokio::time::timeout(limit, exchange_http(post, &id)).await
             }
         };
-        answer.map_err(|_| format!("no answer within {} ms", limit.as_millis()))?
+        answer.map_err(|_| ProbeError::NoAnswer(limit))?
     }
 
     async fn close(self) -> Closed {
@@ -264,24 +305,24 @@ async fn exchange_line(
     stdout: &mut BufReader<tokio::process::ChildStdout>,
     line: &str,
     id: &Value,
-) -> Result<Answer, String> {
+) -> Result<Answer, ProbeError> {
     stdin
         .write_all(format!("{line}\n").as_bytes())
         .await
-        .map_err(|e| format!("cannot write to the target: {e}"))?;
-    stdin.flush().await.map_err(|e| e.to_string())?;
+        .map_err(ProbeError::Write)?;
+    stdin.flush().await.map_err(ProbeError::Flush)?;
     for _ in 0..MAX_SKIPPED {
         let mut buffer = Vec::new();
         let read = (&mut *stdout)
             .take(MAX_MESSAGE as u64)
             .read_until(b'\n', &mut buffer)
             .await
-            .map_err(|e| format!("cannot read the target's stdout: {e}"))?;
+            .map_err(ProbeError::Read)?;
         if read == 0 {
             return Ok(Answer::default());
         }
         if !buffer.ends_with(b"\n") && buffer.len() >= MAX_MESSAGE {
-            return Err(format!("a line over {MAX_MESSAGE} bytes"));
+            return Err(ProbeError::LongLine);
         }
         if let Some(message) = parse(&buffer).filter(|m| answers(m, id)) {
             return Ok(Answer {
@@ -290,11 +331,11 @@ async fn exchange_line(
             });
         }
     }
-    Err(format!("{MAX_SKIPPED} messages without the answer"))
+    Err(ProbeError::NoAnswerAmong)
 }
 
-async fn exchange_http(post: reqwest::RequestBuilder, id: &Value) -> Result<Answer, String> {
-    let mut response = post.send().await.map_err(|e| format!("POST failed: {e}"))?;
+async fn exchange_http(post: reqwest::RequestBuilder, id: &Value) -> Result<Answer, ProbeError> {
+    let mut response = post.send().await.map_err(ProbeError::Post)?;
     let status = response.status().as_u16();
     let event_stream = response
         .headers()
@@ -304,7 +345,7 @@ async fn exchange_http(post: reqwest::RequestBuilder, id: &Value) -> Result<Answ
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("text/event-stream"));
     let mut body = Vec::new();
     let mut events = EventStream::default();
-    while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
+    while let Some(chunk) = response.chunk().await.map_err(ProbeError::Body)? {
         if event_stream {
             // A stream may stay open after the answer (the server SHOULD
             // close it, and need not): the answer's event ends the read.
@@ -323,7 +364,7 @@ async fn exchange_http(post: reqwest::RequestBuilder, id: &Value) -> Result<Answ
         }
         body.extend_from_slice(&chunk);
         if body.len() > MAX_MESSAGE {
-            return Err(format!("a body over {MAX_MESSAGE} bytes"));
+            return Err(ProbeError::LongBody);
         }
     }
     // The stream's end dispatches nothing half-received (the SSE rules).
@@ -362,7 +403,7 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 impl EventStream {
     /// Reads `chunk`; the first dispatched message answering `id`.
-    fn push(&mut self, chunk: &[u8], id: &Value) -> Result<Option<Value>, String> {
+    fn push(&mut self, chunk: &[u8], id: &Value) -> Result<Option<Value>, ProbeError> {
         for &byte in chunk {
             if !self.started {
                 if BOM.get(self.bom_seen) == Some(&byte) {
@@ -381,7 +422,7 @@ impl EventStream {
             if byte != b'\n' && byte != b'\r' {
                 self.line.push(byte);
                 if self.line.len() > MAX_MESSAGE {
-                    return Err(format!("an event-stream line over {MAX_MESSAGE} bytes"));
+                    return Err(ProbeError::LongEventLine);
                 }
                 continue;
             }
@@ -393,7 +434,7 @@ impl EventStream {
     }
 
     /// The line just ended: a field, or the blank line that dispatches.
-    fn end_line(&mut self, id: &Value) -> Result<Option<Value>, String> {
+    fn end_line(&mut self, id: &Value) -> Result<Option<Value>, ProbeError> {
         let line = std::mem::take(&mut self.line);
         if line.is_empty() {
             let data = std::mem::take(&mut self.data);
@@ -417,7 +458,7 @@ impl EventStream {
             self.data.extend_from_slice(value);
             self.has_data = true;
             if self.data.len() > MAX_MESSAGE {
-                return Err(format!("an event's data over {MAX_MESSAGE} bytes"));
+                return Err(ProbeError::LongEventData);
             }
         }
         Ok(None)

@@ -360,8 +360,26 @@ pub fn cases(which: Which) -> Vec<Case> {
     cases
 }
 
+/// A `$schema` the profile does not take.
+#[derive(Debug, thiserror::Error)]
+enum Dialect {
+    #[error("declares `$schema` {0}; the profile takes draft-07 or 2020-12")]
+    Other(String),
+    #[error("`$schema` is {0}, not a URI string")]
+    NotAString(Value),
+}
+
+/// A `pattern` ecp cannot compile as an ECMAScript regular expression; the
+/// pattern shown escaped and bounded.
+#[derive(Debug, thiserror::Error)]
+#[error("`pattern` {shown} is not an ECMAScript regular expression ecp can compile ({error})")]
+pub struct BadPattern {
+    shown: String,
+    error: regress::Error,
+}
+
 /// The dialect a schema declares.
-fn draft(schema: &Value) -> Result<jsonschema::Draft, String> {
+fn draft(schema: &Value) -> Result<jsonschema::Draft, Dialect> {
     match schema.get("$schema") {
         None => Ok(jsonschema::Draft::Draft202012),
         Some(Value::String(uri)) => {
@@ -372,13 +390,10 @@ fn draft(schema: &Value) -> Result<jsonschema::Draft, String> {
             match uri {
                 "json-schema.org/draft-07/schema" => Ok(jsonschema::Draft::Draft7),
                 "json-schema.org/draft/2020-12/schema" => Ok(jsonschema::Draft::Draft202012),
-                _ => Err(format!(
-                    "declares `$schema` {}; the profile takes draft-07 or 2020-12",
-                    crate::text::outside::shown(uri)
-                )),
+                _ => Err(Dialect::Other(crate::text::outside::shown(uri))),
             }
         }
-        Some(other) => Err(format!("`$schema` is {other}, not a URI string")),
+        Some(other) => Err(Dialect::NotAString(other.clone())),
     }
 }
 
@@ -427,12 +442,10 @@ impl<'i> jsonschema::Keyword<'i> for EcmaPattern {
 
 /// Compiles one `pattern` value as an ECMAScript regular expression with
 /// the `u` flag; the error names the pattern (shown escaped and bounded).
-pub fn ecma_regex(pattern: &str) -> Result<regress::Regex, String> {
-    regress::Regex::with_flags(pattern, "u").map_err(|error| {
-        format!(
-            "`pattern` {} is not an ECMAScript regular expression ecp can compile ({error})",
-            crate::text::outside::shown(pattern)
-        )
+pub fn ecma_regex(pattern: &str) -> Result<regress::Regex, BadPattern> {
+    regress::Regex::with_flags(pattern, "u").map_err(|error| BadPattern {
+        shown: crate::text::outside::shown(pattern),
+        error,
     })
 }
 
@@ -445,7 +458,7 @@ fn pattern_keyword<'a>(
     let pattern = value.as_str().unwrap_or_default();
     match ecma_regex(pattern) {
         Ok(regex) => Ok(Box::new(EcmaPattern(regex))),
-        Err(reason) => Err(jsonschema::ValidationError::custom(reason)),
+        Err(reason) => Err(jsonschema::ValidationError::custom(reason.to_string())),
     }
 }
 
@@ -457,7 +470,7 @@ fn pattern_keyword<'a>(
 /// keep `jsonschema`'s ECMAScript translation on the linear-time `regex`
 /// engine, and a name that engine cannot take is "cannot judge".
 pub fn compile(schema: &Value) -> Result<jsonschema::Validator, Judgement> {
-    let draft = draft(schema).map_err(Judgement::Fails)?;
+    let draft = draft(schema).map_err(|why| Judgement::Fails(why.to_string()))?;
     let meta = match draft {
         jsonschema::Draft::Draft7 => jsonschema::draft7::meta::validate(schema),
         _ => jsonschema::draft202012::meta::validate(schema),

@@ -34,6 +34,85 @@ pub struct Session {
     pub call_timeout: Duration,
 }
 
+/// Why a target did not start or did not complete the MCP handshake, in
+/// words (rmcp's own errors name its generic types); what to do about it,
+/// when ecp knows, is [`StartError::help`].
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot start {program}: {}", spawn_words(.error))]
+    Spawn {
+        program: String,
+        error: std::io::Error,
+    },
+    #[error("cannot start {program}: no stdio pipes")]
+    NoPipes { program: String },
+    /// The process exited, failed or kept silent before the handshake:
+    /// the sentence, with the end of its stderr.
+    #[error("{said}")]
+    Handshake { said: String },
+    #[error("{url} is not a URL ({error})")]
+    NotAUrl { url: String, error: url::ParseError },
+    #[error("{url} is not an http(s) URL")]
+    NotHttp { url: String },
+    #[error("{url} has no host")]
+    NoHost { url: String },
+    #[error("cannot resolve {host}: {why}")]
+    Unresolved { host: String, why: String },
+    #[error("cannot connect to {address}: {why}")]
+    Unreachable { address: String, why: String },
+    #[error("cannot build an HTTP client: {0}")]
+    Client(reqwest::Error),
+    #[error("{url} did not answer initialize within 30 s")]
+    Silent { url: String },
+    /// The endpoint refused or failed the handshake; `token`: it asked for
+    /// an access token.
+    #[error("{said}")]
+    Refused { said: String, token: bool },
+}
+
+/// The help of an endpoint that wants an access token.
+const TOKEN_HELP: &str = "pass an access token for it with --token-env NAME (a variable holding a token its authorization server issued for this resource, with the context.read scope)";
+/// The help of a `--url` that is not an MCP endpoint's.
+const URL_HELP: &str = "give the MCP endpoint, e.g. https://context.example.com/mcp";
+
+impl StartError {
+    /// What to do about it, when ecp knows.
+    pub fn help(&self) -> Option<&'static str> {
+        match self {
+            StartError::NotAUrl { .. } | StartError::NotHttp { .. } => Some(URL_HELP),
+            StartError::Unresolved { host, .. } => Some(resolve_help(host)),
+            StartError::Unreachable { .. } => Some(
+                "start the server, or check the URL's host and port (`ecp serve --listen 127.0.0.1:PORT` runs one locally)",
+            ),
+            StartError::Refused { token: true, .. } => Some(TOKEN_HELP),
+            _ => None,
+        }
+    }
+
+    /// The same error with `secrets` taken out of what the target wrote.
+    pub fn redacted(self, secrets: &super::secret::Secrets) -> StartError {
+        match self {
+            StartError::Handshake { said } => StartError::Handshake {
+                said: secrets.redact(&said),
+            },
+            other => other,
+        }
+    }
+}
+
+/// Why a `tools/call` got no result.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error("no answer within the {} ms MCP timeout", .0.as_millis())]
+    Timeout(Duration),
+    #[error("the call failed at the protocol level: {0}")]
+    Protocol(rmcp::ServiceError),
+    /// The process ended during the call: the sentence, with the end of
+    /// its stderr.
+    #[error("{said}")]
+    Exited { said: String },
+}
+
 /// The most of a server's stderr that is kept (its last bytes).
 const STDERR_KEPT: usize = 1024 * 1024;
 
@@ -133,14 +212,14 @@ impl Stderr {
     }
 }
 
-/// "cannot start PROGRAM: ..." in words, not an OS error code.
-fn spawn_error(program: &str, error: &std::io::Error) -> String {
+/// Why a program did not start, in words, not an OS error code.
+fn spawn_words(error: &std::io::Error) -> String {
     match error.kind() {
-        std::io::ErrorKind::NotFound => format!("cannot start {program}: it does not exist"),
+        std::io::ErrorKind::NotFound => "it does not exist".to_owned(),
         std::io::ErrorKind::PermissionDenied => {
-            format!("cannot start {program}: it is not executable (permission denied)")
+            "it is not executable (permission denied)".to_owned()
         }
-        _ => format!("cannot start {program}: {error}"),
+        _ => error.to_string(),
     }
 }
 
@@ -174,65 +253,74 @@ fn with_stderr(message: String, stderr: &Tail) -> String {
     text
 }
 
-/// A plain sentence for a failed Streamable HTTP handshake, from what rmcp
+/// A failed Streamable HTTP handshake in plain words, from what rmcp
 /// reports (its own message names its generic types).
-fn http_handshake_error(url: &str, error: &rmcp::service::ClientInitializeError) -> String {
+fn http_handshake_error(url: &str, error: &rmcp::service::ClientInitializeError) -> StartError {
     use rmcp::transport::streamable_http_client::StreamableHttpError;
-    let token_help = "pass an access token for it with --token-env NAME (a variable holding a token its authorization server issued for this resource, with the context.read scope)";
+    let refused = |said: String| StartError::Refused { said, token: false };
     let rmcp::service::ClientInitializeError::TransportError { error: inner, .. } = error else {
-        return format!("{url} did not complete the MCP handshake: {error}");
+        return refused(format!("{url} did not complete the MCP handshake: {error}"));
     };
     let Some(http) = inner
         .error
         .downcast_ref::<StreamableHttpError<reqwest::Error>>()
     else {
-        return format!("{url} did not complete the MCP handshake: {}", inner.error);
+        return refused(format!(
+            "{url} did not complete the MCP handshake: {}",
+            inner.error
+        ));
     };
     match http {
-        StreamableHttpError::AuthRequired(_) => {
-            format!(
-                "{url} answered 401 Unauthorized: it needs a bearer token\n  = help: {token_help}"
-            )
-        }
-        StreamableHttpError::InsufficientScope(scope) => format!(
-            "{url} answered 403: the token lacks the scope {}\n  = help: {token_help}",
-            scope.required_scope.as_deref().unwrap_or("it needs")
-        ),
-        StreamableHttpError::HttpStatus(status) => {
-            format!("{url} answered HTTP {} to initialize", status.status)
-        }
-        StreamableHttpError::UnexpectedContentType(kind) => format!(
+        StreamableHttpError::AuthRequired(_) => StartError::Refused {
+            said: format!("{url} answered 401 Unauthorized: it needs a bearer token"),
+            token: true,
+        },
+        StreamableHttpError::InsufficientScope(scope) => StartError::Refused {
+            said: format!(
+                "{url} answered 403: the token lacks the scope {}",
+                scope.required_scope.as_deref().unwrap_or("it needs")
+            ),
+            token: true,
+        },
+        StreamableHttpError::HttpStatus(status) => refused(format!(
+            "{url} answered HTTP {} to initialize",
+            status.status
+        )),
+        StreamableHttpError::UnexpectedContentType(kind) => refused(format!(
             "{url} is not an MCP endpoint: it answered initialize with content type {}",
             kind.as_deref().unwrap_or("(none)")
-        ),
+        )),
         StreamableHttpError::Client(client) if client.is_timeout() => {
-            format!("{url} did not answer initialize in time")
+            refused(format!("{url} did not answer initialize in time"))
         }
-        StreamableHttpError::Client(client) => match client.status() {
+        StreamableHttpError::Client(client) => refused(match client.status() {
             Some(status) => format!("{url} answered HTTP {status} to initialize"),
             None => format!(
                 "{url} could not be reached: {}",
                 crate::text::outside::innermost(client)
             ),
-        },
-        other => format!("{url} did not complete the MCP handshake: {other}"),
+        }),
+        other => refused(format!("{url} did not complete the MCP handshake: {other}")),
     }
 }
 
 /// Resolves and connects to the endpoint's host once before MCP starts, so
 /// that an unreachable endpoint is told in words (rmcp's transport error
 /// names its own types instead).
-async fn preflight(url: &str) -> Result<(), String> {
-    let parsed = url::Url::parse(url).map_err(|e| {
-        format!("{url} is not a URL ({e})\n  = help: give the MCP endpoint, e.g. https://context.example.com/mcp")
+async fn preflight(url: &str) -> Result<(), StartError> {
+    let parsed = url::Url::parse(url).map_err(|error| StartError::NotAUrl {
+        url: url.to_owned(),
+        error,
     })?;
     if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(format!(
-            "{url} is not an http(s) URL\n  = help: give the MCP endpoint, e.g. https://context.example.com/mcp"
-        ));
+        return Err(StartError::NotHttp {
+            url: url.to_owned(),
+        });
     }
     let (Some(host), Some(port)) = (parsed.host_str(), parsed.port_or_known_default()) else {
-        return Err(format!("{url} has no host"));
+        return Err(StartError::NoHost {
+            url: url.to_owned(),
+        });
     };
     let address = format!("{host}:{port}");
     let host = host.trim_start_matches('[').trim_end_matches(']');
@@ -243,16 +331,16 @@ async fn preflight(url: &str) -> Result<(), String> {
     .await
     {
         Err(_) => {
-            return Err(format!(
-                "cannot resolve {host}: no answer in 10 s\n  = help: {}",
-                resolve_help(host)
-            ));
+            return Err(StartError::Unresolved {
+                host: host.to_owned(),
+                why: "no answer in 10 s".to_owned(),
+            });
         }
         Ok(Err(error)) => {
-            return Err(format!(
-                "cannot resolve {host}: {error}\n  = help: {}",
-                resolve_help(host)
-            ));
+            return Err(StartError::Unresolved {
+                host: host.to_owned(),
+                why: error.to_string(),
+            });
         }
         Ok(Ok(found)) => found.collect(),
     };
@@ -279,9 +367,7 @@ async fn preflight(url: &str) -> Result<(), String> {
             _ => error.to_string(),
         },
     };
-    Err(format!(
-        "cannot connect to {address}: {why}\n  = help: start the server, or check the URL's host and port (`ecp serve --listen 127.0.0.1:PORT` runs one locally)"
-    ))
+    Err(StartError::Unreachable { address, why })
 }
 
 /// What to do about a host name that does not resolve.
@@ -298,11 +384,15 @@ fn resolve_help(host: &str) -> &'static str {
 
 impl Session {
     /// Starts `launch` and completes the MCP handshake.
-    pub async fn spawn(launch: &Launch) -> Result<Session, String> {
-        let mut child = launch
-            .command(Stdio::piped())
-            .spawn()
-            .map_err(|e| spawn_error(&launch.program, &e))?;
+    pub async fn spawn(launch: &Launch) -> Result<Session, StartError> {
+        let mut child =
+            launch
+                .command(Stdio::piped())
+                .spawn()
+                .map_err(|error| StartError::Spawn {
+                    program: launch.program.clone(),
+                    error,
+                })?;
         let group = child.id().map(Group::new);
         let buffer = Arc::new(Mutex::new(Stderr::for_launch(launch)));
         let reader = child
@@ -310,7 +400,9 @@ impl Session {
             .take()
             .map(|stderr| read_stderr(stderr, buffer.clone()));
         let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
-            return Err(format!("cannot start {}: no stdio pipes", launch.program));
+            return Err(StartError::NoPipes {
+                program: launch.program.clone(),
+            });
         };
         // The handshake, or the server's exit: a server that dies may leave
         // children holding its pipes open, and its exit is the story.
@@ -337,7 +429,7 @@ impl Session {
         };
         let said = why_not_started(launch, child, early_exit, failure, reader, &buffer).await;
         drop(group);
-        Err(said)
+        Err(StartError::Handshake { said })
     }
 }
 
@@ -414,7 +506,7 @@ impl Session {
         url: &str,
         bearer: Option<String>,
         call_timeout: Duration,
-    ) -> Result<Session, String> {
+    ) -> Result<Session, StartError> {
         crate::runtime::install_tls_provider();
         let mut config = StreamableHttpClientTransportConfig::with_uri(url);
         if let Some(bearer) = bearer {
@@ -423,12 +515,14 @@ impl Session {
         let client = reqwest::Client::builder()
             .no_proxy()
             .build()
-            .map_err(|e| format!("cannot build an HTTP client: {e}"))?;
+            .map_err(StartError::Client)?;
         preflight(url).await?;
         let transport = StreamableHttpClientTransport::with_client(client, config);
         let client = tokio::time::timeout(Duration::from_secs(30), ().serve(transport))
             .await
-            .map_err(|_| format!("{url} did not answer initialize within 30 s"))?
+            .map_err(|_| StartError::Silent {
+                url: url.to_owned(),
+            })?
             .map_err(|error| http_handshake_error(url, &error))?;
         Ok(Session {
             client,
@@ -441,7 +535,7 @@ impl Session {
 
     /// One `context_search` call with raw arguments, bounded by the MCP
     /// call timeout.
-    pub async fn call(&self, arguments: Value) -> Result<CallToolResult, String> {
+    pub async fn call(&self, arguments: Value) -> Result<CallToolResult, CallError> {
         let mut params = CallToolRequestParams::new(crate::profile::TOOL_NAME);
         params.arguments = match arguments {
             Value::Object(map) => Some(map),
@@ -449,22 +543,18 @@ impl Session {
             other => Some(serde_json::Map::from_iter([("query".to_owned(), other)])),
         };
         match tokio::time::timeout(self.call_timeout, self.client.call_tool(params)).await {
-            Err(_) => Err(format!(
-                "no answer within the {} ms MCP timeout",
-                self.call_timeout.as_millis()
-            )),
-            Ok(Err(error)) => Err(self.exited().map_or_else(
-                || format!("the call failed at the protocol level: {error}"),
-                |exit| {
-                    let stderr = self.stderr.as_ref().map(|b| {
-                        with_stderr(
-                            format!("the server {exit} during the call"),
-                            &b.lock().unwrap_or_else(PoisonError::into_inner).tail,
-                        )
-                    });
-                    stderr.unwrap_or_else(|| format!("the server {exit} during the call"))
-                },
-            )),
+            Err(_) => Err(CallError::Timeout(self.call_timeout)),
+            Ok(Err(error)) => Err(self.exited().map_or(CallError::Protocol(error), |exit| {
+                let said = self.stderr.as_ref().map(|b| {
+                    with_stderr(
+                        format!("the server {exit} during the call"),
+                        &b.lock().unwrap_or_else(PoisonError::into_inner).tail,
+                    )
+                });
+                CallError::Exited {
+                    said: said.unwrap_or_else(|| format!("the server {exit} during the call")),
+                }
+            })),
             Ok(Ok(result)) => Ok(result),
         }
     }

@@ -18,6 +18,8 @@ use crate::{
     qwen::vars::{Filler, Places},
 };
 
+use super::Blocked;
+
 /// Qwen's default MCP call timeout is 10 minutes; a profile manifest sets
 /// 8000 ms, which is what a command target is held to.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_millis(8000);
@@ -115,17 +117,20 @@ fn substitute(value: &str, extension_path: &str, env: &BTreeMap<String, String>)
 
 /// Unpacks an archive into a new temporary folder through the bounded
 /// reader of `ecp lint` ([`archive::unpack`]).
-fn extract(file: &Path) -> Result<tempfile::TempDir, String> {
-    let dir = tempfile::tempdir().map_err(|e| format!("cannot make a temporary folder: {e}"))?;
+fn extract(file: &Path) -> Result<tempfile::TempDir, Blocked> {
+    let dir = tempfile::tempdir()
+        .map_err(|e| Blocked::new(format!("cannot make a temporary folder: {e}")))?;
     archive::unpack(file, dir.path()).map_err(|e| {
         let problem = match e {
             archive::ArchiveError::File(_) => e.to_string(),
             other => format!("{}: not a readable archive: {other}", file.display()),
         };
-        format!(
-            "{}\n  = help: ecp lint {} says what is wrong with it; package it again with ecp package",
+        Blocked::with_help(
             crate::text::outside::value(&problem),
-            file.display()
+            format!(
+                "ecp lint {} says what is wrong with it; package it again with ecp package",
+                file.display()
+            ),
         )
     })?;
     Ok(dir)
@@ -149,7 +154,7 @@ fn manifest_folder(root: &Path) -> PathBuf {
 pub fn from_extension(
     path: &Path,
     upstream: Option<(&str, Option<&str>)>,
-) -> Result<ManifestServer, String> {
+) -> Result<ManifestServer, Blocked> {
     InputError::check_exists(path).map_err(|e| input_message(&e))?;
     let extracted = if path.is_file() {
         Some(Arc::new(extract(path)?))
@@ -169,16 +174,21 @@ pub fn from_extension(
                 path: path.to_owned(),
             }));
         }
-        Err(problem) => return Err(format!("cannot read {problem}")),
+        Err(problem) => return Err(Blocked::new(format!("cannot read {problem}"))),
     };
     // The manifest as `ecp lint` reads it: one parser, one model.
     let facts = lint::manifest::check(MANIFEST, &text)
-        .map_err(|e| format!("{MANIFEST} is not JSON: {}; run `ecp lint`", e.message))?
+        .map_err(|e| {
+            Blocked::new(format!(
+                "{MANIFEST} is not JSON: {}; run `ecp lint`",
+                e.message
+            ))
+        })?
         .facts;
     let Some(server) = facts.server else {
-        return Err(format!(
+        return Err(Blocked::new(format!(
             "{MANIFEST} must declare exactly one MCP server; run `ecp lint`"
-        ));
+        )));
     };
     // Without a `timeout`, Qwen's default MCP call timeout: 10 minutes.
     let call_timeout = server
@@ -195,7 +205,9 @@ pub fn from_extension(
         });
     }
     let Some(command) = &server.command else {
-        return Err("the server has neither `command` nor `httpUrl`; run `ecp lint`".into());
+        return Err(Blocked::new(
+            "the server has neither `command` nor `httpUrl`; run `ecp lint`",
+        ));
     };
     let (env, binding) = server_env(&server.env, upstream, &extension_path, &mut process_env);
     let args: Vec<String> = server
@@ -264,8 +276,8 @@ fn server_env(
     (env, binding)
 }
 
-fn input_message(error: &InputError) -> String {
-    format!("{error}\n  = help: {}", error.help())
+fn input_message(error: &InputError) -> Blocked {
+    Blocked::with_help(error.to_string(), error.help())
 }
 
 /// An extension's source folder has no `dist/main` until it is staged into
@@ -283,22 +295,27 @@ fn entry_in_source_folder(
     program: String,
     args: &[String],
     name: &str,
-) -> Result<(String, Option<String>), String> {
+) -> Result<(String, Option<String>), Blocked> {
     use crate::extension::build;
     let native = folder.join("dist").join("main");
     if Path::new(&program) == native && !native.exists() {
         if !folder.join("Cargo.toml").is_file() {
-            return Err(format!(
-                "{} does not exist\n  = help: put the extension's executable there, or pass its release archive (dist/<platform>.{name}.tar.gz)",
-                native.display()
+            return Err(Blocked::with_help(
+                format!("{} does not exist", native.display()),
+                format!(
+                    "put the extension's executable there, or pass its release archive (dist/<platform>.{name}.tar.gz)"
+                ),
             ));
         }
         let (bin, _) = build::binary_target(folder, name)
-            .map_err(|e| format!("{e}\n  = help: pass the release archive instead"))?;
+            .map_err(|e| Blocked::with_help(e.to_string(), "pass the release archive instead"))?;
         let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
         let built = build::build_for_check(folder, &bin, progress).map_err(|e| {
-            format!(
-                "{e}\n  = help: fix the code and run this again (`cargo build` shows every error), or pass a release archive (dist/<platform>.{name}.tar.gz)"
+            Blocked::with_help(
+                e.to_string(),
+                format!(
+                    "fix the code and run this again (`cargo build` shows every error), or pass a release archive (dist/<platform>.{name}.tar.gz)"
+                ),
             )
         })?;
         let note = format!(
@@ -317,11 +334,12 @@ fn entry_in_source_folder(
             let help = e.help().unwrap_or_else(|| {
                 "fix the code and run this again (`npm run build` shows every error)".to_owned()
             });
-            format!("{e}\n  = help: {help}")
+            Blocked::with_help(e.to_string(), help)
         })?;
         if !Path::new(script).exists() {
-            return Err(format!(
-                "the bundle {script} does not exist\n  = help: build it first (for example `npm run build`), or pass the release archive"
+            return Err(Blocked::with_help(
+                format!("the bundle {script} does not exist"),
+                "build it first (for example `npm run build`), or pass the release archive",
             ));
         }
         let note = match built {
@@ -343,11 +361,11 @@ pub fn point_config(
     launch: &mut Launch,
     config: &super::config_file::ConfigFile,
     endpoint: (&str, Option<&str>),
-) -> Result<(), String> {
+) -> Result<(), Blocked> {
     let scratch = tempfile::Builder::new()
         .prefix("ecp-config-")
         .tempdir()
-        .map_err(|e| format!("cannot make a temporary folder: {e}"))?;
+        .map_err(|e| Blocked::new(format!("cannot make a temporary folder: {e}")))?;
     let copy = config.write_copy(scratch.path(), endpoint.0)?;
     launch
         .env
@@ -370,7 +388,7 @@ pub fn point_config(
 /// a server with no endpoint variable of its own (Qwen's own provider
 /// passes none; it inherits Qwen's environment), the one ecp's own
 /// environment names.
-pub fn qwen_config_of(launch: &Launch) -> Result<Option<super::config_file::ConfigFile>, String> {
+pub fn qwen_config_of(launch: &Launch) -> Result<Option<super::config_file::ConfigFile>, Blocked> {
     use super::config_file::{ConfigFile, QWEN_MEM0_CONFIG_ENV};
     let path = match launch.env.get(QWEN_MEM0_CONFIG_ENV) {
         Some(path) => Some(path.clone()),

@@ -180,7 +180,7 @@ pub struct Exchange {
     pub request: SeenRequest,
     /// `None` when the upstream could not be reached or answered past the
     /// bounds; the reason.
-    pub response: Result<Recorded, String>,
+    pub response: Result<Recorded, ForwardError>,
 }
 
 /// An upstream's answer as recorded.
@@ -592,18 +592,40 @@ pub fn markers() -> &'static [&'static str] {
     });
     &MARKERS
 }
+/// Why a request the recording proxy took was not answered by the real
+/// upstream.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ForwardError {
+    #[error("the request target is not a path")]
+    NotAPath,
+    #[error("the request target leaves the upstream")]
+    LeavesUpstream,
+    #[error("the method is not HTTP")]
+    NotHttp,
+    /// The innermost cause, in words.
+    #[error("the upstream could not be reached: {0}")]
+    Unreachable(String),
+    #[error("the upstream's answer broke off")]
+    BrokeOff,
+    #[error("the upstream's answer is over {} MiB", MAX_RECORDED_BODY >> 20)]
+    TooLarge,
+}
+
 /// Sends `request` to the real upstream (same method, target, body and
 /// headers but those of the hop) and reads its answer within bounds.
-async fn forward_request(forward: &Forward, request: &SeenRequest) -> Result<Recorded, String> {
+async fn forward_request(
+    forward: &Forward,
+    request: &SeenRequest,
+) -> Result<Recorded, ForwardError> {
     let url = forward
         .origin
         .join(&request.path)
-        .map_err(|_| "the request target is not a path".to_owned())?;
+        .map_err(|_| ForwardError::NotAPath)?;
     if url.origin() != forward.origin.origin() {
-        return Err("the request target leaves the upstream".into());
+        return Err(ForwardError::LeavesUpstream);
     }
     let method = reqwest::Method::from_bytes(request.method.as_bytes())
-        .map_err(|_| "the method is not HTTP".to_owned())?;
+        .map_err(|_| ForwardError::NotHttp)?;
     let mut builder = forward.client.request(method, url);
     for (name, value) in &request.headers {
         if !matches!(
@@ -620,12 +642,7 @@ async fn forward_request(forward: &Forward, request: &SeenRequest) -> Result<Rec
         .timeout(Duration::from_secs(30))
         .send()
         .await
-        .map_err(|e| {
-            format!(
-                "the upstream could not be reached: {}",
-                crate::text::outside::innermost(&e)
-            )
-        })?;
+        .map_err(|e| ForwardError::Unreachable(crate::text::outside::innermost(&e)))?;
     let status = response.status().as_u16();
     let content_type = response
         .headers()
@@ -633,16 +650,9 @@ async fn forward_request(forward: &Forward, request: &SeenRequest) -> Result<Rec
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     let mut body = Vec::new();
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|_| "the upstream's answer broke off".to_owned())?
-    {
+    while let Some(chunk) = response.chunk().await.map_err(|_| ForwardError::BrokeOff)? {
         if body.len() + chunk.len() > MAX_RECORDED_BODY {
-            return Err(format!(
-                "the upstream's answer is over {} MiB",
-                MAX_RECORDED_BODY >> 20
-            ));
+            return Err(ForwardError::TooLarge);
         }
         body.extend_from_slice(&chunk);
     }

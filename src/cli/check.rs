@@ -11,25 +11,34 @@ use crate::{
     providers::fixture::FixtureCorpus,
 };
 
-fn settings(path: Option<PathBuf>, args: &TargetArgs) -> Result<CheckSettings, String> {
+fn settings(path: Option<PathBuf>, args: &TargetArgs) -> Result<CheckSettings, Failure> {
     let target = match (path, &args.url, args.command.is_empty()) {
         (None, None, false) => Target::Command(args.command.clone()),
         (None, Some(url), true) => Target::Url(url.clone()),
         (path, None, true) => Target::Extension(path.unwrap_or_else(|| PathBuf::from("."))),
-        _ => return Err("give one target: a PATH, --url URL, or -- CMD ARGS...".into()),
+        _ => {
+            return Err(could_not_run(
+                "give one target: a PATH, --url URL, or -- CMD ARGS...",
+            ));
+        }
     };
     let bearer = match (&target, &args.token_env) {
         (Target::Url(_), Some(name)) => Some(std::env::var(name).map_err(|_| {
-            format!("{name} is not set; it should hold the bearer token for --url")
+            could_not_run(&format!(
+                "{name} is not set; it should hold the bearer token for --url"
+            ))
         })?),
         _ => None,
     };
     let config_file = match &args.config_file {
-        Some(spec) => Some(check::config_file::ConfigFile::open(
-            spec,
-            args.endpoint_pointer.as_deref(),
-            args.token_env.as_deref(),
-        )?),
+        Some(spec) => Some(
+            check::config_file::ConfigFile::open(
+                spec,
+                args.endpoint_pointer.as_deref(),
+                args.token_env.as_deref(),
+            )
+            .map_err(blocked)?,
+        ),
         None => None,
     };
     Ok(CheckSettings {
@@ -44,12 +53,12 @@ fn settings(path: Option<PathBuf>, args: &TargetArgs) -> Result<CheckSettings, S
     })
 }
 
-/// The settings for a target and a runtime to run against it; the message
-/// of what stops the command (exit 2) otherwise.
+/// The settings for a target and a runtime to run against it; what stops
+/// the command (exit 2) otherwise.
 fn prepare(
     path: Option<PathBuf>,
     args: &TargetArgs,
-) -> Result<(CheckSettings, tokio::runtime::Runtime), String> {
+) -> Result<(CheckSettings, tokio::runtime::Runtime), Failure> {
     // Ctrl-C stops the build of a source folder too (cargo runs in a group
     // of its own, see `crate::children`).
     crate::children::watch_interrupts();
@@ -57,7 +66,7 @@ fn prepare(
     let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+        .map_err(|e| could_not_run(&format!("cannot start the async runtime: {e}")))?;
     Ok((settings, tokio))
 }
 
@@ -105,6 +114,10 @@ fn could_not_run(message: &str) -> Failure {
     Failure::new(Exit::CouldNotRun, message)
 }
 
+fn blocked(blocked: check::Blocked) -> Failure {
+    could_not_run(&blocked.said).help(blocked.help)
+}
+
 fn status_label(status: Status, color: bool) -> String {
     let (text, style) = match status {
         Status::Pass => ("pass", AnsiColor::Green.on_default().bold()),
@@ -141,10 +154,7 @@ pub fn run_check(args: CheckArgs, color: ColorChoice) -> Outcome {
         let help = problem.help();
         return Err(could_not_run(&format!("--record: {problem}")).help(help));
     }
-    let (mut settings, tokio) = match prepare(args.path, &args.target) {
-        Ok(prepared) => prepared,
-        Err(message) => return Err(could_not_run(&message)),
-    };
+    let (mut settings, tokio) = prepare(args.path, &args.target)?;
     settings.seed = args.seed;
     settings.mutations = args.mutations;
     settings.upstream = match (args.upstream, args.cassette) {
@@ -178,7 +188,7 @@ pub fn run_check(args: CheckArgs, color: ColorChoice) -> Outcome {
     };
     let report = match run_guarded(tokio, run)? {
         Ok(report) => report,
-        Err(error) => return Err(could_not_run(&error.to_string())),
+        Err(error) => return Err(could_not_run(&error.to_string()).help(error.help())),
     };
     if human {
         let color = color.for_stdout();
@@ -317,28 +327,29 @@ fn looks_like_path(value: &str) -> bool {
 }
 
 /// (path, query) from `ecp call`'s one or two positional arguments.
-fn call_positionals(args: &CallArgs) -> Result<(Option<PathBuf>, String), String> {
+fn call_positionals(args: &CallArgs) -> Result<(Option<PathBuf>, String), Failure> {
     let elsewhere = args.target.url.is_some() || !args.target.command.is_empty();
     match (&args.first, &args.second) {
         (Some(path), Some(query)) if !elsewhere => Ok((Some(PathBuf::from(path)), query.clone())),
-        (Some(_), Some(_)) => Err(
-            "give one target: a PATH, --url URL or -- CMD, and then only the query\n  = help: ecp call --url https://context.example.com/mcp \"deployment policy\"".into(),
-        ),
-        (Some(only), None) if !elsewhere && looks_like_path(only) => Err(format!(
-            "missing the query: `{only}` is the extension; the query comes after it\n  = help: ecp call {only} \"deployment policy\""
-        )),
+        (Some(_), Some(_)) => Err(could_not_run(
+            "give one target: a PATH, --url URL or -- CMD, and then only the query",
+        )
+        .help(Some(
+            "ecp call --url https://context.example.com/mcp \"deployment policy\"",
+        ))),
+        (Some(only), None) if !elsewhere && looks_like_path(only) => Err(could_not_run(
+            &format!("missing the query: `{only}` is the extension; the query comes after it"),
+        )
+        .help(Some(format!("ecp call {only} \"deployment policy\"")))),
         (Some(query), None) => Ok((None, query.clone())),
-        (None, _) => Err(
-            "missing the query\n  = help: ecp call . \"deployment policy\" (add --fixture example to try it without a live endpoint)".into(),
-        ),
+        (None, _) => Err(could_not_run("missing the query").help(Some(
+            "ecp call . \"deployment policy\" (add --fixture example to try it without a live endpoint)",
+        ))),
     }
 }
 
 pub fn run_call(args: CallArgs) -> Outcome {
-    let (path, query) = match call_positionals(&args) {
-        Ok(positionals) => positionals,
-        Err(message) => return Err(could_not_run(&message)),
-    };
+    let (path, query) = call_positionals(&args)?;
     let fixture = match &args.fixture {
         None => None,
         Some(spec) => match FixtureCorpus::open(spec) {
@@ -350,13 +361,10 @@ pub fn run_call(args: CallArgs) -> Outcome {
         None => None,
         Some(path) => match check::cassette::Cassette::load(path) {
             Ok(cassette) => Some(cassette),
-            Err(error) => return Err(could_not_run(&error)),
+            Err(error) => return Err(could_not_run(&error.to_string()).help(error.help())),
         },
     };
-    let (settings, tokio) = match prepare(path, &args.target) {
-        Ok(prepared) => prepared,
-        Err(message) => return Err(could_not_run(&message)),
-    };
+    let (settings, tokio) = prepare(path, &args.target)?;
     let outcome = run_guarded(tokio, async {
         let served = match (fixture, cassette) {
             (Some(corpus), _) => Some(check::CallUpstream::fixture(corpus).await?),
@@ -367,7 +375,7 @@ pub fn run_call(args: CallArgs) -> Outcome {
     })?;
     let outcome = match outcome {
         Ok(outcome) => outcome,
-        Err(error) => return Err(could_not_run(&error.to_string())),
+        Err(error) => return Err(could_not_run(&error.to_string()).help(error.help())),
     };
     let result = &outcome.result;
     let failed = result.is_error == Some(true);

@@ -58,8 +58,8 @@ fn probe(qwen: Option<&std::path::Path>, format: CheckFormat) -> Outcome {
     let ecp = std::env::current_exe()
         .map_err(|e| Failure::new(Exit::CouldNotRun, format!("cannot find ecp itself: {e}")))?;
     eprintln!("ecp doctor: installing a probe extension into a scratch Qwen home (about 10 s)");
-    let probe =
-        doctor::probe::run(&program, &ecp).map_err(|e| Failure::new(Exit::CouldNotRun, e))?;
+    let probe = doctor::probe::run(&program, &ecp)
+        .map_err(|e| Failure::new(Exit::CouldNotRun, e.to_string()))?;
     let text = match format {
         CheckFormat::Human => doctor::probe::human(&probe),
         CheckFormat::Json => crate::text::outside::json_report(&probe) + "\n",

@@ -18,13 +18,23 @@ fn fail(error: &ScaffoldError) -> Failure {
     Failure::new(exit, error).help(error.help())
 }
 
-/// Asks for a line, re-asking until `check` accepts it; Enter takes
-/// `default`, when there is one.
-fn ask(
+/// A refusal of the flags together (exit 1).
+fn refused(message: &str) -> Failure {
+    Failure::new(Exit::No, message)
+}
+
+/// A prompt that could not be shown or read.
+fn prompt_failed(error: dialoguer::Error) -> Failure {
+    refused(&format!("prompt failed: {error}"))
+}
+
+/// Asks for a line, re-asking until `check` accepts it (its error is what
+/// the prompt shows); Enter takes `default`, when there is one.
+fn ask<E: std::fmt::Display>(
     prompt: &str,
     default: Option<String>,
-    check: impl Fn(&str) -> Result<(), String>,
-) -> Result<String, String> {
+    check: impl Fn(&str) -> Result<(), E>,
+) -> Result<String, Failure> {
     let theme = ColorfulTheme::default();
     let mut input = Input::<String>::with_theme(&theme).with_prompt(prompt);
     if let Some(default) = default {
@@ -33,26 +43,28 @@ fn ask(
     input
         .validate_with(|value: &String| check(value))
         .interact_text()
-        .map_err(|e| format!("prompt failed: {e}"))
+        .map_err(prompt_failed)
 }
 
-/// `ecp new`'s check of a value, as the prompt shows it.
-fn shown(check: fn(&str) -> Result<(), ScaffoldError>) -> impl Fn(&str) -> Result<(), String> {
-    move |value| check(value).map_err(|e| e.to_string())
+/// Why a prompt refuses an endpoint.
+#[derive(Debug, thiserror::Error)]
+enum EndpointRefused {
+    #[error(transparent)]
+    Rule(#[from] ScaffoldError),
+    #[error("{0} is a reserved domain; give the endpoint your service is deployed at")]
+    Reserved(String),
 }
 
 /// The endpoint a prompt accepts: an https URL that is not a placeholder.
-fn real_endpoint(value: &str) -> Result<(), String> {
-    scaffold::check_endpoint(value).map_err(|e| e.to_string())?;
+fn real_endpoint(value: &str) -> Result<(), EndpointRefused> {
+    scaffold::check_endpoint(value)?;
     match crate::lint::manifest::reserved_domain(value) {
-        Some(domain) => Err(format!(
-            "{domain} is a reserved domain; give the endpoint your service is deployed at"
-        )),
+        Some(domain) => Err(EndpointRefused::Reserved(domain.to_string())),
         None => Ok(()),
     }
 }
 
-fn settings(args: &NewArgs, interactive: bool) -> Result<NewSettings, String> {
+fn settings(args: &NewArgs, interactive: bool) -> Result<NewSettings, Failure> {
     let template = match (args.template, interactive) {
         (Some(TemplateChoice::Local), _) => Template::Local,
         (Some(TemplateChoice::LocalTs), _) => Template::LocalTs,
@@ -68,7 +80,7 @@ fn settings(args: &NewArgs, interactive: bool) -> Result<NewSettings, String> {
                 ])
                 .default(0)
                 .interact()
-                .map_err(|e| format!("prompt failed: {e}"))?;
+                .map_err(prompt_failed)?;
             [Template::Local, Template::LocalTs, Template::Remote][choice.min(2)]
         }
     };
@@ -79,7 +91,7 @@ fn settings(args: &NewArgs, interactive: bool) -> Result<NewSettings, String> {
         (None, true) => ask(
             "Description",
             Some(settings.description),
-            shown(scaffold::check_description),
+            scaffold::check_description,
         )?,
     };
     if template != Template::Remote {
@@ -89,7 +101,7 @@ fn settings(args: &NewArgs, interactive: bool) -> Result<NewSettings, String> {
             (None, true) => ask(
                 "Environment variable prefix",
                 Some(settings.env_prefix),
-                shown(scaffold::check_env_prefix),
+                scaffold::check_env_prefix,
             )?,
         };
     }
@@ -105,20 +117,18 @@ fn settings(args: &NewArgs, interactive: bool) -> Result<NewSettings, String> {
             )?,
         });
     } else if args.endpoint.is_some() {
-        return Err("--endpoint applies to --template remote only".into());
+        return Err(refused("--endpoint applies to --template remote only"));
     }
     if args.server && template != Template::Local {
-        return Err(
-            "--server applies to --template local only (the Rust adapter a remote endpoint runs; `ecp new NAME-adapter --server`)"
-                .into(),
-        );
+        return Err(refused(
+            "--server applies to --template local only (the Rust adapter a remote endpoint runs; `ecp new NAME-adapter --server`)",
+        ));
     }
     settings.server = args.server;
     if args.auth != crate::scaffold::Auth::Bearer && template == Template::Remote {
-        return Err(
-            "--auth applies to the local templates (a remote extension's endpoint speaks OAuth)"
-                .into(),
-        );
+        return Err(refused(
+            "--auth applies to the local templates (a remote extension's endpoint speaks OAuth)",
+        ));
     }
     settings.auth = args.auth.clone();
     Ok(settings)
@@ -259,10 +269,7 @@ pub fn run(args: NewArgs) -> Outcome {
         ));
     }
     let interactive = !args.yes && std::io::stdin().is_terminal();
-    let settings = match settings(&args, interactive) {
-        Ok(settings) => settings,
-        Err(message) => return Err(Failure::new(Exit::No, message)),
-    };
+    let settings = settings(&args, interactive)?;
     let files = match scaffold::plan(&settings) {
         Ok(files) => files,
         Err(error) => return Err(fail(&error)),

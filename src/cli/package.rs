@@ -10,22 +10,24 @@ use crate::{
     provenance::keys::SigningKey,
 };
 
+/// A `SOURCE_DATE_EPOCH` that is not a number of seconds.
+#[derive(Debug, thiserror::Error)]
+#[error("SOURCE_DATE_EPOCH must be a number of seconds, not {0:?}")]
+struct BadEpoch(String);
+
 /// `SOURCE_DATE_EPOCH`, else the commit time of the folder's `HEAD`, else
 /// [`DEFAULT_EPOCH`].
-fn epoch(folder: &std::path::Path) -> Result<u64, String> {
+fn epoch(folder: &std::path::Path) -> Result<u64, BadEpoch> {
     match std::env::var("SOURCE_DATE_EPOCH") {
         Err(_) => Ok(crate::provenance::source::commit_time(folder).unwrap_or(DEFAULT_EPOCH)),
-        Ok(value) => value
-            .trim()
-            .parse()
-            .map_err(|_| format!("SOURCE_DATE_EPOCH must be a number of seconds, not {value:?}")),
+        Ok(value) => value.trim().parse().map_err(|_| BadEpoch(value)),
     }
 }
 
 /// The run's settings from the flags and the environment; a key that
 /// cannot sign stops the run before a build is spent.
 pub(super) fn settings(args: &PackageArgs) -> Result<PackageSettings, Failure> {
-    let epoch = epoch(&args.path).map_err(|message| Failure::new(Exit::CouldNotRun, message))?;
+    let epoch = epoch(&args.path).map_err(|error| Failure::new(Exit::CouldNotRun, error))?;
     let sign_key = match args.sign_key.as_deref().map(SigningKey::load).transpose() {
         Ok(key) => key.map(std::sync::Arc::new),
         Err(error) => {

@@ -133,7 +133,7 @@ impl Report {
 }
 
 fn manifest_of(extension: &InstalledExtension) -> Option<Manifest> {
-    Manifest::read(extension.manifest.as_ref().ok()?, &extension.dir_name)
+    Manifest::read(extension.manifest.as_deref()?, &extension.dir_name)
 }
 
 /// Judges the extensions of `machine`: every External Context one, or the

@@ -82,7 +82,7 @@ impl Scratch {
 
     /// `qwen ARGS` with the scratch home, in the scratch workspace, with
     /// none of the caller's Qwen or probe variables.
-    fn qwen(&self, qwen: &Path, args: &[&str], stdin: Option<&str>) -> Result<Output, String> {
+    fn qwen(&self, qwen: &Path, args: &[&str], stdin: Option<&str>) -> Result<Output, ProbeError> {
         let mut command = Command::new(qwen);
         command
             .args(args)
@@ -116,34 +116,67 @@ impl Scratch {
         if args.first() == Some(&"mcp") {
             command.env(CONTROL, marker(CONTROL));
         }
-        let mut child = command
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", qwen.display()))?;
+        let mut child = command.spawn().map_err(|error| ProbeError::Start {
+            qwen: qwen.to_owned(),
+            error,
+        })?;
         if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
             let _ = pipe.write_all(text.as_bytes());
         }
-        child
-            .wait_with_output()
-            .map_err(|e| format!("{}: {e}", qwen.display()))
+        child.wait_with_output().map_err(|error| ProbeError::Io {
+            path: qwen.to_owned(),
+            error,
+        })
     }
 }
 
-fn succeeded(output: Output, what: &str) -> Result<Output, String> {
+/// Why the probe measured nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error("cannot make a scratch folder: {0}")]
+    Scratch(std::io::Error),
+    #[error("cannot start {}: {error}", .qwen.display())]
+    Start {
+        qwen: std::path::PathBuf,
+        error: std::io::Error,
+    },
+    #[error("{}: {error}", .path.display())]
+    Io {
+        path: std::path::PathBuf,
+        error: std::io::Error,
+    },
+    /// A Qwen command failed: what it was, its status, the end of its
+    /// stderr (escaped and bounded).
+    #[error("`{what}` failed ({status}): {said}")]
+    Failed {
+        what: &'static str,
+        status: std::process::ExitStatus,
+        said: String,
+    },
+    #[error("Qwen did not start the probe server: nothing was measured")]
+    NotStarted,
+    #[error(
+        "the control value in Qwen's own environment did not reach the probe: nothing was measured"
+    )]
+    NoControl,
+}
+
+fn succeeded(output: Output, what: &'static str) -> Result<Output, ProbeError> {
     if output.status.success() {
         Ok(output)
     } else {
-        Err(format!(
-            "`{what}` failed ({}): {}",
-            output.status,
-            crate::text::outside::block(&String::from_utf8_lossy(&output.stderr), 10, 300)
-        ))
+        Err(ProbeError::Failed {
+            what,
+            status: output.status,
+            said: crate::text::outside::block(&String::from_utf8_lossy(&output.stderr), 10, 300),
+        })
     }
 }
 
 /// Runs the probe with the Qwen program `qwen`, starting `ecp` as the
 /// server.
-pub fn run(qwen: &Path, ecp: &Path) -> Result<Probe, String> {
-    let scratch = Scratch::new().map_err(|e| format!("cannot make a scratch folder: {e}"))?;
+pub fn run(qwen: &Path, ecp: &Path) -> Result<Probe, ProbeError> {
+    let scratch = Scratch::new().map_err(ProbeError::Scratch)?;
     let version = scratch.qwen(qwen, &["--version"], None)?;
     let qwen_version = String::from_utf8_lossy(&version.stdout).trim().to_owned();
     let env: serde_json::Map<String, Value> = PATHS
@@ -161,7 +194,10 @@ pub fn run(qwen: &Path, ecp: &Path) -> Result<Probe, String> {
         }}
     });
     let write = |path: &Path, value: &Value| {
-        std::fs::write(path, value.to_string()).map_err(|e| format!("{}: {e}", path.display()))
+        std::fs::write(path, value.to_string()).map_err(|error| ProbeError::Io {
+            path: path.to_owned(),
+            error,
+        })
     };
     write(&scratch.extension.join("qwen-extension.json"), &manifest)?;
     // Installed without settings (Qwen would prompt for each at install),
@@ -204,7 +240,7 @@ pub fn run(qwen: &Path, ecp: &Path) -> Result<Probe, String> {
     let seen: Value = std::fs::read_to_string(&scratch.seen)
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
-        .ok_or("Qwen did not start the probe server: nothing was measured")?;
+        .ok_or(ProbeError::NotStarted)?;
     let paths: Vec<Route> = PATHS
         .iter()
         .map(|(variable, scope, sensitive)| Route {
@@ -215,10 +251,7 @@ pub fn run(qwen: &Path, ecp: &Path) -> Result<Probe, String> {
         })
         .collect();
     if !paths[0].reached {
-        return Err(
-            "the control value in Qwen's own environment did not reach the probe: nothing was measured"
-                .to_owned(),
-        );
+        return Err(ProbeError::NoControl);
     }
     Ok(Probe {
         qwen: qwen.display().to_string(),

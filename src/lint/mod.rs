@@ -623,28 +623,33 @@ fn folder_rules(
 /// The largest bundle read for the self-contained scan.
 pub(crate) const MAX_BUNDLE_BYTES: u64 = 64 * 1024 * 1024;
 
+/// Why a bundle was not read, as the end of a sentence about it.
+#[derive(Debug, thiserror::Error)]
+enum Unread {
+    #[error("is not in the folder")]
+    Missing,
+    #[error("{}", unread_words(.0))]
+    Problem(files::FileProblem),
+}
+
+fn unread_words(problem: &files::FileProblem) -> String {
+    match problem {
+        files::FileProblem::NotRegular { what, .. } => format!("is {what}, not a regular file"),
+        files::FileProblem::LeavesFolder { .. } => {
+            "is a link that leads out of the folder".to_owned()
+        }
+        files::FileProblem::TooLarge { max, .. } => format!("is larger than {} MiB", max >> 20),
+        files::FileProblem::Io { source, .. } => format!("cannot be read: {source}"),
+    }
+}
+
 /// Reads a bundle from a folder through [`files::read_text`]: a regular
 /// file of at most [`MAX_BUNDLE_BYTES`], not through a link that leaves the
 /// folder. `Err` says what is wrong with it.
-fn read_bundle(path: &Path, folder: &Path) -> Result<String, String> {
+fn read_bundle(path: &Path, folder: &Path) -> Result<String, Unread> {
     match std::fs::symlink_metadata(path) {
-        Err(_) => Err("is not in the folder".to_owned()),
-        Ok(_) => {
-            files::read_text(path, Some(folder), MAX_BUNDLE_BYTES).map_err(
-                |problem| match problem {
-                    files::FileProblem::NotRegular { what, .. } => {
-                        format!("is {what}, not a regular file")
-                    }
-                    files::FileProblem::LeavesFolder { .. } => {
-                        "is a link that leads out of the folder".to_owned()
-                    }
-                    files::FileProblem::TooLarge { max, .. } => {
-                        format!("is larger than {} MiB", max >> 20)
-                    }
-                    files::FileProblem::Io { source, .. } => format!("cannot be read: {source}"),
-                },
-            )
-        }
+        Err(_) => Err(Unread::Missing),
+        Ok(_) => files::read_text(path, Some(folder), MAX_BUNDLE_BYTES).map_err(Unread::Problem),
     }
 }
 

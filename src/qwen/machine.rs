@@ -159,8 +159,9 @@ pub struct InstalledExtension {
     /// install's source.
     pub path: PathBuf,
     pub manifest_path: PathBuf,
-    /// The manifest text, when it could be read.
-    pub manifest: Result<String, String>,
+    /// The manifest text, when it could be read (bounded, a regular file,
+    /// not through a link out of the install).
+    pub manifest: Option<String>,
     /// `.qwen-extension-install.json`, when present and JSON.
     pub install: Option<Map<String, Value>>,
     /// Active in this workspace (Qwen's extension store), and why.

@@ -42,6 +42,28 @@ enum RecordedError {
     NotATriple(String),
 }
 
+/// A host build of another host: it cannot be compared here.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the release was built for its host {recorded} without --target; rebuild it on a {recorded} machine (this one is {host})"
+)]
+struct OtherHost {
+    recorded: String,
+    host: String,
+}
+
+/// Why the recorded commit could not be checked out.
+#[derive(Debug, thiserror::Error)]
+enum GitError {
+    #[error("cannot run git: {0}")]
+    NotRun(std::io::Error),
+    /// The last line git said on stderr, cut to 300 characters.
+    #[error("{0}")]
+    Said(String),
+    #[error("it checked out {0}, not the recorded commit")]
+    OtherCommit(String),
+}
+
 /// At most `max` characters of `text`.
 fn cut(text: &str, max: usize) -> String {
     text.chars().take(max).collect()
@@ -109,7 +131,7 @@ fn rebuild_notes(
     statement: &Value,
     folder: &Path,
     target: Option<&str>,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, OtherHost> {
     let mut notes = Vec::new();
     let internal = |key: &str| {
         statement.pointer(&format!(
@@ -131,9 +153,10 @@ fn rebuild_notes(
         && let (Some(recorded), Some((host, _))) = (recorded_host, &here)
         && recorded != host
     {
-        return Err(format!(
-            "the release was built for its host {recorded} without --target; rebuild it on a {recorded} machine (this one is {host})"
-        ));
+        return Err(OtherHost {
+            recorded: recorded.to_owned(),
+            host: host.clone(),
+        });
     }
     let recorded_flags: Vec<&str> = internal("rustflags")
         .and_then(Value::as_array)
@@ -204,7 +227,7 @@ pub(super) fn rebuild_step(
     };
     let notes = match rebuild_notes(statement, &folder, recorded.target.as_deref()) {
         Ok(notes) => notes,
-        Err(why) => return failed(why),
+        Err(why) => return failed(why.to_string()),
     };
     let out_dir = scratch.path().join("out");
     let settings = crate::package::PackageSettings {
@@ -244,27 +267,26 @@ pub(super) fn rebuild_step(
     }
 }
 
-fn git_checkout(source: &str, commit: &str, into: &Path) -> Result<(), String> {
+fn git_checkout(source: &str, commit: &str, into: &Path) -> Result<(), GitError> {
     // git's stdout, or the last line it said on stderr.
-    let run = |args: &[&std::ffi::OsStr]| -> Result<String, String> {
+    let run = |args: &[&std::ffi::OsStr]| -> Result<String, GitError> {
         let output = std::process::Command::new("git")
             .args(args)
             .env("GIT_TERMINAL_PROMPT", "0")
             .stdin(std::process::Stdio::null())
             .output()
-            .map_err(|e| format!("cannot run git: {e}"))?;
+            .map_err(GitError::NotRun)?;
         if output.status.success() {
             return Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned());
         }
         let said = String::from_utf8_lossy(&output.stderr);
-        Err(said
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("git failed")
-            .chars()
-            .take(300)
-            .collect())
+        Err(GitError::Said(cut(
+            said.lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("git failed"),
+            300,
+        )))
     };
     let os = |s: &str| std::ffi::OsString::from(s);
     run(&[
@@ -288,7 +310,7 @@ fn git_checkout(source: &str, commit: &str, into: &Path) -> Result<(), String> {
     // What was checked out is the recorded commit, not a ref of its name.
     let head = run(&[&os("-C"), into.as_os_str(), &os("rev-parse"), &os("HEAD")])?;
     if head != commit {
-        return Err(format!("it checked out {head}, not the recorded commit"));
+        return Err(GitError::OtherCommit(head));
     }
     Ok(())
 }

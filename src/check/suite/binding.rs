@@ -10,7 +10,7 @@ use super::{output::text_of, *};
 use crate::check::{
     cassette::{Tape, as_recorded},
     secret::Secrets,
-    session::Session,
+    session::{CallError, Session},
     upstream::{REDIRECTED, TAGGING_PROBE},
 };
 
@@ -22,7 +22,7 @@ async fn tagged_call(
     tagging: Tagging,
     tag: Tag,
     arguments: Value,
-) -> (Value, Result<CallToolResult, String>, Duration) {
+) -> (Value, Result<CallToolResult, CallError>, Duration) {
     if tagging == Tagging::Order {
         upstream.arm(Some(tag));
     }
@@ -38,7 +38,7 @@ async fn tagged_calls(
     upstream: &Upstream,
     tagging: Tagging,
     calls: Vec<(Tag, Value)>,
-) -> Vec<(Value, Result<CallToolResult, String>, Duration)> {
+) -> Vec<(Value, Result<CallToolResult, CallError>, Duration)> {
     match tagging {
         Tagging::Words => {
             let calls = calls
@@ -282,7 +282,7 @@ impl Suite<'_> {
         self.record(
             Check::NoRetry,
             match retried {
-                Some(reason) => Err(reason),
+                Some(reason) => Err(reason.into()),
                 None if counts.is_empty() => Err("no fault call reached the upstream".into()),
                 None => Ok(format!(
                     "{} calls, one request each{}{}",
@@ -374,7 +374,7 @@ impl Suite<'_> {
                 }
             }
         };
-        self.record(Check::UpstreamRequest, outcome);
+        self.record(Check::UpstreamRequest, outcome.map_err(Reason::from));
     }
 
     async fn render_check(&mut self, upstream: &Upstream, script: &Script) {
@@ -398,7 +398,10 @@ impl Suite<'_> {
                         }
                     }
                 }
-                mismatch.map_or_else(|| Ok(format!("{} vectors", vectors.len())), Err)
+                mismatch.map_or_else(
+                    || Ok(format!("{} vectors", vectors.len())),
+                    |reason| Err(Reason::from(reason)),
+                )
             }
             Script::Recorded(_) => {
                 // The recorded answer replayed: the text must be what the
@@ -436,7 +439,7 @@ impl Suite<'_> {
                 && answers[index]
                     .1
                     .as_ref()
-                    .is_err_and(|e| e.contains("MCP timeout"))
+                    .is_err_and(|e| matches!(e, CallError::Timeout(_)))
             {
                 let arguments = json!({"query": format!("{id} {QUERY_CANARY} alone")});
                 let started = std::time::Instant::now();
@@ -456,13 +459,13 @@ impl Suite<'_> {
                 .then(|| followed_redirect(upstream))
                 .flatten();
             let outcome = match self.observe(&arguments, result) {
-                _ if !reached => Err(format!(
+                _ if !reached => Err(Reason::from(format!(
                     "the call never reached the upstream, so {what} was never served"
-                )),
-                _ if followed.is_some() => Err(followed.unwrap_or_default()),
-                Err(error) => Err(error),
+                ))),
+                _ if followed.is_some() => Err(followed.unwrap_or_default().into()),
+                Err(error) => Err(error.into()),
                 Ok(result) if result.is_error != Some(true) => {
-                    Err(format!("{what} gave a success"))
+                    Err(format!("{what} gave a success").into())
                 }
                 Ok(result) => self
                     .stable_error(&result)
@@ -482,7 +485,7 @@ impl Suite<'_> {
 
     /// Whether an error result is the one stable error: no structured
     /// content, one text block, the same text as every other failure.
-    fn stable_error(&mut self, result: &CallToolResult) -> Result<(), String> {
+    fn stable_error(&mut self, result: &CallToolResult) -> Result<(), Reason> {
         if result.structured_content.is_some() {
             return Err("the error carries structuredContent".into());
         }
@@ -490,9 +493,9 @@ impl Suite<'_> {
             return Err("the error is not one text block".into());
         };
         match &self.stable {
-            Some(first) if first != text => Err(format!(
-                "the error text differs from the other failures': {text:?}"
-            )),
+            Some(first) if first != text => {
+                Err(format!("the error text differs from the other failures': {text:?}").into())
+            }
             _ => {
                 self.stable.get_or_insert(text.to_owned());
                 Ok(())
@@ -578,7 +581,7 @@ impl Suite<'_> {
             for (&index, (arguments, result, _)) in chunk.iter().zip(answers) {
                 let result = self.observe(&arguments, result);
                 let outcome = match &result {
-                    Err(error) => Err(error.clone()),
+                    Err(error) => Err(Reason::of(error)),
                     Ok(result) if result.is_error == Some(true) => {
                         failed += 1;
                         self.stable_error(result)
@@ -587,7 +590,7 @@ impl Suite<'_> {
                         found += 1;
                         let problems = success_problems(&self.embedded.output_validator, result);
                         match problems.into_iter().next() {
-                            Some((check, p)) => Err(format!("{p} ({check})")),
+                            Some((check, p)) => Err(format!("{p} ({check})").into()),
                             None => Ok(()),
                         }
                     }
@@ -603,11 +606,11 @@ impl Suite<'_> {
         self.record(
             Check::HostileResponses,
             match problem {
-                Some(problem) => Err(problem),
+                Some(problem) => Err(problem.into()),
                 None if found == 0 => Err(format!(
                     "none of {total} hostile answers (--seed {}) gave a result: the mapping fails on every variant of the recorded shape",
                     scripted.seed
-                )),
+                ).into()),
                 None => Ok(format!(
                     "{total} hostile answers (--seed {}): {found} results within the profile, {failed} the stable error",
                     scripted.seed
@@ -619,12 +622,12 @@ impl Suite<'_> {
 
 /// Whether a result's text is what the profile's rendering algorithm gives
 /// for the items it carries.
-fn rendered_as_the_profile_says(result: &CallToolResult) -> Result<String, String> {
+fn rendered_as_the_profile_says(result: &CallToolResult) -> Result<String, Reason> {
     let items = result
         .structured_content
         .as_ref()
         .and_then(output::items_of)
-        .ok_or("the result has no items to render")?;
+        .ok_or(Reason::from("the result has no items to render"))?;
     let provider_items: Vec<profile::ProviderItem> = items
         .iter()
         .map(|item| profile::ProviderItem {
@@ -643,9 +646,9 @@ fn rendered_as_the_profile_says(result: &CallToolResult) -> Result<String, Strin
             "the recorded answer gives {} items, rendered byte for byte",
             items.len()
         )),
-        Some(_) => {
-            Err("the text is not what the profile's rendering algorithm gives for its items".into())
-        }
+        Some(_) => Err(Reason::from(
+            "the text is not what the profile's rendering algorithm gives for its items",
+        )),
         None => Err("not exactly one text block".into()),
     }
 }

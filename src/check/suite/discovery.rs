@@ -11,7 +11,7 @@ impl Suite<'_> {
             Err(error) => {
                 self.record(
                     Check::ToolOffered,
-                    Err(format!("tools/list failed: {error}")),
+                    Err(format!("tools/list failed: {error}").into()),
                 );
                 return None;
             }
@@ -63,7 +63,7 @@ impl Suite<'_> {
     fn judged(&mut self, check: Check, judgement: schema::Judgement) {
         match judgement {
             schema::Judgement::Conforms(reason) => self.record(check, Ok(reason)),
-            schema::Judgement::Fails(reason) => self.record(check, Err(reason)),
+            schema::Judgement::Fails(reason) => self.record(check, Err(reason.into())),
             schema::Judgement::CannotJudge(reason) => {
                 self.warn(check, format!("cannot judge: {reason}"))
             }
@@ -77,12 +77,12 @@ impl Suite<'_> {
         if !names.contains(&crate::profile::TOOL_NAME) {
             self.record(
                 ID,
-                Err(format!("no context_search{via}; offered: {names:?}")),
+                Err(format!("no context_search{via}; offered: {names:?}").into()),
             );
         } else if names == [crate::profile::TOOL_NAME] {
             self.record(ID, Ok(format!("context_search, alone{via}")));
         } else if self.include_tools.is_some() {
-            self.record(ID, Err(format!("offered{via}: {names:?}")));
+            self.record(ID, Err(format!("offered{via}: {names:?}").into()));
         } else {
             let others: Vec<&&str> = names
                 .iter()
@@ -105,7 +105,10 @@ impl Suite<'_> {
         match annotations.get("destructiveHint") {
             Some(Value::Bool(false)) => {}
             Some(other) => {
-                return self.record(ID, Err(format!("destructiveHint is {other}, not false")));
+                return self.record(
+                    ID,
+                    Err(format!("destructiveHint is {other}, not false").into()),
+                );
             }
             None => return self.record(ID, Err("destructiveHint: false is missing".into())),
         }

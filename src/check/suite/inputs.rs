@@ -59,7 +59,10 @@ impl Suite<'_> {
         };
         self.record(
             Check::ValidInputs,
-            first.map_or_else(|| Ok(format!("{count} calls{against}")), Err),
+            first.map_or_else(
+                || Ok(format!("{count} calls{against}")),
+                |reason| Err(reason.into()),
+            ),
         );
     }
 
@@ -98,7 +101,10 @@ impl Suite<'_> {
         }
         self.record(
             Check::InvalidInputs,
-            failure.map_or_else(|| Ok(format!("{} refused", invalid.len())), Err),
+            failure.map_or_else(
+                || Ok(format!("{} refused", invalid.len())),
+                |reason| Err(reason.into()),
+            ),
         );
         let unknown = self
             .call(json!({"query": "deployment policy", "tenant": "acme"}))
@@ -108,7 +114,7 @@ impl Suite<'_> {
             match unknown {
                 Ok(result) if result.is_error == Some(true) => Ok("refused".into()),
                 Ok(_) => Err("a call with an extra `tenant` argument succeeded".into()),
-                Err(error) => Err(error),
+                Err(error) => Err(error.into()),
             },
         );
         let echo_cases = [
@@ -128,7 +134,7 @@ impl Suite<'_> {
         }
         self.record(
             Check::InputErrorsRedacted,
-            echoed.map_or_else(|| Ok("no echo".into()), Err),
+            echoed.map_or_else(|| Ok("no echo".into()), |reason| Err(reason.into())),
         );
     }
 }

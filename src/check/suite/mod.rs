@@ -29,10 +29,58 @@ use super::{
     embedded::Embedded,
     probe::ProbeTarget,
     schema,
-    session::{Session, WatchedStderr},
+    session::{CallError, Session, WatchedStderr},
     upstream::{Reply, SeenRequest, Tag, Upstream},
 };
 use crate::profile::{self, ContextItem, ecmascript::utf16_len};
+
+/// Why a check failed: the sentence its result shows (with the run's
+/// secrets taken out). A check's helpers answer `Result<String, Reason>`,
+/// the pass's detail or this; what kept a call or a probe from an answer
+/// becomes one through `From`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reason(String);
+
+impl Reason {
+    /// The reason `error` gives in words.
+    pub fn of(error: &impl std::fmt::Display) -> Reason {
+        Reason(error.to_string())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<String> for Reason {
+    fn from(reason: String) -> Reason {
+        Reason(reason)
+    }
+}
+
+impl From<&str> for Reason {
+    fn from(reason: &str) -> Reason {
+        Reason(reason.to_owned())
+    }
+}
+
+impl From<super::session::CallError> for Reason {
+    fn from(error: super::session::CallError) -> Reason {
+        Reason::of(&error)
+    }
+}
+
+impl From<super::probe::ProbeError> for Reason {
+    fn from(error: super::probe::ProbeError) -> Reason {
+        Reason::of(&error)
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -242,10 +290,10 @@ impl<'a> Suite<'a> {
         self
     }
 
-    fn record(&mut self, check: Check, outcome: Result<String, String>) {
+    fn record(&mut self, check: Check, outcome: Result<String, Reason>) {
         let (status, reason) = match outcome {
             Ok(reason) => (Status::Pass, reason),
-            Err(reason) => (Status::Fail, reason),
+            Err(reason) => (Status::Fail, reason.0),
         };
         let reason = self.secrets.redact(&reason);
         self.push(CheckResult::new(check, status, reason));
@@ -278,7 +326,7 @@ impl<'a> Suite<'a> {
         self.results.push(result);
     }
 
-    async fn call(&mut self, arguments: Value) -> Result<CallToolResult, String> {
+    async fn call(&mut self, arguments: Value) -> Result<CallToolResult, CallError> {
         let result = self.session.call(arguments.clone()).await;
         self.observe(&arguments, result)
     }
@@ -288,8 +336,8 @@ impl<'a> Suite<'a> {
     fn observe(
         &mut self,
         arguments: &Value,
-        result: Result<CallToolResult, String>,
-    ) -> Result<CallToolResult, String> {
+        result: Result<CallToolResult, CallError>,
+    ) -> Result<CallToolResult, CallError> {
         let arguments_label = match arguments.get("query").and_then(Value::as_str) {
             Some(query) if query.chars().count() <= 40 => format!("query {query:?}"),
             Some(query) => format!("a query of {} code points", query.chars().count()),

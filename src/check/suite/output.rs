@@ -140,7 +140,10 @@ impl Suite<'_> {
             }
             self.record(
                 check,
-                first.map_or_else(|| Ok(format!("{successes} results")), Err),
+                first.map_or_else(
+                    || Ok(format!("{successes} results")),
+                    |reason| Err(reason.into()),
+                ),
             );
         }
     }
@@ -182,9 +185,9 @@ impl Suite<'_> {
         self.record(
             Check::Concurrency,
             if answered < CALLS {
-                Err(format!("{answered} of {CALLS} answered"))
+                Err(format!("{answered} of {CALLS} answered").into())
             } else if want_success && succeeded < CALLS {
-                Err(format!("{succeeded} of {CALLS} succeeded"))
+                Err(format!("{succeeded} of {CALLS} succeeded").into())
             } else {
                 Ok(format!("{CALLS} of {CALLS}"))
             },
@@ -223,7 +226,7 @@ impl Suite<'_> {
             _ => "",
         };
         if let Some(leak) = leak {
-            self.record(Check::Redaction, Err(leak));
+            self.record(Check::Redaction, Err(leak.into()));
             return;
         }
         let (reached, missed) = self.canaries_reached();

@@ -7,7 +7,7 @@
 //! negotiated: these checks are not applicable, saying which.
 
 use super::*;
-use crate::check::probe::{Answer, Probe, ProbeTarget};
+use crate::check::probe::{Answer, Probe, ProbeError, ProbeTarget};
 
 /// The revision these checks hold a target to.
 pub const STATELESS: &str = "2026-07-28";
@@ -44,22 +44,22 @@ fn headers(version: &str, method: &str, name: Option<&str>) -> Vec<(&'static str
 
 /// Whether `result` carries valid cache hints: `ttlMs` a non-negative
 /// integer, `cacheScope` `public` or `private`.
-fn cache_hints(result: &Value) -> Result<(), String> {
+fn cache_hints(result: &Value) -> Result<(), Reason> {
     let ttl = result.get("ttlMs");
     if ttl.is_none_or(|t| t.as_u64().is_none()) {
-        return Err(format!("ttlMs is {}", shown(ttl)));
+        return Err(format!("ttlMs is {}", shown(ttl)).into());
     }
     let scope = result.get("cacheScope");
     if !matches!(scope.and_then(Value::as_str), Some("public" | "private")) {
-        return Err(format!("cacheScope is {}", shown(scope)));
+        return Err(format!("cacheScope is {}", shown(scope)).into());
     }
     Ok(())
 }
 
-fn result_type(result: &Value) -> Result<(), String> {
+fn result_type(result: &Value) -> Result<(), Reason> {
     match result.get("resultType") {
         Some(Value::String(kind)) if kind == "complete" => Ok(()),
-        other => Err(format!("resultType is {}", shown(other))),
+        other => Err(format!("resultType is {}", shown(other)).into()),
     }
 }
 
@@ -89,7 +89,7 @@ enum Discovered {
 /// code, an HTTP refusal, no answer) is what servers of the initialize
 /// revisions do with a method they do not know, unless their `initialize`
 /// itself agreed on 2026-07-28 or later (`handshake_modern`).
-fn discovered(answer: Result<&Answer, &String>, handshake_modern: bool) -> Discovered {
+fn discovered(answer: Result<&Answer, &ProbeError>, handshake_modern: bool) -> Discovered {
     if let Ok(answer) = answer
         && let Some(result) = answer.result()
     {
@@ -138,7 +138,8 @@ impl Suite<'_> {
         let mut probe = match Probe::open(target).await {
             Ok(probe) => probe,
             Err(why) => {
-                self.record(Check::Discover, Err(why.clone()));
+                let why = why.to_string();
+                self.record(Check::Discover, Err(why.clone().into()));
                 for check in Check::in_group(Group::Protocol).skip(1) {
                     self.not_exercised(check, &why, exercise::DISCOVER);
                 }
@@ -171,7 +172,7 @@ impl Suite<'_> {
                 return;
             }
             Discovered::Broken(why) => {
-                self.record(Check::Discover, Err(why.clone()));
+                self.record(Check::Discover, Err(why.clone().into()));
                 for check in Check::in_group(Group::Protocol).skip(1) {
                     self.not_exercised(check, "server/discover failed", exercise::DISCOVER);
                 }
@@ -220,8 +221,8 @@ impl Suite<'_> {
     fn result_type_and_hints(
         &mut self,
         discover: &Value,
-        listed: &Result<Answer, String>,
-        called: &Result<Answer, String>,
+        listed: &Result<Answer, ProbeError>,
+        called: &Result<Answer, ProbeError>,
     ) {
         let mut kinds = vec![("server/discover", result_type(discover))];
         let mut hints = vec![("server/discover", cache_hints(discover))];
@@ -232,20 +233,20 @@ impl Suite<'_> {
                     hints.push(("tools/list", cache_hints(result)));
                 }
                 None => {
-                    let why = Err(format!("answered {}", answer.describe()));
+                    let why = Err(Reason::from(format!("answered {}", answer.describe())));
                     kinds.push(("tools/list", why.clone()));
                     hints.push(("tools/list", why));
                 }
             },
             Err(why) => {
-                kinds.push(("tools/list", Err(why.clone())));
-                hints.push(("tools/list", Err(why.clone())));
+                kinds.push(("tools/list", Err(Reason::of(why))));
+                hints.push(("tools/list", Err(Reason::of(why))));
             }
         }
         match called.as_ref().map(|a| (a.result(), a.describe())) {
             Ok((Some(result), _)) => kinds.push(("tools/call", result_type(result))),
-            Ok((None, said)) => kinds.push(("tools/call", Err(format!("answered {said}")))),
-            Err(why) => kinds.push(("tools/call", Err(why.clone()))),
+            Ok((None, said)) => kinds.push(("tools/call", Err(format!("answered {said}").into()))),
+            Err(why) => kinds.push(("tools/call", Err(Reason::of(why)))),
         }
         self.record(Check::ResultType, summary(&kinds, "resultType is complete"));
         self.record(
@@ -256,11 +257,11 @@ impl Suite<'_> {
 
     /// The `tools/call` under 2026-07-28 keeps the promises a call through
     /// `initialize` keeps.
-    fn stateless_call(&mut self, called: &Result<Answer, String>, query: &str) {
+    fn stateless_call(&mut self, called: &Result<Answer, ProbeError>, query: &str) {
         let result = match called {
             Ok(answer) => answer.result().cloned(),
             Err(why) => {
-                self.record(Check::StatelessCall, Err(why.clone()));
+                self.record(Check::StatelessCall, Err(Reason::of(why)));
                 return;
             }
         };
@@ -268,7 +269,7 @@ impl Suite<'_> {
             let said = called.as_ref().map(Answer::describe).unwrap_or_default();
             self.record(
                 Check::StatelessCall,
-                Err(format!("tools/call answered {said}")),
+                Err(format!("tools/call answered {said}").into()),
             );
             return;
         };
@@ -280,7 +281,9 @@ impl Suite<'_> {
         let parsed: Result<CallToolResult, _> = serde_json::from_value(result);
         let arguments = json!({ "query": query });
         let outcome = match parsed {
-            Err(e) => Err(format!("the result is not a tool result: {e}")),
+            Err(e) => Err(Reason::from(format!(
+                "the result is not a tool result: {e}"
+            ))),
             Ok(parsed) => {
                 let before = self.output_problems.len();
                 match self.observe(&arguments, Ok(parsed)) {
@@ -297,9 +300,10 @@ impl Suite<'_> {
                             .iter()
                             .map(|(check, problem)| format!("{check}: {problem}"))
                             .collect::<Vec<_>>()
-                            .join("; ")),
+                            .join("; ")
+                            .into()),
                     },
-                    Err(why) => Err(why),
+                    Err(why) => Err(why.into()),
                 }
             }
         };
@@ -307,7 +311,7 @@ impl Suite<'_> {
     }
 }
 
-fn summary(parts: &[(&str, Result<(), String>)], all_good: &str) -> Result<String, String> {
+fn summary(parts: &[(&str, Result<(), Reason>)], all_good: &str) -> Result<String, Reason> {
     let wrong: Vec<String> = parts
         .iter()
         .filter_map(|(method, outcome)| outcome.as_ref().err().map(|e| format!("{method}: {e}")))
@@ -316,11 +320,11 @@ fn summary(parts: &[(&str, Result<(), String>)], all_good: &str) -> Result<Strin
         let methods: Vec<&str> = parts.iter().map(|(m, _)| *m).collect();
         Ok(format!("{all_good} ({})", methods.join(", ")))
     } else {
-        Err(wrong.join("; "))
+        Err(wrong.join("; ").into())
     }
 }
 
-fn judge_discover(result: &Value) -> Result<String, String> {
+fn judge_discover(result: &Value) -> Result<String, Reason> {
     let mut wrong = Vec::new();
     if !result
         .pointer("/capabilities/tools")
@@ -341,13 +345,13 @@ fn judge_discover(result: &Value) -> Result<String, String> {
             "lists {STATELESS}, declares tools and names the server"
         ))
     } else {
-        Err(wrong.join("; "))
+        Err(wrong.join("; ").into())
     }
 }
 
 /// A request without the per-request metadata, and one naming a revision
 /// nobody supports, are refused as the revision says (over HTTP with 400).
-async fn request_meta(probe: &mut Probe, http: bool) -> Result<String, String> {
+async fn request_meta(probe: &mut Probe, http: bool) -> Result<String, Reason> {
     let bare = request(4, "server/discover", json!({}));
     let answer = probe
         .request(&bare, &headers(STATELESS, "server/discover", None))
@@ -384,7 +388,7 @@ async fn request_meta(probe: &mut Probe, http: bool) -> Result<String, String> {
     if wrong.is_empty() {
         Ok("a missing _meta and an unknown revision are refused".to_owned())
     } else {
-        Err(wrong.join("; "))
+        Err(wrong.join("; ").into())
     }
 }
 
@@ -393,7 +397,7 @@ type Case<'a> = (&'static str, &'a Value, Vec<(&'static str, String)>);
 
 /// SEP-2243 over HTTP: headers that disagree with the body, or a missing
 /// `Mcp-Method`, are refused with 400 and -32020.
-async fn standard_headers(probe: &mut Probe) -> Result<String, String> {
+async fn standard_headers(probe: &mut Probe) -> Result<String, Reason> {
     let list = request(6, "tools/list", json!({"_meta": meta(STATELESS)}));
     let call = request(
         7,
@@ -434,9 +438,6 @@ async fn standard_headers(probe: &mut Probe) -> Result<String, String> {
     if wrong.is_empty() {
         Ok("headers that disagree with the body are refused with 400".to_owned())
     } else {
-        Err(format!(
-            "accepted or answered otherwise: {}",
-            wrong.join("; ")
-        ))
+        Err(format!("accepted or answered otherwise: {}", wrong.join("; ")).into())
     }
 }

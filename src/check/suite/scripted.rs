@@ -5,6 +5,7 @@
 //! redirect fault points at.
 
 use super::*;
+use crate::check::CheckError;
 use crate::check::{
     cassette::Cassette,
     mutate,
@@ -147,10 +148,17 @@ impl Scripted {
     }
 }
 
+fn listen(error: std::io::Error) -> CheckError {
+    CheckError::Listen {
+        what: "the scripted upstream",
+        error,
+    }
+}
+
 /// Starts the scripted upstream for a run, with the upstream on another
 /// host its redirect fault points at (it answers every request with a
 /// success, so that a client that follows the redirect gets one).
-pub async fn start_upstream(scripted: Arc<Scripted>) -> Result<Upstream, String> {
+pub async fn start_upstream(scripted: Arc<Scripted>) -> Result<Upstream, CheckError> {
     let hostile = scripted.hostile_source();
     let answer = {
         let scripted = scripted.clone();
@@ -158,16 +166,14 @@ pub async fn start_upstream(scripted: Arc<Scripted>) -> Result<Upstream, String>
     };
     let elsewhere = match Upstream::try_start_on(ELSEWHERE_HOST, answer.clone()).await {
         Ok(elsewhere) => elsewhere,
-        Err(_) => Upstream::try_start(answer)
-            .await
-            .map_err(|e| format!("cannot start the scripted upstream: {e}"))?,
+        Err(_) => Upstream::try_start(answer).await.map_err(listen)?,
     };
     let location = format!("{}{REDIRECTED}", elsewhere.base_url);
     let mut upstream = Upstream::try_start(move |request| {
         scripted.reply_for(request, hostile.as_ref(), &location)
     })
     .await
-    .map_err(|e| format!("cannot start the scripted upstream: {e}"))?;
+    .map_err(listen)?;
     upstream.elsewhere = Some(Box::new(elsewhere));
     Ok(upstream)
 }

@@ -34,11 +34,10 @@ pub(super) fn extensions(scope: &Scope, qwen_home: &Path) -> Vec<InstalledExtens
                 .and_then(|m| m.get("source")?.as_str().map(PathBuf::from));
             let path = linked.unwrap_or(folder);
             let manifest_path = path.join(crate::extension::MANIFEST);
-            let manifest = crate::files::read_text(&manifest_path, Some(&path), MAX_CONFIG_BYTES)
-                .map_err(|e| crate::text::outside::innermost(&e));
+            let manifest =
+                crate::files::read_text(&manifest_path, Some(&path), MAX_CONFIG_BYTES).ok();
             let manifest_name = manifest
-                .as_ref()
-                .ok()
+                .as_deref()
                 .and_then(|t| crate::json::parse_value(t).ok())
                 .and_then(|v| v.get("name")?.as_str().map(str::to_owned))
                 .unwrap_or_else(|| dir_name.clone());
