@@ -69,12 +69,12 @@ pub mod remote {
     };
 }
 
-pub use crate::framing::{MAX_LINE_BYTES, serve_lines};
 /// The V1 binding (what `ecp serve` runs), proxies from the environment,
 /// the streaming reader of a V1 answer, and the TLS set-up: the real items
 /// behind the deprecated old paths of the crate root.
 pub use crate::outbound::install_tls_provider;
 pub use crate::server::ContextSearchServer;
+pub use crate::stdio::{MAX_LINE_BYTES, serve_lines};
 pub use crate::tool::{INPUT_SCHEMA_JSON, OUTPUT_SCHEMA_JSON, context_search_tool};
 pub use crate::v1::{binding, search_response};
 /// Proxies from the environment.

@@ -36,7 +36,6 @@ mod adapter;
 mod client;
 mod contract_files;
 pub mod contracts;
-mod framing;
 mod hook;
 #[doc(hidden)]
 pub mod internal;
@@ -48,6 +47,7 @@ mod proxy_env;
 mod releases;
 mod remote;
 mod server;
+mod stdio;
 mod tool;
 mod v1;
 
@@ -84,8 +84,8 @@ pub use old_paths::{binding, install_tls_provider, proxy, search_response};
 #[doc(hidden)]
 pub use reqwest;
 
-use framing::serve_lines;
 use server::ContextSearchServer;
+use stdio::serve_lines;
 use tool::context_search_tool;
 
 use std::{future::Future, sync::Arc, time::Duration};
