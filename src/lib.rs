@@ -36,6 +36,8 @@
 //! - [`writes`]: the one rule of where ecp writes (never through a link or
 //!   into a special file, inside the folder the user named).
 //! - [`children`]: the processes ecp starts, and how Ctrl-C ends them.
+//! - [`surface`]: the tool surface a model reads, in canonical form
+//!   (RFC 8785), and `tools.lock`, which pins it.
 //! - [`text`]: text from outside (stderr, manifest and statement values)
 //!   as a terminal or a report may show it, and what in it is a secret.
 //! - [`cli`]: the command line, a thin shell over the library.
@@ -74,6 +76,7 @@ pub mod runtime {
     pub use ecp_runtime::*;
 }
 pub mod scaffold;
+pub mod surface;
 pub mod text;
 pub mod upgrade;
 pub mod verify;

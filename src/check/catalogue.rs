@@ -36,6 +36,9 @@ pub enum Group {
     /// Qwen's Auto Recall `UserPromptSubmit` hook (`ecp check --hook`),
     /// one process a prompt: what it reads, what it sends, what it prints.
     Hook,
+    /// The tool surface against the one `--lock FILE` pins; only a run
+    /// given a lock has it.
+    Lock,
 }
 
 impl Group {
@@ -48,6 +51,7 @@ impl Group {
             Group::Output => "output",
             Group::Protocol => "protocol",
             Group::Hook => "hook",
+            Group::Lock => "lock",
         }
     }
 }
@@ -83,6 +87,7 @@ checks! {
     InputSchema = "input-schema", Discovery, "the input schema accepts exactly the profile's arguments";
     OutputSchema = "output-schema", Discovery, "the output schema accepts exactly the profile's results";
     Annotations = "annotations", Discovery, "annotations say destructiveHint: false";
+    ToolsLocked = "tools-locked", Lock, "every tool's name, title, description, schemas and annotations are the ones --lock pins";
     ValidInputs = "valid-inputs", Inputs, "every valid input vector succeeds";
     InvalidInputs = "invalid-inputs", Inputs, "every invalid input vector is refused with isError";
     UnknownArgument = "unknown-argument", Inputs, "an unknown argument is refused";

@@ -171,6 +171,8 @@ pub struct CheckSettings {
     pub config_file: Option<config_file::ConfigFile>,
     /// Which upstream the target is pointed at.
     pub upstream: UpstreamSource,
+    /// `--lock`: the tool surface the target must list.
+    pub lock: Option<crate::surface::ToolsLock>,
     /// Seeds the hostile answers.
     pub seed: u64,
     /// How many hostile answers the target meets.
@@ -248,6 +250,9 @@ pub struct CheckReport {
     /// MCP server.
     #[serde(skip)]
     pub hook: bool,
+    /// The tool surface the target listed, pinned (`--write-lock`).
+    #[serde(skip)]
+    pub surface: Option<crate::surface::ToolsLock>,
 }
 
 /// What a run establishes.
@@ -313,6 +318,7 @@ impl CheckReport {
             undecided: None,
             mapped: None,
             hook,
+            surface: None,
         }
     }
 }
@@ -737,9 +743,11 @@ pub async fn run(
     .with_secrets(secret::Secrets::new(
         (settings.bearer.iter().chain(&recorded_secret)).map(String::as_str),
     ))
-    .with_credential((opened.binding.as_ref()).is_none_or(|b| b.token.is_some()));
+    .with_credential((opened.binding.as_ref()).is_none_or(|b| b.token.is_some()))
+    .with_lock(settings.lock.clone());
     let suite::Ran {
         checks,
+        surface,
         revision: stateless,
         undecided,
         mapped,
@@ -758,5 +766,6 @@ pub async fn run(
     // It may quote the target: shown as outside text, as reasons are.
     report.undecided = undecided.map(|why| crate::text::outside::line(&why, 2000));
     report.mapped = mapped;
+    report.surface = surface;
     Ok(report)
 }

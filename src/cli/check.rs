@@ -7,8 +7,9 @@ use anstyle::AnsiColor;
 
 use super::{CallArgs, CheckArgs, CheckFormat, ColorChoice, Exit, Failure, Outcome, TargetArgs};
 use crate::{
-    check::{self, CheckResult, CheckSettings, Status, Verdict, target::Target},
+    check::{self, CheckReport, CheckResult, CheckSettings, Status, Verdict, target::Target},
     providers::fixture::FixtureCorpus,
+    surface::ToolsLock,
 };
 
 fn settings(path: Option<PathBuf>, args: &TargetArgs) -> Result<CheckSettings, Failure> {
@@ -48,6 +49,7 @@ fn settings(path: Option<PathBuf>, args: &TargetArgs) -> Result<CheckSettings, F
         token_env: args.token_env.clone(),
         bearer,
         upstream: check::UpstreamSource::V1,
+        lock: None,
         seed: check::DEFAULT_SEED,
         mutations: check::DEFAULT_MUTATIONS,
     })
@@ -144,17 +146,62 @@ fn line(result: &CheckResult, color: bool) -> String {
     )
 }
 
-pub fn run_check(args: CheckArgs, color: ColorChoice) -> Outcome {
-    // `--record PATH` is checked by the one write rule before anything
-    // runs: a FIFO, a device, a link or a folder there is refused; a
-    // regular file is replaced once the recording succeeds.
-    if let Some(record) = &args.record
-        && let Err(problem) = crate::writes::Place::destination(record).check_file()
-    {
-        let help = problem.help();
-        return Err(could_not_run(&format!("--record: {problem}")).help(help));
+/// `--record PATH` and `--write-lock PATH` are checked by the one write
+/// rule before anything runs: a FIFO, a device, a link or a folder there is
+/// refused; a regular file is replaced once the run has what goes there.
+fn check_destinations(args: &CheckArgs) -> Result<(), Failure> {
+    for (flag, path) in [
+        ("--record", &args.record),
+        ("--write-lock", &args.write_lock),
+    ] {
+        if let Some(path) = path
+            && let Err(problem) = crate::writes::Place::destination(path).check_file()
+        {
+            let help = problem.help();
+            return Err(could_not_run(&format!("{flag}: {problem}")).help(help));
+        }
     }
+    Ok(())
+}
+
+/// `--lock FILE`, read and checked before the target starts.
+fn read_lock(path: Option<&std::path::Path>) -> Result<Option<ToolsLock>, Failure> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    ToolsLock::read(path).map(Some).map_err(|error| {
+        could_not_run(&format!("--lock: {error}")).help(Some(
+            "pin a reviewed server's tools with `ecp check ... --write-lock tools.lock`",
+        ))
+    })
+}
+
+/// `--write-lock FILE`: the tool surface the target listed, pinned.
+fn write_lock(path: &std::path::Path, report: &CheckReport) -> Result<(), Failure> {
+    let Some(surface) = &report.surface else {
+        return Err(could_not_run(
+            "--write-lock: the target listed no tools to pin (tools/list failed)",
+        ));
+    };
+    crate::writes::Place::destination(path)
+        .write(surface.to_text().as_bytes())
+        .map_err(|problem| {
+            let help = problem.help();
+            could_not_run(&format!("--write-lock: {problem}")).help(help)
+        })?;
+    eprintln!(
+        "ecp check: pinned {} tool(s) into {}",
+        surface.tools.len(),
+        path.display()
+    );
+    Ok(())
+}
+
+pub fn run_check(args: CheckArgs, color: ColorChoice) -> Outcome {
+    check_destinations(&args)?;
+    let lock = read_lock(args.lock.as_deref())?;
     let (mut settings, tokio) = prepare(args.path, &args.target)?;
+    settings.lock = lock;
     settings.seed = args.seed;
     settings.mutations = args.mutations;
     settings.upstream = match (args.upstream, args.cassette) {
@@ -190,6 +237,9 @@ pub fn run_check(args: CheckArgs, color: ColorChoice) -> Outcome {
         Ok(report) => report,
         Err(error) => return Err(could_not_run(&error.to_string()).help(error.help())),
     };
+    if let Some(path) = &args.write_lock {
+        write_lock(path, &report)?;
+    }
     if human {
         let color = color.for_stdout();
         println!("ecp check: {}", report.target);

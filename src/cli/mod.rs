@@ -410,6 +410,17 @@ pub struct CheckArgs {
     #[arg(long, value_name = "N", default_value_t = crate::check::DEFAULT_MUTATIONS)]
     pub mutations: usize,
 
+    /// Hold the target's tools/list to the tool surface FILE pins (a
+    /// tools.lock): every tool's name, title, description, schemas and
+    /// annotations, in canonical form (RFC 8785); a change fails
+    /// `tools-locked`, naming the tool and the field
+    #[arg(long, value_name = "FILE", conflicts_with = "hook")]
+    pub lock: Option<PathBuf>,
+
+    /// Pin the target's tools/list into FILE (a tools.lock, for --lock)
+    #[arg(long, value_name = "FILE", conflicts_with = "hook")]
+    pub write_lock: Option<PathBuf>,
+
     /// Judge the Auto Recall hook instead of the MCP server: Qwen's
     /// `UserPromptSubmit` hook contract, one process a prompt (a folder or
     /// archive runs its entry point with `--hook user-prompt-submit`)

@@ -45,6 +45,7 @@ mod serve_remote;
 mod serve_stdio;
 #[path = "../support/services.rs"]
 mod services;
+mod tools_lock;
 mod try_it;
 mod upgrade;
 mod workflows;

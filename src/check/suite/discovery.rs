@@ -5,6 +5,37 @@
 use super::*;
 
 impl Suite<'_> {
+    /// Pins the whole listing (what `includeTools` leaves out too: a tool
+    /// added to the server is a change of its surface) and holds it to the
+    /// lock, when the run has one.
+    fn pin(&mut self, tools: &[Tool]) {
+        let listed: Vec<Value> = tools
+            .iter()
+            .map(|tool| serde_json::to_value(tool).unwrap_or(Value::Null))
+            .collect();
+        let surface = crate::surface::ToolsLock::of(&listed);
+        if let Some(lock) = &self.lock {
+            let outcome = match &surface {
+                Err(error) => Err(Reason::of(error)),
+                Ok(found) => match lock.drift(found).as_slice() {
+                    [] => Ok(format!(
+                        "{} tool(s), each as the lock pins it",
+                        found.tools.len()
+                    )),
+                    drift => Err(Reason::from(
+                        drift
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join("; "),
+                    )),
+                },
+            };
+            self.record(Check::ToolsLocked, outcome);
+        }
+        self.surface = surface.ok();
+    }
+
     pub(super) async fn discovery(&mut self) -> Option<Tool> {
         let tools = match self.session.client.list_all_tools().await {
             Ok(tools) => tools,
@@ -13,9 +44,14 @@ impl Suite<'_> {
                     Check::ToolOffered,
                     Err(format!("tools/list failed: {error}").into()),
                 );
+                if self.lock.is_some() {
+                    let why = "tools/list failed";
+                    self.not_exercised(Check::ToolsLocked, why, exercise::TOOL);
+                }
                 return None;
             }
         };
+        self.pin(&tools);
         let offered: Vec<&Tool> = tools
             .iter()
             .filter(|t| {

@@ -190,6 +190,10 @@ pub struct Suite<'a> {
     /// Whether the target takes a credential variable (a service without
     /// authentication passes none): the token canary applies only then.
     takes_credential: bool,
+    /// `--lock`: the tool surface the listing must be.
+    lock: Option<crate::surface::ToolsLock>,
+    /// The tool surface the target listed, pinned (`--write-lock`).
+    surface: Option<crate::surface::ToolsLock>,
 }
 
 /// What a run returns: the results in order, the stateless revision the
@@ -198,6 +202,8 @@ pub struct Suite<'a> {
 /// and what the mapping made of that answer ([`Mapped`]).
 pub struct Ran {
     pub checks: Vec<CheckResult>,
+    /// The tool surface the target listed, pinned, when it listed one.
+    pub surface: Option<crate::surface::ToolsLock>,
     pub revision: Option<&'static str>,
     pub undecided: Option<String>,
     pub mapped: Option<Mapped>,
@@ -273,6 +279,8 @@ impl<'a> Suite<'a> {
             mapped: None,
             tagging: Tagging::Words,
             takes_credential: true,
+            lock: None,
+            surface: None,
         }
     }
 
@@ -281,6 +289,12 @@ impl<'a> Suite<'a> {
     /// the token canary does not apply.
     pub fn with_credential(mut self, takes_credential: bool) -> Suite<'a> {
         self.takes_credential = takes_credential;
+        self
+    }
+
+    /// The suite that holds the listing to `lock` ([`Check::ToolsLocked`]).
+    pub fn with_lock(mut self, lock: Option<crate::surface::ToolsLock>) -> Suite<'a> {
+        self.lock = lock;
         self
     }
 
@@ -372,12 +386,13 @@ impl<'a> Suite<'a> {
         if tool.is_none() {
             // Every later check needs the tool: each is in the report.
             for check in Check::ALL {
-                if !matches!(check.group(), Group::Discovery | Group::Hook) {
+                if !matches!(check.group(), Group::Discovery | Group::Hook | Group::Lock) {
                     self.not_exercised(*check, skip::NO_TOOL, exercise::TOOL);
                 }
             }
             return Ran {
                 checks: self.results,
+                surface: self.surface,
                 revision: None,
                 undecided: None,
                 mapped: None,
@@ -413,6 +428,7 @@ impl<'a> Suite<'a> {
         let undecided = undecided.map(|why| self.secrets.redact(&why));
         Ran {
             checks: self.results,
+            surface: self.surface,
             revision: self.revision,
             undecided,
             mapped: self.mapped,

@@ -1,0 +1,277 @@
+//! The tool surface's canonical form (RFC 8785), held against what no one
+//! here wrote: the JavaScript implementation `canonicalize` from npm (by
+//! an author of the RFC), its published test data byte for byte, and
+//! seeded random JSON texts through both (key orders, number spellings,
+//! escapes, characters past the BMP whose UTF-16 order is not their code
+//! point order).
+
+use std::{
+    io::Write,
+    process::{Command, Stdio},
+};
+
+use ecp::surface::jcs::canonical;
+use serde_json::Value;
+
+const CANONICALIZE: &str = "2.1.0";
+
+#[test]
+fn the_published_test_data_canonicalizes_byte_for_byte() {
+    let data = crate::npm::package("canonicalize", CANONICALIZE).join("test/testdata");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(data.join("input")).unwrap() {
+        let entry = entry.unwrap();
+        let input = std::fs::read_to_string(entry.path()).unwrap();
+        let expected =
+            std::fs::read_to_string(data.join("output").join(entry.file_name())).unwrap();
+        let value: Value = serde_json::from_str(&input).unwrap();
+        assert_eq!(
+            canonical(&value).unwrap(),
+            expected.strip_suffix('\n').unwrap_or(&expected),
+            "{}",
+            entry.path().display()
+        );
+        checked += 1;
+    }
+    assert!(checked >= 5, "only {checked} files of test data");
+}
+
+/// A small seeded generator (xorshift64*), so a failure is reproduced.
+struct Seeded(u64);
+
+impl Seeded {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn number(&mut self) -> String {
+        let digits = |g: &mut Seeded, n: u64| -> String {
+            (0..1 + g.below(n))
+                .map(|_| char::from(b'0' + g.below(10) as u8))
+                .collect()
+        };
+        let sign = if self.below(3) == 0 { "-" } else { "" };
+        let int = digits(self, 22).trim_start_matches('0').to_owned();
+        let int = if int.is_empty() { "0".to_owned() } else { int };
+        let fraction = match self.below(3) {
+            0 => String::new(),
+            _ => format!(".{}", digits(self, 17)),
+        };
+        let exponent = match self.below(4) {
+            0 => format!("e{}", self.below(300) as i64 - 150),
+            1 => format!("E+{}", self.below(20)),
+            _ => String::new(),
+        };
+        format!("{sign}{int}{fraction}{exponent}")
+    }
+
+    fn string(&mut self) -> String {
+        const PIECES: &[&str] = &[
+            "a",
+            "B",
+            "0",
+            " ",
+            "é",
+            "\\u00e9",
+            "€",
+            "\\u20ac",
+            "😀",
+            "\\ud83d\\ude00",
+            "\u{fb33}",
+            "\u{43e}",
+            "o",
+            "\\n",
+            "\\t",
+            "\\u0001",
+            "\\u001f",
+            "\\u007f",
+            "\\/",
+            "\\\"",
+            "\\\\",
+            "\u{2028}",
+            "\u{202e}",
+            "\u{ff61}",
+            "\u{10000}",
+            "</script>",
+        ];
+        let pieces: String = (0..self.below(6))
+            .map(|_| PIECES[self.below(PIECES.len() as u64) as usize])
+            .collect();
+        format!("\"{pieces}\"")
+    }
+
+    fn value(&mut self, depth: u32) -> String {
+        match self.below(if depth > 4 { 5 } else { 7 }) {
+            0 => "null".to_owned(),
+            1 => ["true", "false"][self.below(2) as usize].to_owned(),
+            2 | 3 => self.number(),
+            4 => self.string(),
+            5 => {
+                let items: Vec<String> =
+                    (0..self.below(4)).map(|_| self.value(depth + 1)).collect();
+                format!("[ {} ]", items.join(" , "))
+            }
+            _ => {
+                // Distinct keys (JSON.parse and serde_json agree on those).
+                let mut keys: Vec<String> = (0..self.below(5)).map(|_| self.string()).collect();
+                keys.sort();
+                keys.dedup_by(|a, b| {
+                    serde_json::from_str::<String>(a).ok() == serde_json::from_str::<String>(b).ok()
+                });
+                let members: Vec<String> = keys
+                    .into_iter()
+                    .map(|key| format!("{key} : {}", self.value(depth + 1)))
+                    .collect();
+                format!("{{ {} }}", members.join(", "))
+            }
+        }
+    }
+}
+
+#[test]
+fn seeded_random_texts_canonicalize_as_the_reference_does() {
+    let package = crate::npm::package("canonicalize", CANONICALIZE);
+    let mut seeded = Seeded(0x9E37_79B9_7F4A_7C15);
+    let texts: Vec<String> = (0..3000).map(|_| seeded.value(0)).collect();
+    let script = r#"
+        const canonicalize = require(process.argv[1]);
+        const texts = JSON.parse(require("fs").readFileSync(0, "utf8"));
+        process.stdout.write(JSON.stringify(texts.map((t) => canonicalize(JSON.parse(t)))));
+    "#;
+    let mut child = Command::new("node")
+        .args(["-e", script])
+        .arg(&package)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("node runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(serde_json::to_string(&texts).unwrap().as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    let theirs: Vec<String> = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(theirs.len(), texts.len());
+    let mut differ = Vec::new();
+    for ((text, theirs), at) in texts.iter().zip(&theirs).zip(0..) {
+        let value: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        let ours = canonical(&value).unwrap();
+        if &ours != theirs {
+            differ.push(format!("#{at} {text}\n  ecp: {ours}\n  js:  {theirs}"));
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "{} differ:\n{}",
+        differ.len(),
+        differ.join("\n")
+    );
+}
+
+/// `ecp check --format json` with `args`: exit code, report, stderr.
+fn ecp_check(args: &[&str]) -> (Option<i32>, Value, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_ecp"))
+        .args(["check", "--format", "json"])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let report = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+    (output.status.code(), report, stderr)
+}
+
+fn locked_check(report: &Value) -> (&str, &str) {
+    let check = (report["checks"].as_array().unwrap().iter())
+        .find(|c| c["id"] == "tools-locked")
+        .unwrap_or_else(|| panic!("no tools-locked in {report:#}"));
+    (
+        check["status"].as_str().unwrap(),
+        check["reason"].as_str().unwrap(),
+    )
+}
+
+#[test]
+fn a_lock_written_from_a_python_server_holds_it_and_names_each_drift() {
+    let temp = tempfile::tempdir().unwrap();
+    let lock = temp.path().join("tools.lock");
+    let lock = lock.to_str().unwrap();
+    let server = crate::check::python_server();
+    // Pinned from the independent Python server (its SDK's own spelling of
+    // the definitions), then held to it.
+    let (code, report, stderr) = ecp_check(&["--write-lock", lock, "--", "python3", &server]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("pinned 1 tool(s) into"), "{stderr}");
+    assert!(!report["checks"].to_string().contains("tools-locked"));
+    let pinned: Value = serde_json::from_str(&std::fs::read_to_string(lock).unwrap()).unwrap();
+    assert_eq!(pinned["ecpToolsLock"], 1);
+    assert!(pinned["tools"]["context_search"]["fields"]["inputSchema"].is_string());
+    let (code, report, _) = ecp_check(&["--lock", lock, "--", "python3", &server]);
+    assert_eq!(code, Some(0));
+    assert_eq!(locked_check(&report).0, "pass", "{report:#}");
+    // Each defect changes one part of the surface, and is named by it.
+    let runs: Vec<_> = [
+        (
+            "accepts-2001",
+            "its inputSchema differs from the locked one",
+        ),
+        (
+            "extra-item-properties",
+            "its outputSchema differs from the locked one",
+        ),
+        ("destructive", "its annotations differs from the locked one"),
+        ("extra-tool", "is not in the lock"),
+    ]
+    .into_iter()
+    .map(|(defect, says)| {
+        let (lock, server) = (lock.to_owned(), server.clone());
+        std::thread::spawn(move || {
+            let args = [
+                "--lock", &lock, "--", "python3", &server, "--defect", defect,
+            ];
+            (defect, says, ecp_check(&args))
+        })
+    })
+    .collect();
+    for run in runs {
+        let (defect, says, (code, report, _)) = run.join().unwrap();
+        let (status, reason) = locked_check(&report);
+        assert_eq!(status, "fail", "{defect}: {report:#}");
+        assert!(reason.contains(says), "{defect}: {reason}");
+        assert_eq!(code, Some(1), "{defect}");
+    }
+}
+
+#[test]
+fn a_lock_that_is_not_one_stops_the_check_before_the_target_starts() {
+    let temp = tempfile::tempdir().unwrap();
+    let lock = temp.path().join("tools.lock");
+    std::fs::write(
+        &lock,
+        r#"{"ecpToolsLock": 1, "names": "sha256:00", "tools": {}}"#,
+    )
+    .unwrap();
+    let (code, _, stderr) = ecp_check(&[
+        "--lock",
+        lock.to_str().unwrap(),
+        "--",
+        "/nonexistent/server",
+    ]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("is not a tools lock"), "{stderr}");
+    assert!(
+        stderr.contains("= help: pin a reviewed server's tools"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("/nonexistent/server"), "{stderr}");
+}
