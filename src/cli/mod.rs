@@ -328,6 +328,17 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "FILE")]
     pub provenance: Option<PathBuf>,
 
+    /// Hold a running server to the release's tools.lock: a Streamable
+    /// HTTP endpoint (URL), an extension Qwen installed here (its NAME), or
+    /// a command after `--` (`--live -- CMD ARGS...`); asked tools/list
+    /// only, its endpoint pointed at a loopback port nothing answers
+    #[arg(long, value_name = "URL|NAME", num_args = 0..=1, default_missing_value = "")]
+    pub live: Option<String>,
+
+    /// With --live: the command that starts the server
+    #[arg(last = true, value_name = "CMD", requires = "live")]
+    pub live_command: Vec<String>,
+
     /// Output format
     #[arg(long, value_enum, default_value_t = CheckFormat::Human)]
     pub format: CheckFormat,

@@ -19,6 +19,30 @@ fn label(status: Status, color: bool) -> String {
     }
 }
 
+/// `--live URL|NAME`, or `--live -- CMD`.
+fn live_of(live: Option<String>, command: Vec<String>) -> Result<Option<verify::Live>, Failure> {
+    Ok(match (live, command.is_empty()) {
+        (None, _) => None,
+        (Some(given), false) if given.is_empty() => Some(verify::Live::Command(command)),
+        (Some(given), true) if given.is_empty() => {
+            return Err(Failure::new(
+                Exit::CouldNotRun,
+                "--live needs a URL, the name of an installed extension, or `-- CMD`",
+            ));
+        }
+        (Some(_), false) => {
+            return Err(Failure::new(
+                Exit::CouldNotRun,
+                "--live takes a URL or NAME, or a command after `--`, not both",
+            ));
+        }
+        (Some(url), true) if url.starts_with("http://") || url.starts_with("https://") => {
+            Some(verify::Live::Url(url))
+        }
+        (Some(name), true) => Some(verify::Live::Installed(name)),
+    })
+}
+
 pub fn run(args: VerifyArgs, color: ColorChoice) -> Outcome {
     crate::input::InputError::check_exists(&args.archive)
         .map_err(|e| Failure::new(Exit::CouldNotRun, &e).help(Some(e.help())))?;
@@ -31,6 +55,7 @@ pub fn run(args: VerifyArgs, color: ColorChoice) -> Outcome {
         key: args.key,
         rebuild: args.rebuild,
         provenance: args.provenance,
+        live: live_of(args.live, args.live_command)?,
     };
     let mut log = |line: &str| {
         eprintln!("ecp verify: {}", crate::text::outside::line(line, 2000));

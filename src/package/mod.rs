@@ -15,6 +15,7 @@
 
 mod channels;
 pub mod made;
+mod pin;
 mod plan;
 pub mod stage;
 pub mod write;
@@ -23,6 +24,7 @@ pub use channels::Channels;
 
 use std::path::{Path, PathBuf};
 
+pub use pin::LOCK_NAME;
 use plan::{Before, Plan, check_outputs, remove_stale};
 pub use write::{DEFAULT_EPOCH, Format};
 
@@ -101,6 +103,8 @@ pub struct Packaged {
     pub key_id: Option<String>,
     /// `server.json` for the MCP registry, when asked for.
     pub registry: Option<PathBuf>,
+    /// `tools.lock`, when an archive of this run runs here.
+    pub tools_lock: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -319,8 +323,10 @@ fn run(
         sums_path.display(),
         sums.entries.len()
     ));
-    // 5. Provenance: the statement of this run's archives, signed when a
-    // key is given.
+    // 5. The tool surface of an archive that runs here, pinned; then
+    // provenance: the statement of this run's archives (and the lock),
+    // signed when a key is given.
+    let lock = pin_tools(settings, &plan, &archives, log)?;
     let build_facts = provenance::BuildFacts {
         extension: plan.name.clone(),
         version: facts.version.clone(),
@@ -338,7 +344,8 @@ fn run(
         source_date_epoch: settings.epoch,
         builder: provenance::source::builder(),
     };
-    let (statement, envelope, key_id) = write_provenance(settings, &archives, &build_facts, log)?;
+    let (statement, envelope, key_id) =
+        write_provenance(settings, &archives, lock.as_ref(), &build_facts, log)?;
     // 6. server.json, naming what was just written.
     let registry = channels::write_registry(settings, &archives, log)?;
     Ok(Packaged {
@@ -360,7 +367,50 @@ fn run(
         envelope,
         key_id,
         registry,
+        tools_lock: lock.map(|subject| settings.out().join(&subject.name).path()),
     })
+}
+
+/// Writes `tools.lock` from an archive this machine runs (a bundle runs
+/// wherever node does; a binary where the target's platform is this
+/// host's): its subject for the statement, or `None`, said.
+fn pin_tools(
+    settings: &PackageSettings,
+    plan: &Plan,
+    archives: &[WrittenArchive],
+    log: &mut dyn FnMut(&str),
+) -> Result<Option<provenance::Subject>, PackageError> {
+    if !plan.script && !plan.native {
+        log(&format!(
+            "tools: no {} (no local server: pin the endpoint's tools with `ecp check --url URL --write-lock FILE`)",
+            pin::LOCK_NAME
+        ));
+        return Ok(None);
+    }
+    let host = platform_of(&crate::release::host_triple()).ok();
+    let runs_here = plan.script || (plan.native && platform_of(&plan.triple).ok() == host);
+    match pin::surface_of(archives, runs_here) {
+        Ok(surface) => {
+            let text = surface.to_text();
+            settings.out().join(pin::LOCK_NAME).write(text.as_bytes())?;
+            log(&format!(
+                "tools: {} ({} tool(s) pinned)",
+                settings.out().join(pin::LOCK_NAME).path().display(),
+                surface.tools.len()
+            ));
+            Ok(Some(provenance::Subject {
+                name: pin::LOCK_NAME.to_owned(),
+                sha256: crate::digest::sha256(text.as_bytes()),
+            }))
+        }
+        Err(why) => {
+            log(&format!(
+                "tools: no {} ({why}; `ecp check TARGET --write-lock FILE` pins a running server)",
+                pin::LOCK_NAME
+            ));
+            Ok(None)
+        }
+    }
 }
 
 /// A Node project builds its bundle (`npm ci`, `npm run build`) unless
@@ -627,10 +677,11 @@ fn publish(
 fn write_provenance(
     settings: &PackageSettings,
     archives: &[WrittenArchive],
+    lock: Option<&provenance::Subject>,
     build_facts: &provenance::BuildFacts,
     log: &mut dyn FnMut(&str),
 ) -> Result<(PathBuf, Option<PathBuf>, Option<String>), PackageError> {
-    let subjects: Vec<provenance::Subject> = archives
+    let mut subjects: Vec<provenance::Subject> = archives
         .iter()
         .map(|a| provenance::Subject {
             name: a
@@ -641,6 +692,7 @@ fn write_provenance(
             sha256: a.sha256.clone(),
         })
         .collect();
+    subjects.extend(lock.cloned());
     let statement = provenance::statement(&subjects, build_facts);
     let platform = build_facts.platform.as_deref();
     let statement_place = settings.out().join(provenance::statement_name(platform));

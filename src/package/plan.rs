@@ -64,6 +64,7 @@ impl Plan {
                     .map(|f| format!("{stem}.{}", f.extension())),
             );
         }
+        outputs.push(super::pin::LOCK_NAME.to_owned());
         outputs.push(provenance::statement_name(platform.as_deref()));
         outputs.push(provenance::envelope_name(platform.as_deref()));
         outputs

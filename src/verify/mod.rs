@@ -12,7 +12,10 @@
 //!   epoch, gives the same bytes; otherwise the first difference is named.
 
 mod diff;
+mod live;
 mod rebuild;
+
+pub use live::Live;
 
 use std::path::{Path, PathBuf};
 
@@ -36,6 +39,8 @@ pub struct VerifyOptions {
     pub rebuild: Option<String>,
     /// The statement or envelope, when it is not beside the archive.
     pub provenance: Option<PathBuf>,
+    /// A running server to hold to the release's `tools.lock`.
+    pub live: Option<Live>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -176,6 +181,7 @@ pub fn verify(
     checks.push(rebuild_if_asked(
         options, &found, &name, &sha256, linted, log,
     ));
+    checks.push(live::live_step(archive, &found, options.live.as_ref()));
     // An unsigned statement (or one whose signature was not checked) is
     // only as good as the folder it came in.
     let signed = checks
@@ -193,6 +199,7 @@ pub fn verify(
     let asked = |id: &str| match id {
         "signature" => options.key.is_some(),
         "rebuild" => options.rebuild.is_some(),
+        "live" => options.live.is_some(),
         _ => true,
     };
     let verified = checks

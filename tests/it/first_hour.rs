@@ -425,6 +425,7 @@ fn package_says_each_step_and_removes_stale_archives_when_it_fails() {
             "archive",
             "archive",
             "sums",
+            "tools",
             "provenance"
         ],
         "{text}"

@@ -141,6 +141,7 @@ async fn packages_are_reproducible_and_extract_into_a_working_extension() {
     }
     let sums = std::fs::read_to_string(one.join("dist/SHA256SUMS")).unwrap();
     assert_eq!(sums.lines().count(), 2);
+    assert_the_tool_surface_is_pinned(&one, &two);
     assert!(
         sums.lines()
             .all(|l| l.len() == 64 + 2 + l.split("  ").nth(1).unwrap().len())
@@ -191,6 +192,32 @@ async fn packages_are_reproducible_and_extract_into_a_working_extension() {
             .all(|l| l.contains("0/0") && l.contains("1980-01-01")),
         "{listing}"
     );
+}
+
+/// `tools.lock`: written by both runs alike, a subject of the statement,
+/// and what `ecp check --lock` holds the archive to.
+fn assert_the_tool_surface_is_pinned(one: &Path, two: &Path) {
+    let lock = std::fs::read(one.join("dist/tools.lock")).unwrap();
+    assert_eq!(lock, std::fs::read(two.join("dist/tools.lock")).unwrap());
+    let statement: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(one.join("dist/provenance.linux.x64.intoto.json")).unwrap(),
+    )
+    .unwrap();
+    let subject = (statement["subject"].as_array().unwrap().iter())
+        .find(|s| s["name"] == "tools.lock")
+        .unwrap_or_else(|| panic!("no tools.lock subject: {statement:#}"));
+    assert_eq!(subject["digest"]["sha256"], ecp::digest::sha256(&lock));
+    let checked = Command::new(env!("CARGO_BIN_EXE_ecp"))
+        .args(["check", "--format", "json", "--lock"])
+        .arg(one.join("dist/tools.lock"))
+        .arg(one.join("dist/linux.x64.acme-context.tar.gz"))
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&checked.stdout).unwrap();
+    let locked = (report["checks"].as_array().unwrap().iter())
+        .find(|c| c["id"] == "tools-locked")
+        .unwrap();
+    assert_eq!(locked["status"], "pass", "{report:#}");
 }
 
 fn archives_in(dir: &Path) -> Vec<String> {

@@ -7,6 +7,7 @@
 
 use std::{
     io::Write,
+    path::Path,
     process::{Command, Stdio},
 };
 
@@ -274,4 +275,98 @@ fn a_lock_that_is_not_one_stops_the_check_before_the_target_starts() {
         "{stderr}"
     );
     assert!(!stderr.contains("/nonexistent/server"), "{stderr}");
+}
+
+fn verify_live(archive: &Path, command: &[&str]) -> (Option<i32>, Value) {
+    let mut args = vec![
+        "verify",
+        "--format",
+        "json",
+        archive.to_str().unwrap(),
+        "--live",
+        "--",
+    ];
+    args.extend_from_slice(command);
+    let output = crate::cli::ecp(&args);
+    let report = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|_| panic!("no report: {}", String::from_utf8_lossy(&output.stderr)));
+    (output.status.code(), report)
+}
+
+fn live_step(report: &Value) -> (String, String) {
+    let step = (report["checks"].as_array().unwrap().iter())
+        .find(|c| c["id"] == "live")
+        .unwrap_or_else(|| panic!("no live step: {report:#}"));
+    (
+        step["status"].as_str().unwrap().to_owned(),
+        step["detail"].as_str().unwrap().to_owned(),
+    )
+}
+
+#[test]
+fn verify_live_holds_a_running_server_to_the_lock_the_statement_names() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("acme-context");
+    assert!(crate::cli::ecp_new(&dir, &[]).status.success());
+    let packaged = crate::cli::ecp(&["package", dir.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&packaged.stderr);
+    assert!(packaged.status.success(), "{said}");
+    assert!(
+        said.contains("tools: ") && said.contains("(1 tool(s) pinned)"),
+        "{said}"
+    );
+    let archive = dir.join("dist/linux.x64.acme-context.tar.gz");
+    let unpacked = temp.path().join("unpacked");
+    std::fs::create_dir_all(&unpacked).unwrap();
+    let tar = Command::new("tar")
+        .arg("xzf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(&unpacked)
+        .status()
+        .unwrap();
+    assert!(tar.success());
+    let main = unpacked.join("dist/main");
+    // The release's own server: proven.
+    let (code, report) = verify_live(&archive, &[main.to_str().unwrap()]);
+    assert_eq!(live_step(&report).0, "proven", "{report:#}");
+    assert_eq!(code, Some(0), "{report:#}");
+    // Another server (the independent Python one, with a destructive
+    // hint, reading the manifest's variables under its own names):
+    // failed, naming the field.
+    let server = crate::check::python_server();
+    let python = format!(
+        "PROVIDER_CONTEXT_BASE_URL=$ACME_CONTEXT_BASE_URL PROVIDER_CONTEXT_TOKEN=$ACME_CONTEXT_TOKEN exec python3 {server} --defect destructive"
+    );
+    let python = ["sh", "-c", python.as_str()];
+    let (code, report) = verify_live(&archive, &python);
+    let (status, detail) = live_step(&report);
+    assert_eq!(status, "failed", "{report:#}");
+    assert!(
+        detail.contains("context_search`: its annotations differs"),
+        "{detail}"
+    );
+    assert_eq!(code, Some(1));
+    // A lock put beside the archive in place of the release's: failed,
+    // whatever the server offers.
+    let python_lock = temp.path().join("python.lock");
+    let (_, _, stderr) = ecp_check(&[
+        "--write-lock",
+        python_lock.to_str().unwrap(),
+        "--",
+        "python3",
+        &server,
+        "--defect",
+        "destructive",
+    ]);
+    assert!(python_lock.is_file(), "{stderr}");
+    std::fs::copy(&python_lock, dir.join("dist/tools.lock")).unwrap();
+    let (code, report) = verify_live(&archive, &python);
+    let (status, detail) = live_step(&report);
+    assert_eq!(status, "failed");
+    assert!(
+        detail.contains("is not the one the statement names"),
+        "{detail}"
+    );
+    assert_eq!(code, Some(1));
 }
