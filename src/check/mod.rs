@@ -49,6 +49,7 @@ pub mod crash;
 pub mod embedded;
 pub mod hook;
 pub mod lines;
+mod listed;
 pub mod mutate;
 pub mod probe;
 pub mod schema;
@@ -63,6 +64,7 @@ use std::{collections::BTreeMap, time::Duration};
 use serde::Serialize;
 
 pub use call::{CallOutcome, CallUpstream, call_once, fixture_upstream};
+pub use listed::list_surface;
 use session::Session;
 pub use suite::{CheckResult, Status};
 use suite::{Suite, TOKEN_CANARY};
@@ -710,46 +712,6 @@ async fn script(
             Ok((suite::Script::Recorded(cassette), base, None))
         }
     }
-}
-
-/// The endpoint a server is given when only its tools are asked for:
-/// loopback port 9 (discard), which nothing answers; `tools/list` never
-/// reaches it.
-const NOWHERE: &str = "http://127.0.0.1:9/";
-
-impl CheckSettings {
-    /// The settings of a run against `target`, with every default.
-    pub fn for_target(target: Target) -> CheckSettings {
-        CheckSettings {
-            target,
-            base_url_env: None,
-            token_env: None,
-            bearer: None,
-            config_file: None,
-            upstream: UpstreamSource::V1,
-            lock: None,
-            seed: DEFAULT_SEED,
-            mutations: DEFAULT_MUTATIONS,
-        }
-    }
-}
-
-/// The tool surface the target lists, pinned ([`crate::surface`]): it is
-/// started (or reached) as a check starts it, its endpoint pointed
-/// [`NOWHERE`], and asked `tools/list` only; no search runs. `ecp
-/// package`'s `tools.lock` and `ecp verify --live`.
-pub async fn list_surface(
-    settings: &CheckSettings,
-) -> Result<crate::surface::ToolsLock, CheckError> {
-    let opened = open(settings, NOWHERE, Some("ecp-pin")).await?;
-    let listed = opened.session.client.list_all_tools().await;
-    opened.session.close().await;
-    let tools = listed.map_err(|e| CheckError::Target(format!("tools/list failed: {e}")))?;
-    let values: Vec<serde_json::Value> = tools
-        .iter()
-        .map(|tool| serde_json::to_value(tool).unwrap_or_default())
-        .collect();
-    crate::surface::ToolsLock::of(&values).map_err(|e| CheckError::Target(e.to_string()))
 }
 
 /// Starts the target and runs every check. `progress` sees each result as

@@ -326,7 +326,7 @@ fn run(
     // 5. The tool surface of an archive that runs here, pinned; then
     // provenance: the statement of this run's archives (and the lock),
     // signed when a key is given.
-    let lock = pin_tools(settings, &plan, &archives, log)?;
+    let lock = pin::pin_tools(settings, &plan, &archives, log)?;
     let build_facts = provenance::BuildFacts {
         extension: plan.name.clone(),
         version: facts.version.clone(),
@@ -369,48 +369,6 @@ fn run(
         registry,
         tools_lock: lock.map(|subject| settings.out().join(&subject.name).path()),
     })
-}
-
-/// Writes `tools.lock` from an archive this machine runs (a bundle runs
-/// wherever node does; a binary where the target's platform is this
-/// host's): its subject for the statement, or `None`, said.
-fn pin_tools(
-    settings: &PackageSettings,
-    plan: &Plan,
-    archives: &[WrittenArchive],
-    log: &mut dyn FnMut(&str),
-) -> Result<Option<provenance::Subject>, PackageError> {
-    if !plan.script && !plan.native {
-        log(&format!(
-            "tools: no {} (no local server: pin the endpoint's tools with `ecp check --url URL --write-lock FILE`)",
-            pin::LOCK_NAME
-        ));
-        return Ok(None);
-    }
-    let host = platform_of(&crate::release::host_triple()).ok();
-    let runs_here = plan.script || (plan.native && platform_of(&plan.triple).ok() == host);
-    match pin::surface_of(archives, runs_here) {
-        Ok(surface) => {
-            let text = surface.to_text();
-            settings.out().join(pin::LOCK_NAME).write(text.as_bytes())?;
-            log(&format!(
-                "tools: {} ({} tool(s) pinned)",
-                settings.out().join(pin::LOCK_NAME).path().display(),
-                surface.tools.len()
-            ));
-            Ok(Some(provenance::Subject {
-                name: pin::LOCK_NAME.to_owned(),
-                sha256: crate::digest::sha256(text.as_bytes()),
-            }))
-        }
-        Err(why) => {
-            log(&format!(
-                "tools: no {} ({why}; `ecp check TARGET --write-lock FILE` pins a running server)",
-                pin::LOCK_NAME
-            ));
-            Ok(None)
-        }
-    }
 }
 
 /// A Node project builds its bundle (`npm ci`, `npm run build`) unless

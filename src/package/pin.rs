@@ -6,7 +6,8 @@
 //! a server that does not start without its own configuration are said,
 //! and get no lock: pin those with `ecp check ... --write-lock`.
 
-use super::WrittenArchive;
+use super::{PackageError, PackageSettings, WrittenArchive, plan::Plan, platform_of};
+use crate::provenance;
 use crate::{
     check::{self, CheckSettings, target::Target},
     surface::ToolsLock,
@@ -39,4 +40,46 @@ pub fn surface_of(archives: &[WrittenArchive], runs_here: bool) -> Result<ToolsL
         .build()
         .map_err(NotPinned::Runtime)?;
     Ok(runtime.block_on(check::list_surface(&settings))?)
+}
+
+/// Writes `tools.lock` from an archive this machine runs (a bundle runs
+/// wherever node does; a binary where the target's platform is this
+/// host's): its subject for the statement, or `None`, said.
+pub(super) fn pin_tools(
+    settings: &PackageSettings,
+    plan: &Plan,
+    archives: &[WrittenArchive],
+    log: &mut dyn FnMut(&str),
+) -> Result<Option<provenance::Subject>, PackageError> {
+    if !plan.script && !plan.native {
+        log(&format!(
+            "tools: no {} (no local server: pin the endpoint's tools with `ecp check --url URL --write-lock FILE`)",
+            LOCK_NAME
+        ));
+        return Ok(None);
+    }
+    let host = platform_of(&crate::release::host_triple()).ok();
+    let runs_here = plan.script || (plan.native && platform_of(&plan.triple).ok() == host);
+    match surface_of(archives, runs_here) {
+        Ok(surface) => {
+            let text = surface.to_text();
+            settings.out().join(LOCK_NAME).write(text.as_bytes())?;
+            log(&format!(
+                "tools: {} ({} tool(s) pinned)",
+                settings.out().join(LOCK_NAME).path().display(),
+                surface.tools.len()
+            ));
+            Ok(Some(provenance::Subject {
+                name: LOCK_NAME.to_owned(),
+                sha256: crate::digest::sha256(text.as_bytes()),
+            }))
+        }
+        Err(why) => {
+            log(&format!(
+                "tools: no {} ({why}; `ecp check TARGET --write-lock FILE` pins a running server)",
+                LOCK_NAME
+            ));
+            Ok(None)
+        }
+    }
 }
