@@ -331,6 +331,45 @@ fn verify_live_holds_a_running_server_to_the_lock_the_statement_names() {
     let (code, report) = verify_live(&archive, &[main.to_str().unwrap()]);
     assert_eq!(live_step(&report).0, "proven", "{report:#}");
     assert_eq!(code, Some(0), "{report:#}");
+    // The same release installed for Qwen (unpacked where Qwen's installer
+    // puts it), named: proven.
+    let home = temp.path().join("home");
+    let installed = home.join(".qwen/extensions/acme-context");
+    std::fs::create_dir_all(&installed).unwrap();
+    let tar = Command::new("tar")
+        .arg("xzf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(&installed)
+        .status()
+        .unwrap();
+    assert!(tar.success());
+    let output = Command::new(env!("CARGO_BIN_EXE_ecp"))
+        .args(["verify", "--format", "json"])
+        .arg(&archive)
+        .args(["--live", "acme-context"])
+        .env("HOME", &home)
+        .env_remove("QWEN_HOME")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(live_step(&report).0, "proven", "{report:#}");
+    let output = Command::new(env!("CARGO_BIN_EXE_ecp"))
+        .args(["verify", "--format", "json"])
+        .arg(&archive)
+        .args(["--live", "other-context"])
+        .env("HOME", &home)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let (status, detail) = live_step(&report);
+    assert_eq!(status, "failed");
+    assert!(
+        detail.contains("no extension `other-context` is installed"),
+        "{detail}"
+    );
     // Another server (the independent Python one, with a destructive
     // hint, reading the manifest's variables under its own names):
     // failed, naming the field.
