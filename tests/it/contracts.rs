@@ -307,23 +307,7 @@ fn qwen_and_ecp_schemas_classify_every_case_alike_in_rust_and_in_ajv() {
         }
         process.stdout.write(JSON.stringify(wrong));
     "#;
-    let mut child = Command::new("node")
-        .args(["-e", script])
-        .arg(&ajv)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("node runs");
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(serde_json::to_string(&jobs).unwrap().as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(output.status.success());
-    let wrong: Vec<String> = serde_json::from_slice(&output.stdout).unwrap();
+    let wrong: Vec<String> = crate::npm::node_json(script, &ajv, &jobs);
     assert_eq!(
         wrong,
         Vec::<String>::new(),

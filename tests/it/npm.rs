@@ -42,3 +42,29 @@ pub fn package(name: &str, version: &str) -> PathBuf {
     std::fs::rename(&staging, &root).unwrap();
     installed
 }
+
+/// Runs `node -e script package`, with `input` as JSON on its stdin; what
+/// it prints on stdout, read as JSON.
+pub fn node_json<T: serde::de::DeserializeOwned>(
+    script: &str,
+    package: &Path,
+    input: &impl serde::Serialize,
+) -> T {
+    use std::io::Write;
+    let mut child = Command::new("node")
+        .args(["-e", script])
+        .arg(package)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("node runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(serde_json::to_string(input).unwrap().as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "node -e failed");
+    serde_json::from_slice(&output.stdout).unwrap()
+}

@@ -6,7 +6,6 @@
 //! point order).
 
 use std::{
-    io::Write,
     path::Path,
     process::{Command, Stdio},
 };
@@ -146,22 +145,7 @@ fn seeded_random_texts_canonicalize_as_the_reference_does() {
         const texts = JSON.parse(require("fs").readFileSync(0, "utf8"));
         process.stdout.write(JSON.stringify(texts.map((t) => canonicalize(JSON.parse(t)))));
     "#;
-    let mut child = Command::new("node")
-        .args(["-e", script])
-        .arg(&package)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("node runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(serde_json::to_string(&texts).unwrap().as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(output.status.success());
-    let theirs: Vec<String> = serde_json::from_slice(&output.stdout).unwrap();
+    let theirs: Vec<String> = crate::npm::node_json(script, &package, &texts);
     assert_eq!(theirs.len(), texts.len());
     let mut differ = Vec::new();
     for ((text, theirs), at) in texts.iter().zip(&theirs).zip(0..) {
