@@ -135,6 +135,14 @@ fn digest(value: &Value) -> Result<String, jcs::TooDeep> {
     ))
 }
 
+/// The digest of a set of names: one canonical array, in UTF-16 order.
+fn names_digest<'a>(names: impl Iterator<Item = &'a String>) -> String {
+    let mut names: Vec<&String> = names.collect();
+    names.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
+    let names = Value::Array(names.into_iter().map(|n| Value::from(n.as_str())).collect());
+    digest(&names).unwrap_or_else(|_| unreachable!("a flat array of strings"))
+}
+
 /// Whether `text` is a digest as a lock spells it.
 fn is_digest(text: &str) -> bool {
     text.strip_prefix("sha256:").is_some_and(|hex| {
@@ -190,12 +198,9 @@ impl ToolsLock {
                 return Err(LockError::Twice(shown_name(name)));
             }
         }
-        let mut names: Vec<&String> = pins.keys().collect();
-        names.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
-        let names = Value::Array(names.into_iter().map(|n| Value::from(n.as_str())).collect());
         Ok(ToolsLock {
             ecp_tools_lock: FORMAT,
-            names: digest(&names).unwrap_or_else(|_| unreachable!("a flat array of strings")),
+            names: names_digest(pins.keys()),
             tools: pins,
         })
     }
@@ -236,6 +241,11 @@ impl ToolsLock {
             return Err(not(
                 "a digest is not sha256:<64 hex digits>, or a tool lacks one of its six fields"
                     .into(),
+            ));
+        }
+        if names_digest(lock.tools.keys()) != lock.names {
+            return Err(not(
+                "its names digest is not that of its tools' names".into()
             ));
         }
         Ok(lock)
@@ -387,6 +397,7 @@ mod tests {
             text.replacen("sha256:", "sha1:", 1),
             text.replace("\"title\": \"sha256", "\"tytle\": \"sha256"),
             text.replace("\"names\"", "\"extra\": 1, \"names\""),
+            text.replace("\"context_search\": {", "\"context_search2\": {"),
             "[]".to_owned(),
         ] {
             assert!(ToolsLock::parse("t", &bad).is_err(), "{bad}");
