@@ -353,9 +353,11 @@ async fn qwen_installs_owner_repo_from_a_release_in_every_asset_order_and_update
     let v1 = release_folder(work.path(), "0.1.0");
     let v2 = release_folder(work.path(), "0.2.0");
     let names = assets(&v1);
-    // Ten archives, SHA256SUMS, and one provenance statement per target:
-    // Qwen's lookup must never take a statement for an archive, in any order.
-    assert_eq!(names.len(), 16, "{names:?}");
+    // Ten archives, SHA256SUMS, one provenance statement per target and
+    // the tool surface's lock (written by the host's run): Qwen's lookup
+    // must never take a statement or the lock for an archive, in any order.
+    assert_eq!(names.len(), 17, "{names:?}");
+    assert!(names.iter().any(|n| n == "tools.lock"), "{names:?}");
     assert_eq!(
         names.iter().filter(|n| n.ends_with(".intoto.json")).count(),
         5,
