@@ -180,7 +180,7 @@ fn read_lock(path: Option<&std::path::Path>) -> Result<Option<ToolsLock>, Failur
 fn write_lock(path: &std::path::Path, report: &CheckReport) -> Result<(), Failure> {
     let Some(surface) = &report.surface else {
         return Err(could_not_run(
-            "--write-lock: the target listed no tools to pin (tools/list failed)",
+            "--write-lock: the target's tools/list could not be pinned (it failed, two tools share a name, or a definition is nested past 256 levels)",
         ));
     };
     crate::writes::Place::destination(path)
