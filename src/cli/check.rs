@@ -43,15 +43,11 @@ fn settings(path: Option<PathBuf>, args: &TargetArgs) -> Result<CheckSettings, F
         None => None,
     };
     Ok(CheckSettings {
-        target,
         config_file,
         base_url_env: args.base_url_env.clone(),
         token_env: args.token_env.clone(),
         bearer,
-        upstream: check::UpstreamSource::V1,
-        lock: None,
-        seed: check::DEFAULT_SEED,
-        mutations: check::DEFAULT_MUTATIONS,
+        ..CheckSettings::for_target(target)
     })
 }
 

@@ -11,8 +11,6 @@
 //! so `1e2`, `100.0` and `100` are one number and an integer past 2^53 is
 //! the double nearest to it, as every JavaScript reader of it sees it.
 
-use std::fmt::Write;
-
 use serde_json::Value;
 
 /// The deepest nesting canonicalized; a deeper value is refused (serde_json
@@ -72,25 +70,11 @@ fn write_value(out: &mut String, value: &Value, depth: usize) -> Result<(), TooD
     Ok(())
 }
 
-/// `s` quoted as `JSON.stringify` quotes it.
+/// `s` quoted as `JSON.stringify` quotes it: serde_json's writer escapes
+/// the same characters the same way (`"`, `\`, the short forms, every
+/// other C0 control as `\u00xx` in lower case, nothing else).
 fn write_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    out.push_str(&serde_json::to_string(s).unwrap_or_else(|_| unreachable!("a string serializes")));
 }
 
 #[cfg(test)]

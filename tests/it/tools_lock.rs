@@ -277,6 +277,19 @@ fn verify_live(archive: &Path, command: &[&str]) -> (Option<i32>, Value) {
     (output.status.code(), report)
 }
 
+/// GNU tar extracts `archive` into `into` (made first).
+fn untar(archive: &Path, into: &Path) {
+    std::fs::create_dir_all(into).unwrap();
+    let status = Command::new("tar")
+        .arg("xzf")
+        .arg(archive)
+        .arg("-C")
+        .arg(into)
+        .status()
+        .unwrap();
+    assert!(status.success(), "tar xzf {}", archive.display());
+}
+
 fn live_step(report: &Value) -> (String, String) {
     let step = (report["checks"].as_array().unwrap().iter())
         .find(|c| c["id"] == "live")
@@ -301,15 +314,7 @@ fn verify_live_holds_a_running_server_to_the_lock_the_statement_names() {
     );
     let archive = dir.join("dist/linux.x64.acme-context.tar.gz");
     let unpacked = temp.path().join("unpacked");
-    std::fs::create_dir_all(&unpacked).unwrap();
-    let tar = Command::new("tar")
-        .arg("xzf")
-        .arg(&archive)
-        .arg("-C")
-        .arg(&unpacked)
-        .status()
-        .unwrap();
-    assert!(tar.success());
+    untar(&archive, &unpacked);
     let main = unpacked.join("dist/main");
     // The release's own server: proven.
     let (code, report) = verify_live(&archive, &[main.to_str().unwrap()]);
@@ -319,15 +324,7 @@ fn verify_live_holds_a_running_server_to_the_lock_the_statement_names() {
     // puts it), named: proven.
     let home = temp.path().join("home");
     let installed = home.join(".qwen/extensions/acme-context");
-    std::fs::create_dir_all(&installed).unwrap();
-    let tar = Command::new("tar")
-        .arg("xzf")
-        .arg(&archive)
-        .arg("-C")
-        .arg(&installed)
-        .status()
-        .unwrap();
-    assert!(tar.success());
+    untar(&archive, &installed);
     let output = Command::new(env!("CARGO_BIN_EXE_ecp"))
         .args(["verify", "--format", "json"])
         .arg(&archive)
