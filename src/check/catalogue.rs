@@ -39,6 +39,9 @@ pub enum Group {
     /// The tool surface against the one `--lock FILE` pins; only a run
     /// given a lock has it.
     Lock,
+    /// The official MCP conformance suite's verdict (`--conformance`);
+    /// only a run that asks for it has it.
+    Conformance,
 }
 
 impl Group {
@@ -52,6 +55,7 @@ impl Group {
             Group::Protocol => "protocol",
             Group::Hook => "hook",
             Group::Lock => "lock",
+            Group::Conformance => "conformance",
         }
     }
 }
@@ -117,6 +121,8 @@ checks! {
     RequestMeta = "request-meta", Protocol, "a request without _meta or under an unknown revision is refused";
     HttpHeaders = "http-headers", Protocol, "Mcp-Method, Mcp-Name and MCP-Protocol-Version that disagree with the body are refused";
     Redaction = "redaction", Output, "no query, token, endpoint or upstream body in any result or stderr";
+    McpConformance = "mcp-conformance", Conformance, "the official MCP conformance suite finds no failure outside the baseline";
+    McpConformanceBaseline = "mcp-conformance-baseline", Conformance, "every baselined check of the suite still fails";
     HookContext = "hook-context", Hook, "a found context is Qwen's hook output holding the profile's envelope text";
     HookSubmittedPrompt = "hook-submitted-prompt", Hook, "only submitted_prompt is searched, never the expanded prompt";
     HookOtherInput = "hook-other-input", Hook, "other events, malformed or oversized input search nothing and add nothing";

@@ -22,6 +22,7 @@ impl CheckSettings {
             config_file: None,
             upstream: UpstreamSource::V1,
             lock: None,
+            conformance: None,
             seed: DEFAULT_SEED,
             mutations: DEFAULT_MUTATIONS,
         }

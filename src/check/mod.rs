@@ -45,6 +45,7 @@ pub mod canary;
 pub mod cassette;
 pub mod catalogue;
 pub mod config_file;
+pub mod conformance;
 pub mod crash;
 pub mod embedded;
 pub mod hook;
@@ -175,6 +176,8 @@ pub struct CheckSettings {
     pub upstream: UpstreamSource,
     /// `--lock`: the tool surface the target must list.
     pub lock: Option<crate::surface::ToolsLock>,
+    /// `--conformance`: the official suite, ready to run.
+    pub conformance: Option<conformance::Conformance>,
     /// Seeds the hostile answers.
     pub seed: u64,
     /// How many hostile answers the target meets.
@@ -255,6 +258,9 @@ pub struct CheckReport {
     /// The tool surface the target listed, pinned (`--write-lock`).
     #[serde(skip)]
     pub surface: Option<crate::surface::ToolsLock>,
+    /// The official suite's checks (`--conformance`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conformance: Option<conformance::ConformanceRun>,
 }
 
 /// What a run establishes.
@@ -321,6 +327,7 @@ impl CheckReport {
             mapped: None,
             hook,
             surface: None,
+            conformance: None,
         }
     }
 }
@@ -763,7 +770,17 @@ pub async fn run(
         .chain(stateless.map(str::to_owned))
         .collect();
     opened.session.close().await;
+    let mut checks = checks;
+    let suite_run = match &settings.conformance {
+        Some(asked) => {
+            let ran = conformance::run(asked, &opened.probe).await?;
+            checks.extend(conformance::judge(&ran));
+            Some(ran)
+        }
+        None => None,
+    };
     let mut report = CheckReport::of(&settings.target, checks, false);
+    report.conformance = suite_run;
     report.revisions = revisions;
     // It may quote the target: shown as outside text, as reasons are.
     report.undecided = undecided.map(|why| crate::text::outside::line(&why, 2000));

@@ -67,6 +67,25 @@ pub struct Launch {
 }
 
 impl Launch {
+    /// `program` with `args` and `env` on top of ecp's own environment,
+    /// held to the profile's MCP timeout.
+    pub fn of_command(program: &str, args: &[&str], env: &[(&str, &str)]) -> Launch {
+        Launch {
+            program: program.to_owned(),
+            note: None,
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            cwd: None,
+            env: (env.iter())
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            call_timeout: DEFAULT_CALL_TIMEOUT,
+            include_tools: None,
+            binding: None,
+            _extracted: None,
+            scratch: None,
+        }
+    }
+
     /// The command that starts the server: its program, arguments,
     /// environment and folder, stdin and stdout piped, `stderr` as asked,
     /// in a process group of its own, killed when dropped.

@@ -193,11 +193,57 @@ fn write_lock(path: &std::path::Path, report: &CheckReport) -> Result<(), Failur
     Ok(())
 }
 
+/// `--conformance`: the baseline read and the suite installed (once)
+/// before the target starts.
+fn prepare_conformance(
+    args: &CheckArgs,
+) -> Result<Option<check::conformance::Conformance>, Failure> {
+    use check::conformance::{Baseline, Conformance, install, profile_baseline};
+    let Some(revision) = &args.conformance else {
+        return Ok(None);
+    };
+    let baseline = match &args.conformance_baseline {
+        Some(path) => {
+            let shown = path.display().to_string();
+            let text =
+                crate::files::read_text(path, None, check::conformance::baseline::MAX_BYTES as u64)
+                    .map_err(|error| {
+                        could_not_run(&format!("--conformance-baseline {shown}: {error}"))
+                    })?;
+            Baseline::parse(&shown, &text).map_err(|error| {
+                could_not_run(&format!("--conformance-baseline: {error}")).help(Some(
+                    "a baseline is the suite's --expected-failures YAML: `server:`, then `- scenario:check` entries, each under a `# why` comment",
+                ))
+            })?
+        }
+        None => profile_baseline(revision).ok_or_else(|| {
+            could_not_run(&format!(
+                "ecp holds no baseline for {revision}: a defect of this build"
+            ))
+        })?,
+    };
+    let folder = install::folder().ok_or_else(|| {
+        could_not_run("no folder for the conformance suite: HOME is not set").help(Some(format!(
+            "set {} to a folder ecp may write",
+            install::DIR_ENV
+        )))
+    })?;
+    let installed =
+        install::ensure(&folder, &|said| eprintln!("ecp check: {said}")).map_err(blocked)?;
+    Ok(Some(Conformance {
+        revision: revision.clone(),
+        installed,
+        baseline,
+    }))
+}
+
 pub fn run_check(args: CheckArgs, color: ColorChoice) -> Outcome {
     check_destinations(&args)?;
     let lock = read_lock(args.lock.as_deref())?;
+    let conformance = prepare_conformance(&args)?;
     let (mut settings, tokio) = prepare(args.path, &args.target)?;
     settings.lock = lock;
+    settings.conformance = conformance;
     settings.seed = args.seed;
     settings.mutations = args.mutations;
     settings.upstream = match (args.upstream, args.cassette) {
@@ -248,11 +294,55 @@ pub fn run_check(args: CheckArgs, color: ColorChoice) -> Outcome {
         for result in &report.checks {
             println!("{}", line(result, color));
         }
+        if let Some(suite) = &report.conformance {
+            println!("{}", suite_lines(suite));
+        }
         println!("{}", summary(&report));
     } else {
         println!("{}", crate::text::outside::json_report(&report));
     }
     exit_of(&report, &settings.target)
+}
+
+/// The official suite's run: what it was, its counts, and every check
+/// that needs a look (failed, warned, stale); `--format json` lists all.
+fn suite_lines(suite: &check::conformance::ConformanceRun) -> String {
+    use check::conformance::{SuiteStatus, Via};
+    let via = match suite.via {
+        Via::Shim => "stdio, through ecp's loopback HTTP shim",
+        Via::Http => "HTTP",
+    };
+    let mut text = format!(
+        "{} by {} ({via}; baseline: {}):",
+        suite.suite, suite.revision, suite.baseline
+    );
+    let order = [SuiteStatus::Fail, SuiteStatus::Warn, SuiteStatus::Stale];
+    let rest = [
+        SuiteStatus::Pass,
+        SuiteStatus::Expected,
+        SuiteStatus::Shim,
+        SuiteStatus::Info,
+        SuiteStatus::Skipped,
+    ];
+    let mut counts = Vec::new();
+    for status in order.iter().chain(&rest) {
+        let n = suite.checks.iter().filter(|c| c.status == *status).count();
+        if n > 0 {
+            counts.push(format!("{n} {}", status.label()));
+        }
+    }
+    text.push_str(&format!(" {}", counts.join(", ")));
+    for status in order {
+        for check in suite.checks.iter().filter(|c| c.status == status) {
+            text.push_str(&format!(
+                "\n  {:<8} {} ({})",
+                status.label(),
+                check.id,
+                check.reason
+            ));
+        }
+    }
+    text
 }
 
 /// What the mapping made of a real answer, already outside text: a line

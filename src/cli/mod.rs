@@ -432,6 +432,28 @@ pub struct CheckArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "hook")]
     pub write_lock: Option<PathBuf>,
 
+    /// Also run the official MCP conformance suite (installed once from
+    /// npm, pinned) against the target, a stdio server through ecp's
+    /// loopback HTTP shim, by REVISION's requirements (2025-11-25 or
+    /// 2026-07-28); failures the profile's baseline does not excuse fail
+    /// `mcp-conformance`
+    #[arg(
+        long,
+        value_name = "REVISION",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = crate::check::conformance::DEFAULT_REVISION,
+        value_parser = clap::builder::PossibleValuesParser::new(crate::check::conformance::REVISIONS),
+        conflicts_with = "hook"
+    )]
+    pub conformance: Option<String>,
+
+    /// With --conformance: the expected failures of the suite's form
+    /// (`server:` and `- scenario:check` entries, each with a `#` reason)
+    /// instead of the profile's baseline
+    #[arg(long, value_name = "FILE", requires = "conformance")]
+    pub conformance_baseline: Option<PathBuf>,
+
     /// Judge the Auto Recall hook instead of the MCP server: Qwen's
     /// `UserPromptSubmit` hook contract, one process a prompt (a folder or
     /// archive runs its entry point with `--hook user-prompt-submit`)

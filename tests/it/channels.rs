@@ -51,7 +51,10 @@ fn node_extension(parent: &Path) -> PathBuf {
         }),
     );
     std::fs::create_dir_all(dir.join("dist")).unwrap();
-    std::fs::write(dir.join("dist/main.js"), "process.stdin.resume();\n").unwrap();
+    // It ends at once: `ecp package` starts it to pin its tools, and a
+    // stand-in that waited would hold every package run for the 30 s
+    // handshake bound (no lock is written for it either way).
+    std::fs::write(dir.join("dist/main.js"), "process.exit(0);\n").unwrap();
     std::fs::write(dir.join("README.md"), "# acme-context\n").unwrap();
     dir
 }

@@ -7,6 +7,7 @@ mod check;
 mod ci_tools;
 mod cli;
 mod config_file;
+mod conformance_shim;
 mod contracts;
 mod deploy;
 mod docs_claims;

