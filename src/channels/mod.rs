@@ -20,6 +20,7 @@
 pub mod mcpb;
 pub mod npm;
 pub mod registry;
+pub mod try_in;
 
 use serde_json::{Map, Value, json};
 

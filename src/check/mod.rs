@@ -761,7 +761,7 @@ pub async fn run(
         undecided,
         mapped,
     } = suite.run().await;
-    let revisions = opened
+    let revisions: Vec<String> = opened
         .session
         .client
         .peer_info()
@@ -772,6 +772,13 @@ pub async fn run(
     opened.session.close().await;
     let mut checks = checks;
     let suite_run = match &settings.conformance {
+        // A revision the target does not speak binds it to nothing, as
+        // the protocol checks of 2026-07-28 are not applicable to a
+        // target that agreed on an older one.
+        Some(asked) if !revisions.contains(&asked.revision) => {
+            checks.extend(conformance::not_spoken(&asked.revision, &revisions));
+            None
+        }
         Some(asked) => {
             let ran = conformance::run(asked, &opened.probe).await?;
             checks.extend(conformance::judge(&ran));

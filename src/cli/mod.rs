@@ -539,8 +539,27 @@ pub struct TryArgs {
     pub replace: bool,
 
     /// The Qwen Code program to run (default: `qwen` on PATH)
-    #[arg(long, value_name = "PROGRAM")]
+    #[arg(long, value_name = "PROGRAM", conflicts_with_all = ["client", "program"])]
     pub qwen: Option<PathBuf>,
+
+    /// The client to install into, through its own CLI: Qwen Code, Gemini
+    /// CLI (from the archive's gemini-extension.json) or Claude Code (its
+    /// .claude-plugin/plugin.json, as a plugin of a local marketplace)
+    #[arg(long, value_enum, default_value_t = TryClient::Qwen)]
+    pub client: TryClient,
+
+    /// The client's program to run (default: `qwen`, `gemini` or `claude`
+    /// on PATH)
+    #[arg(long, value_name = "PROGRAM")]
+    pub program: Option<PathBuf>,
+}
+
+/// The clients `ecp try` installs into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TryClient {
+    Qwen,
+    Gemini,
+    Claude,
 }
 
 /// `ecp doctor`.

@@ -11,8 +11,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{ColorChoice, Exit, Failure, Outcome, PackageArgs, TryArgs};
+use super::{ColorChoice, Exit, Failure, Outcome, PackageArgs, TryArgs, TryClient};
 use crate::{
+    channels::{Client, try_in},
     extension::manifest::ManifestFacts,
     lint::{self, MANIFEST, Severity},
     package,
@@ -25,14 +26,28 @@ use crate::{
 
 pub fn run(args: TryArgs, color: ColorChoice) -> Outcome {
     // Every argument is checked before anything is packaged or run.
-    if let Some(program) = &args.qwen
-        && !drive::is_program(program)
-    {
-        return Err(could_not_run(format!(
-            "--qwen {}: no such program",
-            crate::text::outside::value(&program.display().to_string())
-        ))
-        .help(Some("name the Qwen Code executable (`which qwen`), or leave --qwen out to use the one on PATH")));
+    let client = match args.client {
+        TryClient::Qwen => Client::Qwen,
+        TryClient::Gemini => Client::Gemini,
+        TryClient::Claude => Client::Claude,
+    };
+    let word = try_in::client_word(client);
+    for (flag, program) in [("--qwen", &args.qwen), ("--program", &args.program)] {
+        if let Some(program) = program
+            && !drive::is_program(program)
+        {
+            return Err(could_not_run(format!(
+                "{flag} {}: no such program",
+                crate::text::outside::value(&program.display().to_string())
+            ))
+            .help(Some(format!(
+                "name the {} executable (`which {word}`), or leave {flag} out to use the one on PATH",
+                client.title()
+            ))));
+        }
+    }
+    if client != Client::Qwen {
+        return other_client(&args, client, color);
     }
     let archive = archive_for(&args.path, color)?;
     let archive = std::path::absolute(&archive).unwrap_or(archive);
@@ -42,7 +57,7 @@ pub fn run(args: TryArgs, color: ColorChoice) -> Outcome {
         "qwen extensions install {} --consent",
         qwen::shell_word(&archive)
     );
-    let program = qwen::program(args.qwen.as_deref());
+    let program = qwen::program(args.qwen.as_deref().or(args.program.as_deref()));
     let Some(program) = program.filter(|_| !args.print) else {
         if !args.print {
             eprintln!(
@@ -69,6 +84,108 @@ pub fn run(args: TryArgs, color: ColorChoice) -> Outcome {
     drive::run_qwen(&program, &["extensions", "install"], Some(&archive)).map_err(failure)?;
     let listed = drive::run_qwen(&program, &["mcp", "list"], None).map_err(failure)?;
     connected(&listed, &name, &facts)
+}
+
+/// `ecp try --client gemini|claude`: the archive unpacked where the client
+/// will keep reading it, installed through the client's CLI, and the
+/// client's own `mcp list` verdict ([`try_in`]).
+fn other_client(args: &TryArgs, client: Client, color: ColorChoice) -> Outcome {
+    let word = try_in::client_word(client);
+    let archive = archive_for(&args.path, color)?;
+    let archive = std::path::absolute(&archive).unwrap_or(archive);
+    let facts = lint_archive(&archive, color)?;
+    let name = facts.name.clone().unwrap_or_default();
+    let root = try_in::stage_root(client).ok_or_else(|| {
+        could_not_run("no folder to unpack into: HOME is not set").help(Some(format!(
+            "set {} to a folder ecp may write",
+            try_in::DIR_ENV
+        )))
+    })?;
+    let folder = try_in::stage(&archive, &name, client, &root).map_err(failure)?;
+    let steps = try_in::install_steps(client, &folder, &name);
+    let program = (args.program.clone()).or_else(|| qwen::program_named(word));
+    let Some(program) = program.filter(|_| !args.print) else {
+        if !args.print {
+            eprintln!(
+                "ecp try: {} is not on PATH ({}); the archive is unpacked into {}; run these once it is:",
+                client.title(),
+                match client {
+                    Client::Gemini => "npm install -g @google/gemini-cli",
+                    _ => "npm install -g @anthropic-ai/claude-code",
+                },
+                folder.display()
+            );
+        }
+        for step in &steps {
+            println!("{}", step.shown(word));
+        }
+        println!("{word} mcp list");
+        return Ok(Exit::Success);
+    };
+    crate::children::watch_interrupts();
+    if client == Client::Gemini
+        && let Some(source) = try_in::gemini_installed(&name)
+    {
+        let ours = source.as_deref() == Some(&*folder.to_string_lossy());
+        if !ours && !args.replace {
+            return Err(failure(TryError::InstalledElsewhere {
+                client: client.title(),
+                uninstall: format!("gemini extensions uninstall {name}"),
+                name: name.clone(),
+                from: source.unwrap_or_else(|| "an unknown source".to_owned()),
+            }));
+        }
+        let shown = format!("gemini extensions uninstall {name}");
+        eprintln!("ecp try: {shown}");
+        let uninstall = [
+            "extensions".to_owned(),
+            "uninstall".to_owned(),
+            name.clone(),
+        ];
+        drive::run_client(&program, &shown, &uninstall, None).map_err(failure)?;
+    }
+    for step in &steps {
+        let shown = step.shown(word);
+        eprintln!("ecp try: {shown}");
+        drive::run_client(&program, &shown, &step.args, step.env).map_err(failure)?;
+    }
+    let list = ["mcp".to_owned(), "list".to_owned()];
+    let listed =
+        drive::run_client(&program, &format!("{word} mcp list"), &list, None).map_err(failure)?;
+    client_verdict(client, &listed, &name, &facts)
+}
+
+/// The verdict from the client's `mcp list`, as [`connected`] reads Qwen's.
+fn client_verdict(client: Client, listed: &str, name: &str, facts: &ManifestFacts) -> Outcome {
+    let title = client.title();
+    let (line, help) = match try_in::status(client, listed, name) {
+        try_in::Status::Connected(line) => {
+            println!("{}", crate::text::outside::line(&line, 500));
+            println!("Installed in {title} and connected: ask it something that needs {name}.");
+            return Ok(Exit::Success);
+        }
+        try_in::Status::Disconnected(line) => (
+            line,
+            drive::disconnected_help_for(facts.server.as_ref(), title),
+        ),
+        try_in::Status::Disabled(line) => (
+            line,
+            "Gemini CLI starts no stdio server in a folder it does not trust: trust this folder when Gemini asks (start `gemini` here), or run it from a trusted one".to_owned(),
+        ),
+        try_in::Status::NotListed => {
+            return Err(could_not_run(format!(
+                "{} mcp list does not list {name}:\n{}",
+                try_in::client_word(client),
+                crate::text::outside::block(listed, 20, 300)
+            )));
+        }
+    };
+    println!("{}", crate::text::outside::line(&line, 500));
+    Err(Failure::new(
+        Exit::No,
+        format!("{name} is installed, but {title} does not connect to it"),
+    )
+    .help(Some(help)))
 }
 
 /// The verdict from `qwen mcp list`: connected is success; disconnected

@@ -26,9 +26,15 @@ pub enum TryError {
     /// program it cannot run, a `qwen` command that failed.
     #[error("{0}")]
     NotRun(String),
-    /// Qwen Code has an extension of this name from another source.
-    #[error("Qwen Code already has {name} installed, from {}", outside::line(.from, 300))]
-    InstalledElsewhere { name: String, from: String },
+    /// The client has an extension of this name from another source.
+    #[error("{client} already has {name} installed, from {}", outside::line(.from, 300))]
+    InstalledElsewhere {
+        client: &'static str,
+        name: String,
+        from: String,
+        /// The client's command that uninstalls it.
+        uninstall: String,
+    },
     /// A Ctrl-C stopped the `qwen` command (and what it started).
     #[error("interrupted: {0} was stopped")]
     Interrupted(String),
@@ -38,8 +44,8 @@ impl TryError {
     /// What to do about it, when there is something to say.
     pub fn help(&self) -> Option<String> {
         match self {
-            TryError::InstalledElsewhere { name, .. } => Some(format!(
-                "pass --replace to uninstall it first, or run `qwen extensions uninstall {name}` yourself"
+            TryError::InstalledElsewhere { uninstall, .. } => Some(format!(
+                "pass --replace to uninstall it first, or run `{uninstall}` yourself"
             )),
             _ => None,
         }
@@ -129,6 +135,8 @@ pub fn replace(
     let ours = installed.source.as_deref() == Some(&*archive.to_string_lossy());
     if !ours && !forced {
         return Err(TryError::InstalledElsewhere {
+            client: "Qwen Code",
+            uninstall: format!("qwen extensions uninstall {name}"),
             name: name.to_owned(),
             from: installed
                 .source
@@ -151,12 +159,28 @@ pub fn replace(
 /// of its own (Ctrl-C stops it through `crate::children`); its output when
 /// it succeeds, its last lines when it fails.
 pub fn run_qwen(program: &Path, args: &[&str], archive: Option<&Path>) -> Result<String, TryError> {
-    let mut command = Command::new(program);
-    command.args(args);
+    let mut words: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
     if let Some(archive) = archive {
-        command.arg(archive).arg("--consent");
+        words.push(archive.to_string_lossy().into_owned());
+        words.push("--consent".to_owned());
     }
     let shown = format!("qwen {}", args.join(" "));
+    run_client(program, &shown, &words, None)
+}
+
+/// Runs a client's command (`shown` in messages) with no stdin and, when
+/// given, one variable set for it alone; as [`run_qwen`].
+pub fn run_client(
+    program: &Path,
+    shown: &str,
+    args: &[String],
+    env: Option<(&str, &str)>,
+) -> Result<String, TryError> {
+    let mut command = Command::new(program);
+    command.args(args);
+    if let Some((name, value)) = env {
+        command.env(name, value);
+    }
     command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -165,7 +189,7 @@ pub fn run_qwen(program: &Path, args: &[&str], archive: Option<&Path>) -> Result
         .and_then(crate::children::Child::wait_with_output)
         .map_err(|e| TryError::NotRun(format!("cannot run {}: {e}", program.display())))?;
     if crate::children::interrupted() {
-        return Err(TryError::Interrupted(shown));
+        return Err(TryError::Interrupted(shown.to_owned()));
     }
     let text = String::from_utf8_lossy(&output.stdout).into_owned()
         + &String::from_utf8_lossy(&output.stderr);
@@ -205,9 +229,14 @@ pub fn connection(listed: &str, name: &str, server: Option<&ServerFacts>) -> Con
 /// What to do when Qwen cannot connect: a remote server must answer and be
 /// signed in to; a local one needs the variables its manifest passes.
 fn disconnected_help(server: Option<&ServerFacts>) -> String {
+    disconnected_help_for(server, "Qwen Code")
+}
+
+/// [`disconnected_help`] for `client` (its name in the message).
+pub fn disconnected_help_for(server: Option<&ServerFacts>, client: &str) -> String {
     if let Some(url) = server.and_then(|s| s.http_url.as_deref()) {
         return format!(
-            "a remote server connects once {} answers and Qwen Code has signed in to it (its OAuth sign-in); `ecp check --url URL --token-env TOKEN` checks the endpoint itself",
+            "a remote server connects once {} answers and {client} has signed in to it (its OAuth sign-in); `ecp check --url URL --token-env TOKEN` checks the endpoint itself",
             outside::value(url)
         );
     }
@@ -216,7 +245,7 @@ fn disconnected_help(server: Option<&ServerFacts>) -> String {
         return "`ecp call . \"a query\"` shows what the server says when it starts".to_owned();
     }
     format!(
-        "set {} in the environment Qwen Code starts from",
+        "set {} in the environment {client} starts from",
         unset.join(" and ")
     )
 }

