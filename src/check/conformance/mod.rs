@@ -527,7 +527,7 @@ mod tests {
         let judged = judge(&run);
         assert_eq!(judged[0].status, Status::Fail);
         assert!(
-            judged[0].reason.contains("tools-list:tools-list said so"),
+            judged[0].reason.contains("tools-list: tools-list said so"),
             "{}",
             judged[0].reason
         );
