@@ -780,6 +780,13 @@ pub async fn run(
             None
         }
         Some(asked) => {
+            if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+                eprintln!(
+                    "ecp check: running {} by {} against the target...",
+                    conformance::install::SUITE,
+                    asked.revision
+                );
+            }
             let ran = conformance::run(asked, &opened.probe).await?;
             checks.extend(conformance::judge(&ran));
             Some(ran)

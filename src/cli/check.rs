@@ -202,6 +202,13 @@ fn prepare_conformance(
     let Some(revision) = &args.conformance else {
         return Ok(None);
     };
+    if args.target.url.is_some() && args.target.token_env.is_some() {
+        return Err(
+            could_not_run("--conformance: the official suite sends no bearer token").help(Some(
+                "run it against a loopback instance without authorization (`dist/main --listen 127.0.0.1:PORT --no-auth`), or against the extension's folder or archive (through ecp's stdio shim)",
+            )),
+        );
+    }
     let baseline = match &args.conformance_baseline {
         Some(path) => {
             let shown = path.display().to_string();

@@ -710,6 +710,42 @@ fn ecp_try_client(
         .unwrap()
 }
 
+/// `ecp try --client CLIENT` twice: without the variables (exit 1, `ran`
+/// on stderr, the variables to set named for the client), then with them
+/// (connected). The upstream of the second run, for the client's own list.
+async fn unset_then_connected(
+    home: &Path,
+    workspace: &Path,
+    (client, title): (&str, &str),
+    archive: &Path,
+    ran: &str,
+) -> Upstream {
+    let unset = ecp_try_client(home, workspace, client, archive, &[]);
+    assert_eq!(unset.status.code(), Some(1), "{}", show(&unset));
+    let stderr = String::from_utf8_lossy(&unset.stderr);
+    assert!(stderr.contains(ran), "{}", show(&unset));
+    let help = format!(
+        "set ACME_CONTEXT_BASE_URL and ACME_CONTEXT_TOKEN in the environment {title} starts from"
+    );
+    assert!(stderr.contains(&help), "{}", show(&unset));
+
+    let upstream = upstream().await;
+    let env = [
+        ("ACME_CONTEXT_BASE_URL", upstream.base_url.as_str()),
+        ("ACME_CONTEXT_TOKEN", "e2e-token"),
+    ];
+    let connected =
+        tokio::task::block_in_place(|| ecp_try_client(home, workspace, client, archive, &env));
+    assert!(connected.status.success(), "{}", show(&connected));
+    let said = format!("Installed in {title} and connected");
+    assert!(
+        String::from_utf8_lossy(&connected.stdout).contains(&said),
+        "{}",
+        show(&connected)
+    );
+    upstream
+}
+
 /// `ecp try --client gemini`: Gemini CLI installs the archive's folder
 /// through its own CLI, and ecp reads Gemini's own `mcp list`: disabled
 /// in a folder the user has not trusted, then what is left to set, then
@@ -753,35 +789,18 @@ async fn ecp_try_installs_into_gemini_cli_and_reads_its_verdict() {
         trusted.to_string(),
     )
     .unwrap();
-    let unset = ecp_try_client(home.path(), &workspace, "gemini", &archive, &[]);
-    assert_eq!(unset.status.code(), Some(1), "{}", show(&unset));
-    let stderr = String::from_utf8_lossy(&unset.stderr);
-    assert!(
-        stderr.contains("gemini extensions uninstall acme-context"),
-        "{}",
-        show(&unset)
-    );
-    assert!(
-        stderr.contains("set ACME_CONTEXT_BASE_URL and ACME_CONTEXT_TOKEN in the environment Gemini CLI starts from"),
-        "{}",
-        show(&unset)
-    );
-
-    let upstream = upstream().await;
+    let upstream = unset_then_connected(
+        home.path(),
+        &workspace,
+        ("gemini", "Gemini CLI"),
+        &archive,
+        "gemini extensions uninstall acme-context",
+    )
+    .await;
     let env = [
         ("ACME_CONTEXT_BASE_URL", upstream.base_url.as_str()),
         ("ACME_CONTEXT_TOKEN", "e2e-token"),
     ];
-    let connected = tokio::task::block_in_place(|| {
-        ecp_try_client(home.path(), &workspace, "gemini", &archive, &env)
-    });
-    assert!(connected.status.success(), "{}", show(&connected));
-    assert!(
-        String::from_utf8_lossy(&connected.stdout)
-            .contains("Installed in Gemini CLI and connected"),
-        "{}",
-        show(&connected)
-    );
     // Gemini's own word, without ecp.
     let list =
         tokio::task::block_in_place(|| gemini(home.path(), &workspace, &["mcp", "list"], &env));
@@ -806,29 +825,18 @@ async fn ecp_try_installs_into_claude_code_and_reads_its_verdict() {
     let workspace = home.path().join("workspace");
     std::fs::create_dir_all(&workspace).unwrap();
 
-    let unset = ecp_try_client(home.path(), &workspace, "claude", &archive, &[]);
-    assert_eq!(unset.status.code(), Some(1), "{}", show(&unset));
-    let stderr = String::from_utf8_lossy(&unset.stderr);
-    assert!(
-        stderr.contains("claude plugin install acme-context@ecp-try"),
-        "{}",
-        show(&unset)
-    );
-    assert!(
-        stderr.contains("set ACME_CONTEXT_BASE_URL and ACME_CONTEXT_TOKEN in the environment Claude Code starts from"),
-        "{}",
-        show(&unset)
-    );
-
-    let upstream = upstream().await;
+    let upstream = unset_then_connected(
+        home.path(),
+        &workspace,
+        ("claude", "Claude Code"),
+        &archive,
+        "claude plugin install acme-context@ecp-try",
+    )
+    .await;
     let env = [
         ("ACME_CONTEXT_BASE_URL", upstream.base_url.as_str()),
         ("ACME_CONTEXT_TOKEN", "e2e-token"),
     ];
-    let connected = tokio::task::block_in_place(|| {
-        ecp_try_client(home.path(), &workspace, "claude", &archive, &env)
-    });
-    assert!(connected.status.success(), "{}", show(&connected));
     // Claude's own word, without ecp and without --plugin-dir: installed.
     let list = tokio::task::block_in_place(|| claude(home.path(), &["mcp", "list"], &env));
     assert!(

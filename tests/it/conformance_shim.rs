@@ -212,3 +212,62 @@ async fn past_the_limit_a_new_session_ends_the_oldest() {
     let newest = post(&shim, &ping, Some(sessions.last().unwrap())).await;
     assert_eq!(message(newest).await["id"], 2);
 }
+
+/// What `--conformance` refuses before anything is installed or started:
+/// a baseline entry without a reason (with its line), a token the suite
+/// would not send, and a revision it has no requirements for.
+#[test]
+fn conformance_refusals_come_before_the_install_and_name_the_place() {
+    let work = tempfile::tempdir().unwrap();
+    let baseline = work.path().join("baseline.yml");
+    std::fs::write(
+        &baseline,
+        "server:\n  # no prompts\n  - prompts-list:prompts-list\n\n  - ping:ping\n",
+    )
+    .unwrap();
+    let nowhere = work.path().join("never-installed");
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_ecp"))
+            .args(args)
+            .env(ecp::check::conformance::install::DIR_ENV, &nowhere)
+            .env("SOME_TOKEN", "secret")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let refused = run(&[
+        "check",
+        "--conformance",
+        "--conformance-baseline",
+        baseline.to_str().unwrap(),
+        "--",
+        "true",
+    ]);
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("baseline.yml:5: ping:ping: every entry says why"),
+        "{stderr}"
+    );
+
+    let refused = run(&[
+        "check",
+        "--conformance",
+        "--url",
+        "http://127.0.0.1:9/mcp",
+        "--token-env",
+        "SOME_TOKEN",
+    ]);
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("sends no bearer token"), "{stderr}");
+
+    let refused = run(&["check", "--conformance=2024-11-05", "--", "true"]);
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("2025-11-25") && stderr.contains("2026-07-28"),
+        "{stderr}"
+    );
+    assert!(!nowhere.exists(), "nothing was installed");
+}
