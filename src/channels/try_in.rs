@@ -66,6 +66,17 @@ fn not_run(message: String) -> TryError {
 /// earlier run put there; for Claude Code, writes the marketplace that
 /// lists it. The unpacked extension's folder.
 pub fn stage(archive: &Path, name: &str, client: Client, root: &Path) -> Result<PathBuf, TryError> {
+    // The name becomes a folder that is replaced: one plain component.
+    let plain = std::path::Path::new(name).components().count() == 1
+        && !name.starts_with('.')
+        && !name.contains(['/', '\\']);
+    if !plain {
+        return Err(not_run(format!(
+            "{}: the extension's name {} cannot name a folder",
+            archive.display(),
+            crate::text::outside::value(name)
+        )));
+    }
     let cannot =
         |what: &str, e: std::io::Error| not_run(format!("cannot {what} {}: {e}", root.display()));
     std::fs::create_dir_all(root).map_err(|e| cannot("create", e))?;
@@ -124,8 +135,8 @@ fn write_marketplace(root: &Path) -> Result<(), TryError> {
         .map_err(|problem| not_run(format!("{}: {problem}", file.display())))
 }
 
-/// One command of a client: its arguments, an environment variable for it
-/// alone, and what it is for.
+/// One command of a client: its arguments, and an environment variable set
+/// for it alone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Step {
     pub args: Vec<String>,
@@ -157,7 +168,8 @@ impl Step {
 }
 
 /// The commands that install the staged `folder` as `name` (after the
-/// uninstall [`ours`] may call for).
+/// uninstall of an earlier `ecp try`'s Gemini install, which the command
+/// line runs first).
 pub fn install_steps(client: Client, folder: &Path, name: &str) -> Vec<Step> {
     let folder = folder.to_string_lossy();
     match client {
@@ -281,6 +293,25 @@ mod tests {
             Status::Disconnected(_)
         ));
         assert_eq!(status(Client::Claude, claude, "other"), Status::NotListed);
+    }
+
+    #[test]
+    fn a_name_that_is_not_one_plain_folder_is_refused_before_anything_is_written() {
+        let root = tempfile::tempdir().unwrap();
+        let keep = root.path().join("keep");
+        std::fs::create_dir_all(&keep).unwrap();
+        for name in ["..", ".", "", "a/b", ".hidden"] {
+            let error = stage(
+                Path::new("/nonexistent.tar.gz"),
+                name,
+                Client::Gemini,
+                &keep,
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(error.contains("cannot name a folder"), "{name:?}: {error}");
+        }
+        assert!(keep.is_dir() && root.path().is_dir());
     }
 
     #[test]

@@ -235,8 +235,17 @@ fn prepare_conformance(
             install::DIR_ENV
         )))
     })?;
-    let installed =
-        install::ensure(&folder, &|said| eprintln!("ecp check: {said}")).map_err(blocked)?;
+    // Ctrl-C during the install stops npm too, and its staging folder is
+    // removed ([`crate::children`]).
+    crate::children::watch_interrupts();
+    let installed = install::ensure(&folder, &|said| eprintln!("ecp check: {said}"));
+    if crate::children::interrupted() {
+        return Err(Failure::new(
+            Exit::Interrupted,
+            "interrupted: npm was stopped and nothing was installed",
+        ));
+    }
+    let installed = installed.map_err(blocked)?;
     Ok(Some(Conformance {
         revision: revision.clone(),
         installed,

@@ -522,29 +522,34 @@ const DEMO_SESSION: &[&str] = &[
 /// README's install line, into a folder of the demo's own; the release
 /// build reuses target/ (cargo shows its progress). Returns the installed
 /// `ecp`.
-fn demo_install() -> Result<PathBuf, String> {
+/// `cargo install --locked --path .` into `target/demo-install`; with
+/// `debug`, in the dev profile, whose build `cargo test` already made in
+/// `target/debug` (CI: the release profile's build of every dependency
+/// again is minutes of its two cores).
+fn demo_install(debug: bool) -> Result<PathBuf, String> {
     let install_root = root().join("target/demo-install");
     let install_root_str = install_root.to_str().ok_or("non-UTF-8 path")?;
     let target_dir = root().join("target");
-    run(
-        "cargo",
-        &[
-            "install",
-            "--locked",
-            "--path",
-            ".",
-            "--root",
-            install_root_str,
-            "--target-dir",
-            target_dir.to_str().ok_or("non-UTF-8 path")?,
-            "--force",
-        ],
-    )?;
+    let mut args = vec![
+        "install",
+        "--locked",
+        "--path",
+        ".",
+        "--root",
+        install_root_str,
+        "--target-dir",
+        target_dir.to_str().ok_or("non-UTF-8 path")?,
+        "--force",
+    ];
+    if debug {
+        args.push("--debug");
+    }
+    run("cargo", &args)?;
     Ok(install_root.join("bin/ecp"))
 }
 
-fn demo() -> Result<(), String> {
-    let ecp = demo_install()?;
+fn demo(debug: bool) -> Result<(), String> {
+    let ecp = demo_install(debug)?;
     let ecp_str = ecp.to_str().ok_or("non-UTF-8 path")?;
 
     // Scaffold an extension and lint it, as a provider team would.
@@ -883,8 +888,9 @@ fn main() -> ExitCode {
         ["ci"] => ci(),
         ["codegen"] => codegen(false),
         ["codegen", "--check"] => codegen(true),
-        ["demo"] => demo(),
-        ["demo", "--install"] => demo_install().map(drop),
+        ["demo"] => demo(false),
+        ["demo", "--debug"] => demo(true),
+        ["demo", "--install"] => demo_install(false).map(drop),
         ["rmcp-next"] => rmcp_next(),
         ["ts-history"] => run("xtask/typescript-history.sh", &[]),
         ["e2e"] => e2e(),
@@ -895,7 +901,7 @@ fn main() -> ExitCode {
         ["bench", "--ceiling"] => bench_ceiling(),
         ["fuzz", rest @ ..] => fuzz_command(rest),
         _ => Err(
-            "usage: cargo xtask <ci | codegen [--check] | demo [--install] | rmcp-next | ts-history | e2e [--prepare] | bench [--quick | --edit-loop | --ceiling] | fuzz [--time N] [--build] [--sanitizer none|address]>"
+            "usage: cargo xtask <ci | codegen [--check] | demo [--install | --debug] | rmcp-next | ts-history | e2e [--prepare] | bench [--quick | --edit-loop | --ceiling] | fuzz [--time N] [--build] [--sanitizer none|address]>"
                 .to_owned(),
         ),
     };

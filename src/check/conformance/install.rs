@@ -76,6 +76,17 @@ pub fn ensure(dir: &Path, say: &dyn Fn(&str)) -> Result<Installed, Blocked> {
             "the conformance suite runs on npm's {NODE}, which is built for Linux on x86-64 only"
         )));
     }
+    // An older install is replaced; anything else in the way is not ecp's
+    // to delete.
+    if dir.exists() && !replaceable(dir) {
+        return Err(Blocked::with_help(
+            format!(
+                "{} exists and is not an install of the conformance suite ecp made",
+                dir.display()
+            ),
+            format!("point {DIR_ENV} at a new or empty folder"),
+        ));
+    }
     say(&format!(
         "installing {SUITE} and Node ({NODE}) from npm into {} (once; pinned by ecp's lockfile)",
         dir.display()
@@ -106,7 +117,7 @@ pub fn ensure(dir: &Path, say: &dyn Fn(&str)) -> Result<Installed, Blocked> {
         ));
     }
     // Another ecp may have finished first; either install is the same.
-    if dir.exists() && ready(dir).is_none() {
+    if dir.exists() && ready(dir).is_none() && replaceable(dir) {
         std::fs::remove_dir_all(dir).map_err(|e| cannot("replace an old install in", e))?;
     }
     let staged = staging.keep();
@@ -117,6 +128,16 @@ pub fn ensure(dir: &Path, say: &dyn Fn(&str)) -> Result<Installed, Blocked> {
         }
     }
     ready(dir).ok_or_else(|| Blocked::new("the install is not complete after it finished"))
+}
+
+/// Whether `dir` may be deleted to make room for an install: empty, or an
+/// install ecp made (its marker, or its package.json's name).
+fn replaceable(dir: &Path) -> bool {
+    let empty = std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_none());
+    let package = std::fs::read_to_string(dir.join("package.json")).unwrap_or_default();
+    let named = serde_json::from_str::<serde_json::Value>(&package)
+        .is_ok_and(|p| p["name"] == "ecp-conformance");
+    empty || named || dir.join(MARKER).is_file()
 }
 
 fn npm_ci(dir: &Path) -> Result<(), Blocked> {
@@ -177,6 +198,24 @@ mod tests {
             assert!(integrity.starts_with("sha512-"), "{path}: {integrity:?}");
             assert!(entry.get("hasInstallScript").is_none(), "{path}");
         }
+    }
+
+    #[test]
+    fn a_folder_that_is_not_an_install_is_never_deleted() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "mine").unwrap();
+        let said = std::cell::Cell::new(false);
+        let blocked = ensure(dir.path(), &|_| said.set(true)).unwrap_err();
+        assert!(blocked.said.contains("is not an install"), "{blocked}");
+        assert!(!said.get(), "nothing was started");
+        assert!(dir.path().join("notes.txt").is_file());
+        // An older install of ecp's is replaceable.
+        std::fs::write(
+            dir.path().join("package.json"),
+            r#"{"name":"ecp-conformance"}"#,
+        )
+        .unwrap();
+        assert!(replaceable(dir.path()));
     }
 
     #[test]
