@@ -146,6 +146,20 @@ fn gemini(home: &Path, workspace: &Path, args: &[&str], env: &[(&str, &str)]) ->
         .unwrap()
 }
 
+/// `gemini mcp list` in `workspace` lists a server line holding each of
+/// `holds`, connected.
+fn gemini_lists_connected(home: &Path, workspace: &Path, env: &[(&str, &str)], holds: &[&str]) {
+    let list = tokio::task::block_in_place(|| gemini(home, workspace, &["mcp", "list"], env));
+    let text =
+        String::from_utf8_lossy(&list.stdout).into_owned() + &String::from_utf8_lossy(&list.stderr);
+    assert!(
+        text.lines()
+            .any(|l| holds.iter().all(|h| l.contains(h)) && l.contains("Connected")),
+        "{}",
+        show(&list)
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gemini_cli_validates_installs_and_connects_the_generated_extension() {
     let (_, _, unpacked) = tokio::task::block_in_place(packaged);
@@ -202,16 +216,11 @@ async fn gemini_cli_validates_installs_and_connects_the_generated_extension() {
         ("ACME_CONTEXT_BASE_URL", upstream.base_url.as_str()),
         ("ACME_CONTEXT_TOKEN", "e2e-token"),
     ];
-    let list =
-        tokio::task::block_in_place(|| gemini(home.path(), &workspace, &["mcp", "list"], &env));
-    let text =
-        String::from_utf8_lossy(&list.stdout).into_owned() + &String::from_utf8_lossy(&list.stderr);
-    assert!(
-        text.lines().any(|l| l.contains("acme-context")
-            && l.contains("dist/main.js")
-            && l.contains("Connected")),
-        "{}",
-        show(&list)
+    gemini_lists_connected(
+        home.path(),
+        &workspace,
+        &env,
+        &["acme-context", "dist/main.js"],
     );
 
     // Where ecp lint says Gemini refuses a manifest, Gemini refuses it.
@@ -802,15 +811,11 @@ async fn ecp_try_installs_into_gemini_cli_and_reads_its_verdict() {
         ("ACME_CONTEXT_TOKEN", "e2e-token"),
     ];
     // Gemini's own word, without ecp.
-    let list =
-        tokio::task::block_in_place(|| gemini(home.path(), &workspace, &["mcp", "list"], &env));
-    let text =
-        String::from_utf8_lossy(&list.stdout).into_owned() + &String::from_utf8_lossy(&list.stderr);
-    assert!(
-        text.lines()
-            .any(|l| l.contains("acme-context (from acme-context)") && l.contains("Connected")),
-        "{}",
-        show(&list)
+    gemini_lists_connected(
+        home.path(),
+        &workspace,
+        &env,
+        &["acme-context (from acme-context)"],
     );
 }
 
