@@ -132,6 +132,14 @@ async fn upstream() -> Upstream {
     Upstream::start(|_| Reply::json(UPSTREAM_ITEMS)).await
 }
 
+/// The extension's endpoint and credential variables for `upstream`.
+fn acme_env(upstream: &Upstream) -> [(&'static str, &str); 2] {
+    [
+        ("ACME_CONTEXT_BASE_URL", upstream.base_url.as_str()),
+        ("ACME_CONTEXT_TOKEN", "e2e-token"),
+    ]
+}
+
 fn gemini(home: &Path, workspace: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new("node")
         .arg(channels().join("@google/gemini-cli/bundle/gemini.js"))
@@ -212,10 +220,7 @@ async fn gemini_cli_validates_installs_and_connects_the_generated_extension() {
     );
 
     let upstream = upstream().await;
-    let env = [
-        ("ACME_CONTEXT_BASE_URL", upstream.base_url.as_str()),
-        ("ACME_CONTEXT_TOKEN", "e2e-token"),
-    ];
+    let env = acme_env(&upstream);
     gemini_lists_connected(
         home.path(),
         &workspace,
@@ -275,10 +280,7 @@ async fn claude_code_validates_the_plugin_strictly_and_connects_it() {
     );
 
     let upstream = upstream().await;
-    let env = [
-        ("ACME_CONTEXT_BASE_URL", upstream.base_url.as_str()),
-        ("ACME_CONTEXT_TOKEN", "e2e-token"),
-    ];
+    let env = acme_env(&upstream);
     let list = tokio::task::block_in_place(|| {
         claude(home.path(), &["--plugin-dir", source, "mcp", "list"], &env)
     });
@@ -739,10 +741,7 @@ async fn unset_then_connected(
     assert!(stderr.contains(&help), "{}", show(&unset));
 
     let upstream = upstream().await;
-    let env = [
-        ("ACME_CONTEXT_BASE_URL", upstream.base_url.as_str()),
-        ("ACME_CONTEXT_TOKEN", "e2e-token"),
-    ];
+    let env = acme_env(&upstream);
     let connected =
         tokio::task::block_in_place(|| ecp_try_client(home, workspace, client, archive, &env));
     assert!(connected.status.success(), "{}", show(&connected));
@@ -806,10 +805,7 @@ async fn ecp_try_installs_into_gemini_cli_and_reads_its_verdict() {
         "gemini extensions uninstall acme-context",
     )
     .await;
-    let env = [
-        ("ACME_CONTEXT_BASE_URL", upstream.base_url.as_str()),
-        ("ACME_CONTEXT_TOKEN", "e2e-token"),
-    ];
+    let env = acme_env(&upstream);
     // Gemini's own word, without ecp.
     gemini_lists_connected(
         home.path(),
@@ -838,10 +834,7 @@ async fn ecp_try_installs_into_claude_code_and_reads_its_verdict() {
         "claude plugin install acme-context@ecp-try",
     )
     .await;
-    let env = [
-        ("ACME_CONTEXT_BASE_URL", upstream.base_url.as_str()),
-        ("ACME_CONTEXT_TOKEN", "e2e-token"),
-    ];
+    let env = acme_env(&upstream);
     // Claude's own word, without ecp and without --plugin-dir: installed.
     let list = tokio::task::block_in_place(|| claude(home.path(), &["mcp", "list"], &env));
     assert!(

@@ -109,7 +109,8 @@ pub fn ensure(dir: &Path, say: &dyn Fn(&str)) -> Result<Installed, Blocked> {
     write("package.json", PACKAGE_JSON)?;
     write("package-lock.json", PACKAGE_LOCK)?;
     npm_ci(staging.path())?;
-    if parts(staging.path()).node.is_file() && parts(staging.path()).suite.is_file() {
+    let staged = parts(staging.path());
+    if staged.node.is_file() && staged.suite.is_file() {
         write(MARKER, &lock_digest())?;
     } else {
         return Err(Blocked::new(
