@@ -15,6 +15,9 @@
 //!   another, in the same form. A failure outside the baseline fails
 //!   `mcp-conformance`; a baselined check that passes is stale and warns
 //!   in `mcp-conformance-baseline`.
+//! - A run in which no check of the target passed (everything excused,
+//!   skipped or the shim's) leaves `mcp-conformance` not exercised, never
+//!   passed.
 //! - Every check of the suite is in the report under a stable ID,
 //!   `REVISION/SCENARIO:CHECK` (`#2`, `#3`... after a check the scenario
 //!   reports more than once), with its status: pass, fail, warn,
@@ -390,6 +393,18 @@ pub fn judge(run: &ConformanceRun) -> Vec<CheckResult> {
                 named(&warned)
             ),
         )
+    } else if of(SuiteStatus::Pass).is_empty() {
+        // Everything excused, skipped or the shim's: nothing of the target
+        // was shown to pass.
+        let mut result = CheckResult::new(
+            Check::McpConformance,
+            Status::NotExercised,
+            format!("no check of the target passed: {counted}"),
+        );
+        result.exercise = Some(
+            "a baseline that excuses only what the target fails (--conformance-baseline FILE)",
+        );
+        result
     } else {
         CheckResult::new(Check::McpConformance, Status::Pass, counted)
     };
@@ -533,6 +548,42 @@ mod tests {
         );
         assert_eq!(judged[1].status, Status::Warn);
         assert!(judged[1].reason.contains("2025-11-25/ping:ping"));
+    }
+
+    #[test]
+    fn a_run_where_nothing_of_the_target_passed_is_not_exercised() {
+        let checks = classify(
+            &conformance(),
+            Via::Shim,
+            vec![
+                raw("prompts-list", "prompts-list", "FAILURE"),
+                raw(
+                    "dns-rebinding-protection",
+                    "localhost-host-rebinding-rejected",
+                    "SUCCESS",
+                ),
+                raw(
+                    "caching",
+                    "sep-2549-resources-read-caching-hints",
+                    "SKIPPED",
+                ),
+            ],
+        );
+        let run = ConformanceRun {
+            suite: install::SUITE,
+            revision: "2025-11-25".into(),
+            via: Via::Shim,
+            baseline: "b".into(),
+            checks,
+        };
+        let judged = judge(&run);
+        assert_eq!(
+            judged[0].status,
+            Status::NotExercised,
+            "{}",
+            judged[0].reason
+        );
+        assert!(judged[0].exercise.is_some());
     }
 
     #[test]
