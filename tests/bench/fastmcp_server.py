@@ -6,7 +6,11 @@ pooled httpx client, a 5 s budget) and the profile's rendering from
 `tests/python/profile_server.py` (the independent Python implementation).
 No OAuth: the peers are measured without it, which favours them.
 
-Usage: fastmcp_server.py PORT (PROVIDER_CONTEXT_BASE_URL and
+With a second argument `stateful`, FastMCP's own default for
+`--transport http` instead: sessions, answers as event streams (the peers'
+rulers).
+
+Usage: fastmcp_server.py PORT [stateful] (PROVIDER_CONTEXT_BASE_URL and
 PROVIDER_CONTEXT_TOKEN in the environment). Serves http://127.0.0.1:PORT/mcp.
 """
 
@@ -53,13 +57,14 @@ async def context_search(query: str) -> ToolResult:
 
 
 if __name__ == "__main__":
+    stateless = sys.argv[2:3] != ["stateful"]
     server.run(
         transport="http",
         host="127.0.0.1",
         port=int(sys.argv[1]),
         path="/mcp",
-        stateless_http=True,
-        json_response=True,
+        stateless_http=stateless,
+        json_response=stateless,
         show_banner=False,
         log_level="warning",
     )

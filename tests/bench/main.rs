@@ -23,6 +23,7 @@ use ecp::{
 };
 use serde_json::{Value, json};
 
+mod peers;
 mod remote;
 
 struct Settings {
@@ -506,6 +507,26 @@ fn ceiling(main: &Path) {
     remote::ceiling(main, &upstream.base_url, &mut report);
 }
 
+/// `--peers --main SERVER_MAIN --python PY --fastmcp-server FILE
+/// [--quick]`: the peers' rulers only, printed.
+fn peer_rulers(args: &[String]) {
+    let (_tokio, upstream) = scripted_upstream();
+    let peers = remote::Peers {
+        node_server: PathBuf::new(),
+        python: arg(args, "--python"),
+        fastmcp_server: arg(args, "--fastmcp-server"),
+    };
+    let quick = args.iter().any(|a| a == "--quick");
+    let mut report = Report::default();
+    peers::bench(
+        &arg(args, "--main"),
+        &upstream.base_url,
+        &peers,
+        quick,
+        &mut report,
+    );
+}
+
 /// The scripted upstream every measured call reaches (3 items of 300 code
 /// points), on a runtime of its own that lives as long as it is used.
 fn scripted_upstream() -> (tokio::runtime::Runtime, Upstream) {
@@ -530,8 +551,14 @@ fn main() {
     if args.get(1).is_some_and(|a| a == "--client-alone") {
         return remote::client_alone(&args);
     }
+    if args.get(1).is_some_and(|a| a == "--rmcp-peer") {
+        return peers::rmcp_peer(&args);
+    }
     if args.iter().any(|a| a == "--ceiling") {
         return ceiling(&arg(&args, "--main"));
+    }
+    if args.iter().any(|a| a == "--peers") {
+        return peer_rulers(&args);
     }
     let settings = Settings {
         quick: args.iter().any(|a| a == "--quick"),
@@ -689,6 +716,14 @@ fn main() {
         calls,
         main_p50,
         &peers,
+        &mut report,
+    );
+    eprintln!("the peers' rulers (sco3/mcp-benchmark, TM Dev Lab v2)");
+    peers::bench(
+        &settings.server_main,
+        &base_url,
+        &peers,
+        settings.quick,
         &mut report,
     );
 

@@ -29,15 +29,20 @@ use super::{Report, percentile};
 mod jwt;
 
 /// A `dist/main --listen 127.0.0.1:0` process; killed when dropped.
-struct HttpServer {
-    child: Child,
-    url: String,
+pub(super) struct HttpServer {
+    pub(super) child: Child,
+    pub(super) url: String,
 }
 
 impl HttpServer {
     /// With OAuth from `jwks` (a file or a URL), or `--no-auth` without;
     /// on the CPUs `pin` names, if any.
-    fn spawn(main: &Path, base_url: &str, jwks: Option<&str>, pin: Option<&str>) -> HttpServer {
+    pub(super) fn spawn(
+        main: &Path,
+        base_url: &str,
+        jwks: Option<&str>,
+        pin: Option<&str>,
+    ) -> HttpServer {
         let mut command = pinned(main, pin);
         command.args(["--listen", "127.0.0.1:0"]);
         match jwks {
@@ -82,7 +87,7 @@ impl Drop for HttpServer {
 /// This program's `--hyper-ceiling` server answering every POST with
 /// `body`, on the CPUs `pin` names; the file it serves lives as long as the
 /// returned handle.
-fn fixed_body_server(body: &[u8], pin: Option<&str>) -> (Peer, tempfile::NamedTempFile) {
+pub(super) fn fixed_body_server(body: &[u8], pin: Option<&str>) -> (Peer, tempfile::NamedTempFile) {
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(file.path(), body).unwrap();
     let port = free_port();
@@ -96,7 +101,7 @@ fn fixed_body_server(body: &[u8], pin: Option<&str>) -> (Peer, tempfile::NamedTe
 /// User plus system CPU time of process `pid` so far, in seconds
 /// (`/proc/PID/stat`, in the kernel's 100 Hz user ticks). `taskset` execs
 /// the program, so a pinned child's pid is the server's own.
-fn cpu_seconds(pid: u32) -> f64 {
+pub(super) fn cpu_seconds(pid: u32) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     // The fields after the command name, which is in parentheses.
     let after_name = stat.rsplit_once(") ").map_or("", |(_, rest)| rest);
@@ -112,7 +117,7 @@ fn cpu_seconds(pid: u32) -> f64 {
 }
 
 /// `program` started through `taskset -c CPUS` when `pin` names CPUs.
-fn pinned(program: impl AsRef<std::ffi::OsStr>, pin: Option<&str>) -> Command {
+pub(super) fn pinned(program: impl AsRef<std::ffi::OsStr>, pin: Option<&str>) -> Command {
     match pin {
         Some(cpus) => {
             let mut command = Command::new("taskset");
@@ -124,7 +129,7 @@ fn pinned(program: impl AsRef<std::ffi::OsStr>, pin: Option<&str>) -> Command {
 }
 
 /// Sets the CPUs of every thread of this process (`taskset -a -p`).
-fn pin_self(cpus: &str) {
+pub(super) fn pin_self(cpus: &str) {
     let status = Command::new("taskset")
         .args(["-a", "-c", "-p", cpus, &std::process::id().to_string()])
         .stdout(Stdio::null())
@@ -133,7 +138,7 @@ fn pin_self(cpus: &str) {
     assert!(status.success(), "taskset -a -c -p {cpus}");
 }
 
-fn free_port() -> u16 {
+pub(super) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -142,15 +147,15 @@ fn free_port() -> u16 {
 }
 
 /// A peer server process on a fixed port; killed when dropped.
-struct Peer {
-    child: Child,
-    url: String,
+pub(super) struct Peer {
+    pub(super) child: Child,
+    pub(super) url: String,
 }
 
 impl Peer {
     /// Starts `command` and waits (up to 60 s: FastMCP's imports take
     /// seconds) until `127.0.0.1:port` accepts connections.
-    fn spawn(mut command: Command, port: u16) -> Peer {
+    pub(super) fn spawn(mut command: Command, port: u16) -> Peer {
         let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -10,7 +10,9 @@
 //!   TypeScript SDK, a stdio floor, `tar | gzip` and `mcpb`, and the
 //!   edit-check loop; writes `bench/RESULTS.md`. `bench --edit-loop`
 //!   measures only the loop and prints it; `bench --ceiling` only the
-//!   remote adapter against the hyper ceiling.
+//!   remote adapter against the hyper ceiling; `bench --peers [--quick]`
+//!   only the peers' rulers (sco3/mcp-benchmark's single client and TM
+//!   Dev Lab's 50 users against the adapter, rmcp's server and FastMCP).
 //! - `fuzz [--time N] [--build] [--sanitizer none|address]`: run every
 //!   `cargo fuzz` target of `fuzz/` for N seconds each (default 60) from its
 //!   seed corpus in `fuzz/seeds/`; fails on a crash, a timeout or an
@@ -309,29 +311,8 @@ fn bench(quick: bool) -> Result<(), String> {
         std::fs::copy(root().join(from), npm.join(to)).map_err(|e| format!("{from}: {e}"))?;
     }
 
-    let venv = target.join("bench-cache/pyenv");
-    let venv_str = venv.to_str().ok_or("non-UTF-8 path")?;
-    once(
-        &target.join("bench-cache/.python-installed"),
-        FASTMCP,
-        || {
-            run("python3", &["-m", "venv", venv_str])?;
-            let pip = venv.join("bin/pip");
-            run(
-                pip.to_str().ok_or("non-UTF-8 path")?,
-                &["install", "--quiet", FASTMCP],
-            )
-        },
-    )?;
-
-    let mut args = vec![
-        "--python".to_owned(),
-        venv.join("bin/python").display().to_string(),
-        "--fastmcp-server".to_owned(),
-        root()
-            .join("tests/bench/fastmcp_server.py")
-            .display()
-            .to_string(),
+    let mut args = fastmcp_args()?;
+    args.extend([
         "--ecp".to_owned(),
         ecp_str.to_owned(),
         "--main".to_owned(),
@@ -348,7 +329,7 @@ fn bench(quick: bool) -> Result<(), String> {
         npm.join("node_modules/.bin/mcpb").display().to_string(),
         "--out".to_owned(),
         root().join("bench/RESULTS.md").display().to_string(),
-    ];
+    ]);
     if quick {
         args.push("--quick".to_owned());
     }
@@ -361,6 +342,54 @@ fn bench(quick: bool) -> Result<(), String> {
         std::fs::read_to_string(&results).map_err(|e| format!("{}: {e}", results.display()))?;
     std::fs::write(&results, format!("{text}{section}"))
         .map_err(|e| format!("{}: {e}", results.display()))
+}
+
+/// FastMCP in a virtual environment of its own (installed once), and the
+/// bench program's arguments that name it and its server script.
+fn fastmcp_args() -> Result<Vec<String>, String> {
+    let target = root().join("target");
+    let venv = target.join("bench-cache/pyenv");
+    let venv_str = venv.to_str().ok_or("non-UTF-8 path")?;
+    once(
+        &target.join("bench-cache/.python-installed"),
+        FASTMCP,
+        || {
+            run("python3", &["-m", "venv", venv_str])?;
+            let pip = venv.join("bin/pip");
+            run(
+                pip.to_str().ok_or("non-UTF-8 path")?,
+                &["install", "--quiet", FASTMCP],
+            )
+        },
+    )?;
+    Ok(vec![
+        "--python".to_owned(),
+        venv.join("bin/python").display().to_string(),
+        "--fastmcp-server".to_owned(),
+        root()
+            .join("tests/bench/fastmcp_server.py")
+            .display()
+            .to_string(),
+    ])
+}
+
+/// `cargo xtask bench --peers [--quick]`: only the peers' rulers
+/// (sco3/mcp-benchmark's single client, TM Dev Lab's 50 users) against the
+/// remote adapter, rmcp's server and FastMCP, printed.
+fn bench_peers(quick: bool) -> Result<(), String> {
+    let (_, _, server_main, _) = bench_extension()?;
+    let mut args = fastmcp_args()?;
+    args.extend([
+        "--peers".to_owned(),
+        "--main".to_owned(),
+        server_main.display().to_string(),
+    ]);
+    if quick {
+        args.push("--quick".to_owned());
+    }
+    let bench = root().join("target/release/examples/bench");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    run(bench.to_str().ok_or("non-UTF-8 path")?, &args)
 }
 
 /// `cargo xtask bench --ceiling`: only the remote adapter with OAuth against
@@ -899,9 +928,11 @@ fn main() -> ExitCode {
         ["bench", "--quick"] => bench(true),
         ["bench", "--edit-loop"] => bench_edit_loop(),
         ["bench", "--ceiling"] => bench_ceiling(),
+        ["bench", "--peers"] => bench_peers(false),
+        ["bench", "--peers", "--quick"] => bench_peers(true),
         ["fuzz", rest @ ..] => fuzz_command(rest),
         _ => Err(
-            "usage: cargo xtask <ci | codegen [--check] | demo [--install | --debug] | rmcp-next | ts-history | e2e [--prepare] | bench [--quick | --edit-loop | --ceiling] | fuzz [--time N] [--build] [--sanitizer none|address]>"
+            "usage: cargo xtask <ci | codegen [--check] | demo [--install | --debug] | rmcp-next | ts-history | e2e [--prepare] | bench [--quick | --edit-loop | --ceiling | --peers [--quick]] | fuzz [--time N] [--build] [--sanitizer none|address]>"
                 .to_owned(),
         ),
     };
