@@ -185,12 +185,13 @@ struct Subject {
 }
 
 /// One phase of the single-client ruler.
-#[derive(Clone)]
 struct Phase {
     done: usize,
     failed: usize,
     seconds: f64,
     mean_ms: f64,
+    /// The server's CPU an operation, µs.
+    cpu_us: f64,
 }
 
 impl Phase {
@@ -207,14 +208,30 @@ async fn connect(http: &reqwest::Client, url: &str) -> Result<Client, String> {
     ().serve(transport).await.map_err(|e| e.to_string())
 }
 
-/// Runs `operation` `n` times in sequence: successes, failures, wall time
-/// and mean latency.
-async fn phase<F, Fut>(n: usize, mut operation: F) -> Phase
+/// The CPU time of the threads process `pid` has now, in seconds, to the
+/// nanosecond (`/proc/PID/task/*/schedstat`; `/proc/PID/stat` counts
+/// 10 ms ticks, too coarse for a phase of a thousand 50 µs operations).
+fn thread_cpu_seconds(pid: u32) -> f64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0.0;
+    };
+    let nanoseconds: u64 = tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
+        .filter_map(|line| line.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    nanoseconds as f64 / 1e9
+}
+
+/// Runs `operation` `n` times in sequence: successes, failures, wall time,
+/// mean latency and the CPU of process `pid` an operation.
+async fn phase<F, Fut>(n: usize, pid: u32, mut operation: F) -> Phase
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<(), String>>,
 {
     let (mut done, mut failed, mut total) = (0, 0, 0.0);
+    let cpu_before = thread_cpu_seconds(pid);
     let started = Instant::now();
     for _ in 0..n {
         let one = Instant::now();
@@ -231,6 +248,7 @@ where
         failed,
         seconds: started.elapsed().as_secs_f64(),
         mean_ms: total * 1000.0 / done.max(1) as f64,
+        cpu_us: (thread_cpu_seconds(pid) - cpu_before) * 1e6 / done.max(1) as f64,
     }
 }
 
@@ -238,13 +256,13 @@ where
 async fn single_client(subject: &Subject, n: usize) -> [Phase; 3] {
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
     let url = subject.url.as_str();
-    let sessions = phase(n, || async {
+    let sessions = phase(n, subject.pid, || async {
         let client = connect(&http, url).await?;
         client.cancel().await.map(|_| ()).map_err(|e| e.to_string())
     })
     .await;
     let client = connect(&http, url).await.expect("a session");
-    let lists = phase(n, || async {
+    let lists = phase(n, subject.pid, || async {
         let tools = client.list_tools(None).await.map_err(|e| e.to_string())?;
         match tools.tools.len() {
             1 => Ok(()),
@@ -256,7 +274,7 @@ async fn single_client(subject: &Subject, n: usize) -> [Phase; 3] {
     let client = connect(&http, url).await.expect("a session");
     let mut params = CallToolRequestParams::new(subject.tool);
     params.arguments = subject.arguments.as_object().cloned();
-    let calls = phase(n, || async {
+    let calls = phase(n, subject.pid, || async {
         let result = client
             .call_tool(params.clone())
             .await
@@ -579,13 +597,16 @@ fn record(
         report.row(
             format!("peer ruler, sco3's single client, {}", subject.label),
             format!(
-                "sessions {:.0}/s ({:.2} ms), tools/list {:.0}/s ({:.2} ms), tools/call {:.0}/s ({:.2} ms); {failed} failed ({of_rounds})",
+                "sessions {:.0}/s ({:.2} ms, {:.0} µs of server CPU), tools/list {:.0}/s ({:.2} ms, {:.0} µs), tools/call {:.0}/s ({:.2} ms, {:.0} µs); {failed} failed ({of_rounds})",
                 sessions.per_second(),
                 sessions.mean_ms,
+                sessions.cpu_us,
                 lists.per_second(),
                 lists.mean_ms,
+                lists.cpu_us,
                 calls.per_second(),
                 calls.mean_ms,
+                calls.cpu_us,
             ),
         );
     }
