@@ -48,7 +48,7 @@ use rmcp::{
 use serde_json::{Value, json};
 
 use super::remote::{
-    HttpServer, Peer, Peers, cpu_seconds, fixed_body_server, free_port, pin_self, pinned,
+    Peer, Peers, cpu_seconds, fixed_upstream, free_port, pin_self, pinned, placement,
 };
 use super::{Report, percentile};
 
@@ -317,10 +317,12 @@ async fn send(
         .request(method, url)
         .header("accept", "application/json, text/event-stream")
         .header("content-type", "application/json");
+    // Every request after `initialize` names the revision, as MCP asks.
+    if body != Some(INITIALIZE) {
+        request = request.header("mcp-protocol-version", "2025-11-25");
+    }
     if let Some(session) = session {
-        request = request
-            .header("mcp-session-id", session)
-            .header("mcp-protocol-version", "2025-11-25");
+        request = request.header("mcp-session-id", session);
     }
     if let Some(body) = body {
         request = request.body(body.to_owned());
@@ -424,36 +426,29 @@ fn peak_rss(pid: u32) -> f64 {
 /// makes the phases 200 operations and the load 3 s (1000 and 10 s).
 pub fn bench(main: &Path, base_url: &str, peers: &Peers, quick: bool, report: &mut Report) {
     ecp::runtime::install_tls_provider();
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let servers_on = (cores >= 2).then(|| format!("1-{}", cores - 1));
+    let (cores, servers_on, clients_on) = placement();
     let pin = servers_on.as_deref();
-    let clients_on = (cores >= 2).then_some("0");
-    if let Some(cpus) = clients_on {
-        pin_self(cpus);
-    }
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
-    let items = tokio.block_on(async {
-        reqwest::Client::builder()
-            .no_proxy()
-            .build()
-            .unwrap()
-            .post(format!("{base_url}/v1/context/search"))
-            .body("{}")
-            .send()
-            .await
-            .unwrap()
-            .bytes()
-            .await
-            .unwrap()
-    });
-    let (upstream, _items_file) = fixed_body_server(&items, clients_on);
-    let upstream_url = upstream.url.trim_end_matches("/mcp").to_owned();
+    let (_upstream, upstream_url) = fixed_upstream(&tokio, base_url, clients_on);
 
-    let adapter = HttpServer::spawn(main, &upstream_url, None, pin);
+    // The adapter's access log goes to a file, as a deployment's would:
+    // read by this process, it would take CPU 0 from the load generator.
+    let log = tempfile::tempfile().unwrap();
+    let adapter_port = free_port();
+    let mut adapter = pinned(main, pin);
+    adapter
+        .args([
+            "--listen",
+            &format!("127.0.0.1:{adapter_port}"),
+            "--no-auth",
+        ])
+        .env("ACME_CONTEXT_BASE_URL", &upstream_url)
+        .env("ACME_CONTEXT_TOKEN", "bench-token");
+    let adapter = Peer::spawn_logging(adapter, adapter_port, log.into());
     let rmcp_peer = |mode: &str, tool: &str| {
         let port = free_port();
         let mut command = pinned(std::env::current_exe().unwrap(), pin);

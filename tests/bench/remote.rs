@@ -87,7 +87,7 @@ impl Drop for HttpServer {
 /// This program's `--hyper-ceiling` server answering every POST with
 /// `body`, on the CPUs `pin` names; the file it serves lives as long as the
 /// returned handle.
-pub(super) fn fixed_body_server(body: &[u8], pin: Option<&str>) -> (Peer, tempfile::NamedTempFile) {
+fn fixed_body_server(body: &[u8], pin: Option<&str>) -> (Peer, tempfile::NamedTempFile) {
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(file.path(), body).unwrap();
     let port = free_port();
@@ -155,11 +155,16 @@ pub(super) struct Peer {
 impl Peer {
     /// Starts `command` and waits (up to 60 s: FastMCP's imports take
     /// seconds) until `127.0.0.1:port` accepts connections.
-    pub(super) fn spawn(mut command: Command, port: u16) -> Peer {
+    pub(super) fn spawn(command: Command, port: u16) -> Peer {
+        Peer::spawn_logging(command, port, Stdio::inherit())
+    }
+
+    /// [`Peer::spawn`] with its stderr sent to `log`.
+    pub(super) fn spawn_logging(mut command: Command, port: u16, log: Stdio) -> Peer {
         let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+            .stderr(log)
             .spawn()
             .unwrap_or_else(|e| panic!("spawn {command:?}: {e}"));
         let started = Instant::now();
@@ -676,6 +681,49 @@ fn start_time(
     );
 }
 
+/// The cores, and where the servers and the load go: with two or more,
+/// the load generator (this process, pinned here) and the upstream on CPU
+/// 0, the servers on the others (a `taskset` list); with one, nowhere in
+/// particular.
+pub(super) fn placement() -> (usize, Option<String>, Option<&'static str>) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let servers_on = (cores >= 2).then(|| format!("1-{}", cores - 1));
+    let clients_on = (cores >= 2).then_some("0");
+    if let Some(cpus) = clients_on {
+        pin_self(cpus);
+    }
+    (cores, servers_on, clients_on)
+}
+
+/// The upstream every server of a comparison calls: a hyper process on
+/// `pin` (beside the load generator) answering every POST with the
+/// scripted upstream's search answer, so that the upstream's own
+/// bookkeeping weighs on no one; alive while the handle is, with its base
+/// URL.
+pub(super) fn fixed_upstream(
+    tokio: &tokio::runtime::Runtime,
+    base_url: &str,
+    pin: Option<&str>,
+) -> ((Peer, tempfile::NamedTempFile), String) {
+    let items = tokio.block_on(async {
+        reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .unwrap()
+            .post(format!("{base_url}/v1/context/search"))
+            .body("{}")
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap()
+    });
+    let upstream = fixed_body_server(&items, pin);
+    let url = upstream.0.url.trim_end_matches("/mcp").to_owned();
+    (upstream, url)
+}
+
 /// The same load (16 clients, keep-alive, `tools/call` with the same query
 /// to the same upstream) against the adapter with OAuth on one and two
 /// processes, the TypeScript SDK's and FastMCP's stateless Streamable HTTP
@@ -693,32 +741,9 @@ fn compare(
     peers: Option<&Peers>,
     report: &mut Report,
 ) {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let servers_on = (cores >= 2).then(|| format!("1-{}", cores - 1));
+    let (cores, servers_on, clients_on) = placement();
     let pin = servers_on.as_deref();
-    let clients_on = (cores >= 2).then_some("0");
-    if let Some(cpus) = clients_on {
-        pin_self(cpus);
-    }
-    // Every server calls the same upstream: a hyper process (beside the
-    // load generator) answering with the scripted upstream's body, so that
-    // the upstream's own bookkeeping weighs on no one.
-    let items = tokio.block_on(async {
-        reqwest::Client::builder()
-            .no_proxy()
-            .build()
-            .unwrap()
-            .post(format!("{base_url}/v1/context/search"))
-            .body("{}")
-            .send()
-            .await
-            .unwrap()
-            .bytes()
-            .await
-            .unwrap()
-    });
-    let (upstream, _items_file) = fixed_body_server(&items, clients_on);
-    let upstream_url = upstream.url.trim_end_matches("/mcp").to_owned();
+    let (_upstream, upstream_url) = fixed_upstream(tokio, base_url, clients_on);
     let base_url = upstream_url.as_str();
     let servers: Vec<HttpServer> = (0..2)
         .map(|_| HttpServer::spawn(main, base_url, Some(jwks), pin))
