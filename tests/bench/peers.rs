@@ -422,8 +422,9 @@ fn peak_rss(pid: u32) -> f64 {
 }
 
 /// Both rulers against the adapter, rmcp's server in both settings and
-/// FastMCP, every server calling the same fixed-body upstream; `quick`
-/// makes the phases 200 operations and the load 3 s (1000 and 10 s).
+/// FastMCP, every server calling the same fixed-body upstream: five
+/// rounds of 1000 operations a phase and 5 s of load (`quick`: three of
+/// 200 and 2 s).
 pub fn bench(main: &Path, base_url: &str, peers: &Peers, quick: bool, report: &mut Report) {
     ecp::runtime::install_tls_provider();
     let (cores, servers_on, clients_on) = placement();
@@ -528,7 +529,7 @@ pub fn bench(main: &Path, base_url: &str, peers: &Peers, quick: bool, report: &m
         (5, Duration::from_secs(5))
     };
     // Rounds interleaved, so that a slow moment of the shared machine falls
-    // on every server; FastMCP, a hundred times slower, runs one round.
+    // on every server; FastMCP, ten to thirty times slower, runs one round.
     let once = |index: usize| index == subjects.len() - 1;
     let mut single: Vec<Vec<[Phase; 3]>> = subjects.iter().map(|_| Vec::new()).collect();
     let mut loads: Vec<Vec<(Load, f64)>> = subjects.iter().map(|_| Vec::new()).collect();
