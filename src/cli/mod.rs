@@ -335,6 +335,12 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "URL|NAME", num_args = 0..=1, default_missing_value = "")]
     pub live: Option<String>,
 
+    /// With --live URL: the variable holding a bearer token for the
+    /// endpoint (an OAuth-protected remote adapter); the token is sent to
+    /// that URL only
+    #[arg(long, value_name = "NAME", requires = "live")]
+    pub token_env: Option<String>,
+
     /// With --live: the command that starts the server
     #[arg(last = true, value_name = "CMD", requires = "live")]
     pub live_command: Vec<String>,

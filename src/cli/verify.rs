@@ -19,6 +19,31 @@ fn label(status: Status, color: bool) -> String {
     }
 }
 
+/// The bearer token of `--token-env NAME`, which goes with `--live URL`
+/// only: a command or an installed extension gets its credentials from
+/// its manifest.
+fn bearer_of(live: Option<&verify::Live>, name: Option<&str>) -> Result<Option<String>, Failure> {
+    let Some(name) = name else {
+        return Ok(None);
+    };
+    if !matches!(live, Some(verify::Live::Url(_))) {
+        return Err(Failure::new(
+            Exit::CouldNotRun,
+            "--token-env goes with --live URL: a command or an installed extension is started with the variables its manifest names",
+        ));
+    }
+    match std::env::var(name) {
+        Ok(token) if !token.trim().is_empty() => Ok(Some(token)),
+        _ => Err(Failure::new(
+            Exit::CouldNotRun,
+            &format!(
+                "{} is not set; it should hold the bearer token for --live URL",
+                crate::text::outside::line(name, 200)
+            ),
+        )),
+    }
+}
+
 /// `--live URL|NAME`, or `--live -- CMD`.
 fn live_of(live: Option<String>, command: Vec<String>) -> Result<Option<verify::Live>, Failure> {
     Ok(match (live, command.is_empty()) {
@@ -50,12 +75,14 @@ pub fn run(args: VerifyArgs, color: ColorChoice) -> Outcome {
         // Ctrl-C stops the rebuild's cargo or npm; no verdict is given then.
         crate::children::watch_interrupts();
     }
+    let live = live_of(args.live, args.live_command)?;
     let options = VerifyOptions {
         archive: args.archive,
         key: args.key,
         rebuild: args.rebuild,
         provenance: args.provenance,
-        live: live_of(args.live, args.live_command)?,
+        bearer: bearer_of(live.as_ref(), args.token_env.as_deref())?,
+        live,
     };
     let mut log = |line: &str| {
         eprintln!("ecp verify: {}", crate::text::outside::line(line, 2000));

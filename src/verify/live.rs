@@ -31,7 +31,13 @@ pub enum Live {
 
 const ID: &str = "live";
 
-pub(super) fn live_step(archive: &Path, found: &Found, live: Option<&Live>) -> Step {
+/// `bearer` goes with a URL only (the CLI refuses it otherwise).
+pub(super) fn live_step(
+    archive: &Path,
+    found: &Found,
+    live: Option<&Live>,
+    bearer: Option<&str>,
+) -> Step {
     let folder = match archive.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
@@ -60,6 +66,9 @@ pub(super) fn live_step(archive: &Path, found: &Found, live: Option<&Live>) -> S
         Err(error) => return failed(format!("cannot start the async runtime: {error}")),
     };
     let mut settings = CheckSettings::for_target(target);
+    if let Live::Url(_) = live {
+        settings.bearer = bearer.map(str::to_owned);
+    }
     if let Live::Command(_) = live {
         // A command is given the endpoint and credential variables the
         // release's manifest names (as Qwen would pass them).
@@ -72,7 +81,17 @@ pub(super) fn live_step(archive: &Path, found: &Found, live: Option<&Live>) -> S
     }
     let surface = match runtime.block_on(check::list_surface(&settings)) {
         Ok(surface) => surface,
-        Err(error) => return failed(format!("the live server's tools were not listed: {error}")),
+        Err(error) => {
+            let hint = match (live, bearer) {
+                (Live::Url(_), None) => {
+                    " (an endpoint behind OAuth needs a token: --token-env NAME)"
+                }
+                _ => "",
+            };
+            return failed(format!(
+                "the live server's tools were not listed: {error}{hint}"
+            ));
+        }
     };
     match lock.drift(&surface).as_slice() {
         [] => step(

@@ -41,6 +41,8 @@ pub struct VerifyOptions {
     pub provenance: Option<PathBuf>,
     /// A running server to hold to the release's `tools.lock`.
     pub live: Option<Live>,
+    /// With [`Live::Url`]: a bearer token for the endpoint.
+    pub bearer: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -181,7 +183,12 @@ pub fn verify(
     checks.push(rebuild_if_asked(
         options, &found, &name, &sha256, linted, log,
     ));
-    checks.push(live::live_step(archive, &found, options.live.as_ref()));
+    checks.push(live::live_step(
+        archive,
+        &found,
+        options.live.as_ref(),
+        options.bearer.as_deref(),
+    ));
     // An unsigned statement (or one whose signature was not checked) is
     // only as good as the folder it came in.
     let signed = checks

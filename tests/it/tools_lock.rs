@@ -300,6 +300,100 @@ fn live_step(report: &Value) -> (String, String) {
     )
 }
 
+/// Kills the process when dropped.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `ecp verify --format json ARCHIVE --live URL EXTRA...` with `env`: the
+/// exit status, the report (null when none) and stderr.
+fn verify_url(
+    archive: &Path,
+    url: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (Option<i32>, Value, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_ecp"))
+        .args(["verify", "--format", "json"])
+        .arg(archive)
+        .args(["--live", url])
+        .args(extra)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let report = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output.status.code(), report, stderr)
+}
+
+/// The release's binary as a remote adapter behind OAuth, held by URL:
+/// without a token the listing is refused and the step says what to pass;
+/// with `--token-env` proven; a variable that is not set, or
+/// `--token-env` with a name, stops the command.
+fn live_behind_oauth(temp: &Path, archive: &Path, main: &Path) {
+    let signer = crate::jwt::Signer::es256("live");
+    let jwks = temp.join("jwks.json");
+    std::fs::write(&jwks, crate::jwt::jwks(&[&signer])).unwrap();
+    let port = crate::proxy::free_port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let _adapter = Killed(
+        Command::new(main)
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--authorization-server", crate::jwt::ISSUER, "--jwks"])
+            .arg(&jwks)
+            .env("ACME_CONTEXT_BASE_URL", "http://127.0.0.1:1/")
+            .env("ACME_CONTEXT_TOKEN", "upstream-token")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed().as_secs() < 30,
+            "the adapter never listened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let (code, report, _) = verify_url(archive, &url, &[], &[]);
+    let (status, detail) = live_step(&report);
+    assert_eq!((status.as_str(), code), ("failed", Some(1)), "{report:#}");
+    assert!(detail.contains("--token-env NAME"), "{detail}");
+
+    let token = signer.token(&crate::jwt::claims(&url));
+    let with_token = [("LIVE_TOKEN", token.as_str())];
+    let (code, report, _) = verify_url(archive, &url, &["--token-env", "LIVE_TOKEN"], &with_token);
+    assert_eq!(live_step(&report).0, "proven", "{report:#}");
+    assert_eq!(code, Some(0), "{report:#}");
+    assert!(
+        !report.to_string().contains(&token),
+        "the token is in the report"
+    );
+
+    let (code, _, stderr) = verify_url(archive, &url, &["--token-env", "LIVE_UNSET"], &[]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("LIVE_UNSET is not set"), "{stderr}");
+    let (code, _, stderr) = verify_url(
+        archive,
+        "acme-context",
+        &["--token-env", "LIVE_TOKEN"],
+        &with_token,
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--token-env goes with --live URL"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn verify_live_holds_a_running_server_to_the_lock_the_statement_names() {
     let temp = tempfile::tempdir().unwrap();
@@ -320,6 +414,7 @@ fn verify_live_holds_a_running_server_to_the_lock_the_statement_names() {
     let (code, report) = verify_live(&archive, &[main.to_str().unwrap()]);
     assert_eq!(live_step(&report).0, "proven", "{report:#}");
     assert_eq!(code, Some(0), "{report:#}");
+    live_behind_oauth(temp.path(), &archive, &main);
     // The same release installed for Qwen (unpacked where Qwen's installer
     // puts it), named: proven.
     let home = temp.path().join("home");
