@@ -36,7 +36,7 @@ fn bearer_of(live: Option<&verify::Live>, name: Option<&str>) -> Result<Option<S
         Ok(token) if !token.trim().is_empty() => Ok(Some(token)),
         _ => Err(Failure::new(
             Exit::CouldNotRun,
-            &format!(
+            format!(
                 "{} is not set; it should hold the bearer token for --live URL",
                 crate::text::outside::line(name, 200)
             ),
