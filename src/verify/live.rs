@@ -84,7 +84,7 @@ pub(super) fn live_step(
         Err(error) => {
             let hint = match (live, bearer) {
                 (Live::Url(_), None) => {
-                    " (an endpoint behind OAuth needs a token: --token-env NAME)"
+                    " (if the endpoint is behind OAuth, pass --token-env NAME with a token for it)"
                 }
                 _ => "",
             };
