@@ -212,11 +212,22 @@ fn plan_provider(folder: &Path, known: &Known, plan: &mut Plan) -> Result<(), Up
     Ok(())
 }
 
+/// Packages an earlier runtime depended on that today's does not need at
+/// run time (by section): runtime 0.6.1 serves MCP and reaches the upstream
+/// on Node's own modules, and keeps the SDK for its tests only.
+const FORMER: &[(&str, &str)] = &[
+    ("dependencies", "@modelcontextprotocol/sdk"),
+    ("dependencies", "undici"),
+];
+
 /// `package.json` with the runtime's dependency versions (and any it
-/// lacks); the names set. `None` when nothing changes.
+/// lacks), and without a package only an earlier runtime needed (unless
+/// `provider_names` says the provider's own code names it); the names set.
+/// `None` when nothing changes.
 fn aligned_package(
     text: &str,
     known: &Known,
+    provider_names: &dyn Fn(&str) -> bool,
 ) -> Result<(Option<String>, Vec<String>, bool), UpgradeError> {
     let mut package: serde_json::Value = serde_json::from_str(text)
         .map_err(|e| UpgradeError::Render(format!("package.json: {e}")))?;
@@ -233,12 +244,25 @@ fn aligned_package(
         else {
             continue;
         };
+        for (_, name) in FORMER.iter().filter(|(s, _)| *s == section) {
+            if !wanted.contains_key(*name) && !provider_names(name) && have.remove(*name).is_some()
+            {
+                aligned.push(format!("{name} removed from {section}"));
+            }
+        }
         only_runtime &= have.keys().all(|name| wanted.contains_key(name));
         for (name, version) in wanted {
             if have.get(&name) != Some(&version) {
                 aligned.push(format!("{name} {}", version.as_str().unwrap_or_default()));
                 have.insert(name, version);
             }
+        }
+        // In npm's order, as `ecp new` writes it.
+        have.sort_keys();
+        // A section left empty that the runtime does not have goes, as in
+        // what `ecp new` writes (runtime 0.6.1 has no `dependencies`).
+        if have.is_empty() && runtime.get(section).is_none() {
+            package.as_object_mut().map(|p| p.remove(section));
         }
     }
     // A script ecp wrote (any version) becomes today's; one the provider
@@ -292,7 +316,24 @@ pub fn upgrade(folder: &Path, force: bool) -> Result<Upgraded, UpgradeError> {
         return Err(UpgradeError::Edited { files: plan.edited });
     }
     let package_text = read_text(folder, &folder.join("package.json"))?;
-    let (package, aligned, only_runtime) = aligned_package(&package_text, &known)?;
+    // The provider's own code, as the upgrade leaves it: a package it
+    // imports stays, whoever added it.
+    let own: Vec<String> = PROVIDER_FILES
+        .iter()
+        .map(|path| {
+            plan.writes
+                .iter()
+                .find(|(written, _)| written == path)
+                .map(|(_, bytes)| String::from_utf8_lossy(bytes).into_owned())
+                .or_else(|| std::fs::read_to_string(folder.join(path)).ok())
+                .unwrap_or_default()
+        })
+        .collect();
+    let provider_names = |name: &str| {
+        own.iter()
+            .any(|code| code.contains(&format!("\"{name}")) || code.contains(&format!("'{name}")))
+    };
+    let (package, aligned, only_runtime) = aligned_package(&package_text, &known, &provider_names)?;
     let name = serde_json::from_str::<serde_json::Value>(&package_text)
         .ok()
         .and_then(|p| p["name"].as_str().map(str::to_owned))

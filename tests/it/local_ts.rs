@@ -125,7 +125,7 @@ fn the_typescript_runtime_is_copied_verbatim_and_the_package_files_derive_from_i
     );
     // Every version pinned exactly.
     for key in ["dependencies", "devDependencies"] {
-        for (name, version) in runtime[key].as_object().unwrap() {
+        for (name, version) in runtime[key].as_object().into_iter().flatten() {
             let version = version.as_str().unwrap();
             assert!(
                 version.chars().all(|c| c.is_ascii_digit() || c == '.'),
@@ -491,6 +491,16 @@ fn a_generated_typescript_extension_tests_builds_packages_reproducibly_and_confo
     assert!(bundle < 1024 * 1024, "the bundle is {bundle} bytes");
     frames_stdin_like_the_rust_runtime(&dir.join("dist/main.js"));
     says_why_it_stops(&dir.join("dist/main.js"));
+    // An https upstream directly and through a real forward proxy's CONNECT
+    // tunnel (tinyproxy, nginx with a test CA), as the Rust runtime's.
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(crate::proxy::https_upstream_through_tinyproxy(
+            crate::proxy::Adapter::TypeScript(&dir.join("dist/main.js")),
+        ));
     let release = dir.join("release");
     let lint = ecp(&[
         "lint",

@@ -5,7 +5,9 @@
 //! through a proxy, whatever the variables say. An `https` upstream
 //! (nginx with a test CA in front of the recording upstream) is reached
 //! directly and through tinyproxy's `CONNECT` tunnel, and refused when its
-//! certificate is not trusted.
+//! certificate is not trusted: by the Rust runtime here, and by the
+//! TypeScript runtime's built bundle in `local_ts` (the same scenario,
+//! [`https_upstream_through_tinyproxy`]).
 
 use std::{
     net::TcpStream,
@@ -79,25 +81,47 @@ fn start_tinyproxy() -> Tinyproxy {
     }
 }
 
+/// The adapter `ecp call` starts: the Rust runtime's (`ecp serve --http`)
+/// or a TypeScript extension's built `dist/main.js` (named `acme-context`).
+#[derive(Clone, Copy)]
+pub enum Adapter<'a> {
+    Rust,
+    TypeScript(&'a std::path::Path),
+}
+
 /// `ecp call` against `ecp serve --http` with the binding pointed at
 /// `base_url` and the given proxy variables (nothing inherited).
 async fn call_through(base_url: &str, proxy_env: &[(&str, String)]) -> Output {
-    call_with(base_url, proxy_env, None).await
+    call_with(Adapter::Rust, base_url, proxy_env, None).await
 }
 
-/// [`call_through`], trusting the test CA at `ca` when one is given (the
-/// platform verifier reads `SSL_CERT_FILE` on Linux).
+/// `ecp call` against `adapter`, pointed at `base_url` with the given
+/// proxy variables (nothing inherited), trusting the test CA at `ca` when
+/// one is given (the Rust platform verifier reads `SSL_CERT_FILE` on
+/// Linux, Node `NODE_EXTRA_CA_CERTS`).
 async fn call_with(
+    adapter: Adapter<'_>,
     base_url: &str,
     proxy_env: &[(&str, String)],
     ca: Option<&std::path::Path>,
 ) -> Output {
     let ecp = env!("CARGO_BIN_EXE_ecp");
     let mut command = Command::new(ecp);
+    let prefix = match adapter {
+        Adapter::Rust => {
+            command.args(["call", "release train", "--", ecp, "serve", "--http"]);
+            "PROVIDER_CONTEXT"
+        }
+        Adapter::TypeScript(bundle) => {
+            command
+                .args(["call", "release train", "--", "node"])
+                .arg(bundle);
+            "ACME_CONTEXT"
+        }
+    };
     command
-        .args(["call", "release train", "--", ecp, "serve", "--http"])
-        .env("PROVIDER_CONTEXT_BASE_URL", base_url)
-        .env("PROVIDER_CONTEXT_TOKEN", "upstream-token-1234")
+        .env(format!("{prefix}_BASE_URL"), base_url)
+        .env(format!("{prefix}_TOKEN"), "upstream-token-1234")
         .stdin(Stdio::null());
     for name in [
         "HTTP_PROXY",
@@ -115,9 +139,12 @@ async fn call_with(
     }
     command
         .env_remove("SSL_CERT_FILE")
-        .env_remove("SSL_CERT_DIR");
+        .env_remove("SSL_CERT_DIR")
+        .env_remove("NODE_EXTRA_CA_CERTS");
     if let Some(ca) = ca {
-        command.env("SSL_CERT_FILE", ca);
+        command
+            .env("SSL_CERT_FILE", ca)
+            .env("NODE_EXTRA_CA_CERTS", ca);
     }
     tokio::task::spawn_blocking(move || command.output().unwrap())
         .await
@@ -212,6 +239,14 @@ fn https_front(dir: &std::path::Path, upstream: &Upstream) -> (Nginx, TestCa, u1
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_https_upstream_is_reached_directly_and_through_a_connect_tunnel() {
+    https_upstream_through_tinyproxy(Adapter::Rust).await;
+}
+
+/// `adapter` against an https upstream: direct and trusted, refused
+/// untrusted, through tinyproxy's tunnel with its credentials (and not
+/// with wrong ones or a dead proxy), through `HTTP_PROXY` when
+/// `HTTPS_PROXY` is unset, and direct past a dead proxy by `NO_PROXY`.
+pub async fn https_upstream_through_tinyproxy(adapter: Adapter<'_>) {
     let dir = tempfile::tempdir().unwrap();
     let upstream = Upstream::start(|_| {
         Reply::json(r#"{"items":[{"id":"release-train","content":"Trains leave on Tuesdays."}]}"#)
@@ -237,7 +272,7 @@ async fn an_https_upstream_is_reached_directly_and_through_a_connect_tunnel() {
 
     // Direct, trusting the test CA: TLS with SNI `localhost`, the request
     // arrives (through nginx) with the credential.
-    succeeded(&call_with(&base_url, &[], Some(&tls.ca)).await);
+    succeeded(&call_with(adapter, &base_url, &[], Some(&tls.ca)).await);
     let seen = upstream.requests();
     assert_eq!(seen.len(), 1);
     assert_eq!(
@@ -246,13 +281,21 @@ async fn an_https_upstream_is_reached_directly_and_through_a_connect_tunnel() {
     );
 
     // Not trusting it (the system's roots only): refused before a request.
-    failed(&call_with(&base_url, &[], None).await);
+    failed(&call_with(adapter, &base_url, &[], None).await);
     assert_eq!(upstream.requests().len(), 1, "no request without trust");
 
     // Through tinyproxy's CONNECT tunnel: its credentials on the CONNECT
     // (wrong ones or a dead proxy fail, so the tunnel is really the path),
     // TLS end to end inside it.
-    succeeded(&call_with(&base_url, &[("HTTPS_PROXY", tunnel.clone())], Some(&tls.ca)).await);
+    succeeded(
+        &call_with(
+            adapter,
+            &base_url,
+            &[("HTTPS_PROXY", tunnel.clone())],
+            Some(&tls.ca),
+        )
+        .await,
+    );
     assert_eq!(upstream.requests().len(), 2);
     let wrong = format!(
         "http://{PROXY_USER}:wrong-{PROXY_PASSWORD}@127.0.0.1:{}",
@@ -260,7 +303,15 @@ async fn an_https_upstream_is_reached_directly_and_through_a_connect_tunnel() {
     );
     let dead = format!("http://127.0.0.1:{}", free_port());
     for proxy_url in [wrong, dead] {
-        failed(&call_with(&base_url, &[("HTTPS_PROXY", proxy_url)], Some(&tls.ca)).await);
+        failed(
+            &call_with(
+                adapter,
+                &base_url,
+                &[("HTTPS_PROXY", proxy_url)],
+                Some(&tls.ca),
+            )
+            .await,
+        );
     }
     assert_eq!(
         upstream.requests().len(),
@@ -269,10 +320,11 @@ async fn an_https_upstream_is_reached_directly_and_through_a_connect_tunnel() {
     );
     // The HTTP proxy serves https when HTTPS_PROXY is unset; NO_PROXY
     // sends the request direct past a dead one.
-    succeeded(&call_with(&base_url, &[("HTTP_PROXY", tunnel)], Some(&tls.ca)).await);
+    succeeded(&call_with(adapter, &base_url, &[("HTTP_PROXY", tunnel)], Some(&tls.ca)).await);
     let dead = format!("http://127.0.0.1:{}", free_port());
     succeeded(
         &call_with(
+            adapter,
             &base_url,
             &[("HTTPS_PROXY", dead), ("NO_PROXY", "localhost".to_owned())],
             Some(&tls.ca),

@@ -195,6 +195,66 @@ test("no more input is read while the client has not taken the answers", async (
   input.end();
 });
 
+test("the server answers as the SDK's Server did: versions negotiated, a task refused, a cancelled call unanswered (id 0 too)", async () => {
+  const input = new PassThrough();
+  const output = new PassThrough();
+  const lines: string[] = [];
+  let pending = "";
+  output.on("data", (chunk: Buffer) => {
+    pending += chunk.toString("utf8");
+    for (let at = pending.indexOf("\n"); at !== -1; at = pending.indexOf("\n")) {
+      lines.push(pending.slice(0, at));
+      pending = pending.slice(at + 1);
+    }
+  });
+  const aborted: string[] = [];
+  const provider = {
+    search: (query: string, _limit: number, signal: AbortSignal) =>
+      new Promise<never>((_, reject) =>
+        signal.addEventListener("abort", () => {
+          aborted.push(query);
+          reject(new Error("aborted"));
+        }),
+      ),
+  };
+  const server = contextSearchServer(provider, { name: "acme-context", version: "0.1.0", budgetMs: 60000 });
+  await server.connect(new FramedStdioTransport(input, output));
+  const init = (id: number, version: string) =>
+    `{"jsonrpc":"2.0","id":${id},"method":"initialize","params":{"protocolVersion":"${version}","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}\n`;
+  const call = (id: unknown, query: string) =>
+    `${JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "context_search", arguments: { query } } })}\n`;
+  input.write(init(1, "2024-11-05"));
+  input.write(init(2, "1999-01-01"));
+  input.write('{"jsonrpc":"2.0","id":3,"method":"ping","params":{"task":{"ttl":5}}}\n');
+  input.write('{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"context_search","arguments":{"query":"q"},"task":{}}}\n');
+  input.write(call(0, "zero"));
+  input.write(call("s", "string"));
+  input.write(call(5, "kept"));
+  const until = async (condition: () => boolean) => {
+    const start = Date.now();
+    while (!condition() && Date.now() - start < 20000) await new Promise((r) => setTimeout(r, 5));
+  };
+  await until(() => lines.length >= 4);
+  input.write('{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":0,"reason":"r"}}\n');
+  input.write('{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"s"}}\n');
+  // Not a cancellation the server can read: `reason` is no string.
+  input.write('{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5,"reason":7}}\n');
+  input.write('{"jsonrpc":"2.0","id":"end","method":"ping"}\n');
+  await until(() => lines.some((line) => line.includes('"id":"end"')));
+  await until(() => aborted.length >= 2);
+  const serverInfo = '"capabilities":{"tools":{}},"serverInfo":{"name":"acme-context","version":"0.1.0"}}}';
+  assert.deepEqual(lines, [
+    `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2024-11-05",${serverInfo}`,
+    `{"jsonrpc":"2.0","id":2,"result":{"protocolVersion":"2025-11-25",${serverInfo}`,
+    '{"jsonrpc":"2.0","id":3,"error":{"code":-32603,"message":"Server does not support task creation (required for ping)"}}',
+    '{"jsonrpc":"2.0","id":4,"error":{"code":-32603,"message":"Server does not support task creation (required for tools/call)"}}',
+    '{"jsonrpc":"2.0","id":"end","result":{}}',
+  ]);
+  assert.deepEqual(aborted.sort(), ["string", "zero"]);
+  input.end();
+  await server.close();
+});
+
 /** A small deterministic generator (xorshift), so that a failure replays. */
 function random(seed: number) {
   let state = seed >>> 0 || 1;

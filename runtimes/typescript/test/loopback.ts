@@ -77,15 +77,17 @@ export const json = (body: unknown, status = 200): Handler => (_, response) => {
   response.end(typeof body === "string" ? body : JSON.stringify(body));
 };
 
-/** A forward proxy on 127.0.0.1 that tunnels CONNECT, as undici's ProxyAgent asks. */
+/** A forward proxy on 127.0.0.1 that tunnels CONNECT; `tunnels` and `authorizations` are what each CONNECT asked with. */
 export async function forwardProxy() {
   const tunnels: string[] = [];
+  const authorizations: string[] = [];
   const server = createServer((_, response) => {
     response.writeHead(405);
     response.end();
   });
   server.on("connect", (request: IncomingMessage, client: Socket, head: Buffer) => {
     tunnels.push(request.url ?? "");
+    authorizations.push(request.headers["proxy-authorization"] ?? "");
     const [host, port] = (request.url ?? "").split(":");
     const upstreamSocket = connect(Number(port), host, () => {
       client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
@@ -97,14 +99,20 @@ export async function forwardProxy() {
       client.destroy();
       upstreamSocket.destroy();
     };
-    upstreamSocket.on("error", drop);
-    client.on("error", drop);
+    // Either end gone, the tunnel goes (the server's half-open sockets
+    // would otherwise hold its close, which does not track tunnels).
+    for (const socket of [upstreamSocket, client]) {
+      socket.on("error", drop);
+      socket.on("close", drop);
+      socket.on("end", drop);
+    }
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
     tunnels,
+    authorizations,
     close: closer(server),
   };
 }

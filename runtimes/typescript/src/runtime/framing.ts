@@ -1,4 +1,4 @@
-// JSON-RPC framing on stdio, in front of the MCP SDK's server, as the Rust
+// JSON-RPC framing on stdio, in front of the runtime's server, as the Rust
 // runtime frames it (crates/ecp-runtime/src/framing.rs), answer for answer
 // and byte for byte: every line a client sends is either handed to the
 // server or answered here with the JSON-RPC error, so that no request goes
@@ -16,9 +16,10 @@
 //   object: -32602 (`null` counts as absent, and so does a `null` `_meta`);
 // - a line longer than MAX_LINE_BYTES: -32600, and the rest of the line is
 //   skipped without being held;
-// - a request for a method the server serves that its schema refuses (a
-//   `tools/call` without `name`): -32601 naming the method, as the Rust
-//   runtime's server answers, not the SDK's -32603 with a schema dump.
+// - a request for a method the server serves that it cannot read (a
+//   `tools/call` without `name`; ./messages.ts says what it reads, as the
+//   MCP TypeScript SDK's schemas read it): -32601 naming the method, as
+//   the Rust runtime's server answers.
 //
 // Notifications and responses get no answer, as JSON-RPC says; members a
 // JSON-RPC message does not have are ignored. Answers are written with
@@ -27,10 +28,10 @@
 // already written.
 //
 // Where it differs from the Rust runtime (whose server, rmcp, reads some
-// lines the SDK cannot): an integer `id` beyond 2^53 - 1 is served there
-// and answered -32600 here (JavaScript cannot hold it, and an answer with
-// a rounded id would answer another request); a request the SDK's schema
-// refuses but rmcp reads (a `_meta.progressToken` that is no string or
+// lines the SDK's schemas cannot): an integer `id` beyond 2^53 - 1 is
+// served there and answered -32600 here (JavaScript cannot hold it, and an
+// answer with a rounded id would answer another request); a request the
+// SDK's schemas refuse but rmcp reads (a `_meta.progressToken` that is no string or
 // integer, a `cursor` that is no string) is served there and answered
 // -32600 or -32601 here; a `_meta` that is no object, and a message
 // without `method` that is no response, are answered there -32600 without
@@ -40,18 +41,26 @@
 //
 // Part of ecp's TypeScript runtime; `ecp new` copies it verbatim.
 
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import {
-  CallToolRequestSchema,
-  InitializeRequestSchema,
-  isJSONRPCErrorResponse,
-  isJSONRPCResultResponse,
-  type JSONRPCMessage,
-  JSONRPCNotificationSchema,
-  JSONRPCRequestSchema,
-  ListToolsRequestSchema,
-  PingRequestSchema,
-} from "@modelcontextprotocol/sdk/types.js";
+import { isNotification, isObject, isRequest, isResponse, servedParamsReadable } from "./messages.js";
+
+/** A JSON-RPC message as the framing hands it on: an object with `jsonrpc` "2.0". */
+export type JSONRPCMessage = Record<string, unknown> & { jsonrpc: "2.0" };
+
+/**
+ * A message channel between the server and its client: the shape of the
+ * MCP TypeScript SDK's `Transport`, so that the SDK's own client and
+ * transports (the runtime's tests use them) talk to the server too.
+ */
+export interface Transport {
+  start(): Promise<void>;
+  send(message: JSONRPCMessage): Promise<void>;
+  close(): Promise<void>;
+  // Methods, not function members: the SDK's transports type their
+  // messages more narrowly, and a method's parameters are compared both ways.
+  onclose?(): void;
+  onerror?(error: Error): void;
+  onmessage?(message: JSONRPCMessage): void;
+}
 
 /** The longest request line read (the Rust runtime's bound). */
 export const MAX_LINE_BYTES = 4 * 1024 * 1024;
@@ -69,9 +78,6 @@ const error = (id: unknown, code: number, message: string): Verdict => ({
 const TOO_LONG = error(null, -32600, "Invalid Request: the line is too long.");
 
 const NOT_JSON = error(null, -32700, "Parse error: the line is not JSON.");
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
 
 const has = (object: object, key: string): boolean => Object.prototype.hasOwnProperty.call(object, key);
 
@@ -237,19 +243,6 @@ function reduced(message: Record<string, unknown>): Record<string, unknown> {
   return out;
 }
 
-/**
- * The requests the server serves, by method. One its schema refuses (a
- * `tools/call` without a `name`, say) is answered as the Rust runtime's
- * server answers it, -32601 naming the method, rather than with the SDK's
- * -32603 and a dump of the schema's complaints.
- */
-const SERVED = new Map<string, { safeParse(value: unknown): { success: boolean } }>([
-  ["initialize", InitializeRequestSchema],
-  ["ping", PingRequestSchema],
-  ["tools/list", ListToolsRequestSchema],
-  ["tools/call", CallToolRequestSchema],
-]);
-
 /** Judges one line (its bytes, without the line break). */
 export function judge(line: Uint8Array): Verdict {
   let start = 0;
@@ -284,9 +277,9 @@ export function judge(line: Uint8Array): Verdict {
   const replyId = hasId ? id : null;
   if (message.jsonrpc !== "2.0") return error(replyId, -32600, 'Invalid Request: `jsonrpc` must be "2.0".');
   if (!has(message, "method")) {
-    // A response to the server (which sends no request): the SDK drops it.
+    // A response to the server (which sends no request): the server drops it.
     const response = reduced(message);
-    if (isJSONRPCResultResponse(response) || isJSONRPCErrorResponse(response)) return { forward: response };
+    if (isResponse(response)) return { forward: response as JSONRPCMessage };
     return error(null, -32600, "Invalid Request: a message without `method` must be a response, with `result` or `error`.");
   }
   const method = message.method;
@@ -301,13 +294,18 @@ export function judge(line: Uint8Array): Verdict {
     return error(replyId, -32602, `Invalid params: ${what}`);
   }
   const forward = reduced(message);
-  // What the SDK's own schema would drop without a word (a `_meta` that is
-  // not an object, say) is answered here instead.
-  if (hasId && !JSONRPCRequestSchema.safeParse(forward).success) {
+  // What the server could not read (a `_meta` that is not an object, say)
+  // is answered here instead.
+  if (hasId && !isRequest(forward)) {
     return error(replyId, -32600, "Invalid Request: not a JSON-RPC request the server can read.");
   }
-  if (hasId && SERVED.get(method)?.safeParse(forward).success === false) return error(replyId, -32601, method);
-  if (!hasId && !JSONRPCNotificationSchema.safeParse(forward).success) return { ignore: true };
+  // A request for a method the server serves that it cannot read (a
+  // `tools/call` without `name`, say) is answered as the Rust runtime's
+  // server answers it: -32601 naming the method.
+  if (hasId && servedParamsReadable(method, forward.params as Record<string, unknown> | undefined) === false) {
+    return error(replyId, -32601, method);
+  }
+  if (!hasId && !isNotification(forward)) return { ignore: true };
   return { forward: forward as JSONRPCMessage };
 }
 
@@ -384,7 +382,7 @@ export class FramedStdioTransport implements Transport {
     });
     this.input.on("data", (chunk: Buffer | string) => lines.push(typeof chunk === "string" ? Buffer.from(chunk) : chunk));
     // The end of stdin is not a close: the calls in flight still answer
-    // (the SDK aborts them on close), then nothing keeps Node running.
+    // (the server aborts them on close), then nothing keeps Node running.
     this.input.on("end", () => lines.end());
     this.input.on("error", (error: Error) => this.onerror?.(error));
   }

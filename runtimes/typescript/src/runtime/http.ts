@@ -17,8 +17,12 @@
 //   error.
 // - `accept: application/json` always; no redirect is followed (a 3xx is a
 //   failure), nothing is retried, `HTTP_PROXY`/`HTTPS_PROXY`/`NO_PROXY` are
-//   honoured as the reference honours them (undici's EnvHttpProxyAgent when
-//   a proxy variable is set).
+//   honoured as the Rust runtime and the reference honour them (./proxy.ts;
+//   an `https` endpoint through a `CONNECT` tunnel).
+// - Node's own `node:http` and `node:https`, with their keep-alive agents:
+//   no HTTP library is loaded (undici alone took 17 MiB of a process that
+//   bare Node starts at 40). No `accept-encoding` is sent, as the Rust
+//   runtime sends none, so the answer comes as it is.
 // - The body is read up to MAX_BODY_BYTES (a larger declared length or a
 //   longer body is a failure; exactly the cap is fine), must be strict
 //   UTF-8 (a leading BOM is stripped) and is parsed by JSON.parse.
@@ -31,9 +35,16 @@
 // status at most): never the query, the endpoint, the credential or a byte
 // of the body.
 
-import { EnvHttpProxyAgent, fetch } from "undici";
+import { type ClientRequest, type IncomingMessage, request as httpRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
+import { connect as tlsConnect, type TLSSocket } from "node:tls";
+import { isIP, type Socket } from "node:net";
 
 import { ProviderError } from "./error.js";
+import { portOf, proxyEnv, proxyFor } from "./proxy.js";
+
+/** Strict UTF-8, a leading BOM stripped; one for every response (each would hold a native converter until collected). */
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
 
 /** Largest accepted response body (exactly this many bytes is fine). */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -111,24 +122,20 @@ export function configuredCredentials(): readonly string[] {
   return CONFIGURED_CREDENTIALS;
 }
 
-const PROXY_VARIABLES = ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"];
-
 /** A search service: its base URL, its credential, and the way out (direct or through the environment's proxy). */
 export class Upstream {
   readonly #base: URL;
   readonly #credential: [string, string] | undefined;
-  readonly #dispatcher: EnvHttpProxyAgent | undefined;
+  /** The proxy every request goes through, read once from the environment (./proxy.ts), or none. */
+  readonly #proxy: URL | undefined;
 
   private constructor(base: URL, credential: [string, string] | undefined) {
     this.#base = base;
     this.#credential = credential;
-    // undici's environment proxy agent when a proxy is configured (it reads
-    // NO_PROXY too), else undici's direct default. A plain http endpoint is
-    // on loopback (the one place http is allowed, so that the credential
-    // never crosses a network): it never goes through a proxy, whatever
-    // NO_PROXY says, as in the Rust runtime (0.4.3).
-    const proxied = base.protocol !== "http:" && PROXY_VARIABLES.some((name) => process.env[name]);
-    this.#dispatcher = proxied ? new EnvHttpProxyAgent() : undefined;
+    // Every request is under the base, so one decision serves them all. A
+    // plain http endpoint is on loopback (the one place http is allowed):
+    // never proxied.
+    this.#proxy = base.protocol === "https:" ? proxyFor(proxyEnv(), base) : undefined;
   }
 
   /**
@@ -164,12 +171,12 @@ export class Upstream {
 
   /** A GET of `path`, relative to the base URL's path (no leading `/`). */
   get(path: string): UpstreamRequest {
-    return new UpstreamRequest("GET", joinUnder(this.#base, path), this.#credential, this.#dispatcher);
+    return new UpstreamRequest("GET", joinUnder(this.#base, path), this.#credential, this.#proxy);
   }
 
   /** A POST to `path`, relative to the base URL's path (no leading `/`). */
   post(path: string): UpstreamRequest {
-    return new UpstreamRequest("POST", joinUnder(this.#base, path), this.#credential, this.#dispatcher);
+    return new UpstreamRequest("POST", joinUnder(this.#base, path), this.#credential, this.#proxy);
   }
 }
 
@@ -189,7 +196,7 @@ export class UpstreamRequest {
     private readonly method: "GET" | "POST",
     private readonly url: URL | undefined,
     credential: [string, string] | undefined,
-    private readonly dispatcher: EnvHttpProxyAgent | undefined,
+    private readonly proxy: URL | undefined,
   ) {
     if (url === undefined) this.#defect = "the request path does not stay under the base URL";
     if (credential) this.#headers[credential[0]] = credential[1];
@@ -244,27 +251,24 @@ export class UpstreamRequest {
       throw new ProviderError(this.#defect ?? "the request path does not stay under the base URL");
     }
     if (this.method === "GET" && this.#body !== undefined) throw new ProviderError("a GET request cannot have a body");
-    let response: Awaited<ReturnType<typeof fetch>>;
+    if (signal.aborted) throw new ProviderError("the request was aborted");
+    const headers: Record<string, string> = { ...this.#headers };
+    const body = this.#body === undefined ? undefined : Buffer.from(this.#body, "utf8");
+    if (body !== undefined) headers["content-length"] = String(body.length);
+    let response: IncomingMessage;
     try {
-      response = await fetch(this.url, {
-        method: this.method,
-        headers: this.#headers,
-        body: this.#body,
-        redirect: "manual",
-        signal,
-        dispatcher: this.dispatcher,
-      });
+      response = await exchange(this.method, this.url, headers, body, this.proxy, signal);
     } catch {
       throw new ProviderError(signal.aborted ? "the request was aborted" : "the request failed in transport");
     }
     try {
-      const status = response.status;
+      const status = response.statusCode ?? 0;
       if (status >= 300 && status < 400) throw new ProviderError(`upstream redirected (HTTP ${status})`);
       if (status === 429) throw new ProviderError("upstream rate limited (HTTP 429)");
       if (status < 200 || status > 299) throw new ProviderError(`upstream failed (HTTP ${status})`);
-      let body: Uint8Array;
+      let bytes: Uint8Array;
       try {
-        body = await readBody(response);
+        bytes = await readBody(response, signal);
       } catch (error) {
         if (error instanceof ProviderError) throw error;
         throw new ProviderError(signal.aborted ? "the request was aborted" : "the response body could not be read");
@@ -272,7 +276,7 @@ export class UpstreamRequest {
       let text: string;
       try {
         // Strict UTF-8; a leading BOM is stripped (TextDecoder's default).
-        text = new TextDecoder("utf-8", { fatal: true }).decode(body);
+        text = UTF8.decode(bytes);
       } catch {
         throw new ProviderError("the response is not UTF-8");
       }
@@ -282,30 +286,123 @@ export class UpstreamRequest {
         throw new ProviderError("the response is not JSON");
       }
     } finally {
-      // Whatever was not read is released, not left to a pool.
-      if (!response.bodyUsed) await response.body?.cancel().catch(() => {});
+      // Whatever was not read closes its connection, rather than wait in a pool.
+      if (!response.complete) response.destroy();
     }
   }
 }
 
-/** Reads at most MAX_BODY_BYTES of the body; larger, declared or streamed, is a failure. */
-async function readBody(response: Awaited<ReturnType<typeof fetch>>): Promise<Uint8Array> {
-  const declared = Number(response.headers.get("content-length") ?? "0");
-  if (declared > MAX_BODY_BYTES) throw new ProviderError("the response is larger than 1 MiB");
-  const chunks: Uint8Array[] = [];
-  let length = 0;
-  if (response.body) {
-    for await (const chunk of response.body) {
-      length += chunk.byteLength;
-      if (length > MAX_BODY_BYTES) throw new ProviderError("the response is larger than 1 MiB");
-      chunks.push(chunk);
+/**
+ * Sends one request and resolves with the response (its head read, its
+ * body not yet); through `proxy` when there is one. `signal` destroys the
+ * request, and its connection, whenever it aborts until the body is read.
+ */
+function exchange(
+  method: string,
+  url: URL,
+  headers: Record<string, string>,
+  body: Buffer | undefined,
+  proxy: URL | undefined,
+  signal: AbortSignal,
+): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    let request: ClientRequest | undefined;
+    let tunnel: Socket | undefined;
+    const abort = () => {
+      request?.destroy();
+      tunnel?.destroy();
+      reject(new Error("aborted"));
+    };
+    signal.addEventListener("abort", abort, { once: true });
+    const send = (createConnection?: () => Socket) => {
+      const options = { method, headers, ...(createConnection && { createConnection }) };
+      request = url.protocol === "https:" ? httpsRequest(url, options) : httpRequest(url, options);
+      request.on("response", (response) => {
+        // The signal still destroys the request while the body is read (readBody listens too).
+        response.on("end", () => signal.removeEventListener("abort", abort));
+        resolve(response);
+      });
+      request.on("error", (error) => {
+        // A tunnel is the request's own: it goes with it.
+        tunnel?.destroy();
+        reject(error);
+      });
+      request.end(body);
+    };
+    if (proxy === undefined) return send();
+    // An https endpoint through the proxy: a CONNECT tunnel, then TLS inside it.
+    openTunnel(proxy, url, signal).then((socket) => {
+      tunnel = socket;
+      const host = url.hostname.replace(/^\[|\]$/g, "");
+      // The certificate is checked against the endpoint's host; SNI only for a name.
+      const secure: TLSSocket = tlsConnect({ socket, host, ...(isIP(host) === 0 && { servername: host }) });
+      send(() => secure);
+    }, reject);
+  });
+}
+
+/** A `CONNECT` tunnel through `proxy` to `url`'s host and port: the socket, once the proxy answered 2xx. */
+function openTunnel(proxy: URL, url: URL, signal: AbortSignal): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const authority = `${url.hostname}:${portOf(url)}`;
+    const headers: Record<string, string> = { host: authority };
+    if (proxy.username !== "" || proxy.password !== "") {
+      const pair = `${decodeURIComponent(proxy.username)}:${decodeURIComponent(proxy.password)}`;
+      headers["proxy-authorization"] = `Basic ${Buffer.from(pair).toString("base64")}`;
     }
-  }
-  const body = new Uint8Array(length);
-  let at = 0;
-  for (const chunk of chunks) {
-    body.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return body;
+    const options = { method: "CONNECT", path: authority, headers, agent: false as const, signal };
+    const target = { protocol: proxy.protocol, hostname: proxy.hostname.replace(/^\[|\]$/g, ""), port: portOf(proxy) };
+    const request = proxy.protocol === "https:" ? httpsRequest({ ...target, ...options }) : httpRequest({ ...target, ...options });
+    request.on("connect", (response: IncomingMessage, socket: Socket, head: Buffer) => {
+      const status = response.statusCode ?? 0;
+      if (status < 200 || status > 299 || head.length > 0) {
+        socket.destroy();
+        reject(new Error(`the proxy answered ${status}`));
+        return;
+      }
+      resolve(socket);
+    });
+    request.on("error", reject);
+    request.end();
+  });
+}
+
+/** Reads at most MAX_BODY_BYTES of the body; larger, declared or streamed, is a failure. */
+function readBody(response: IncomingMessage, signal: AbortSignal): Promise<Uint8Array> {
+  const declared = Number(response.headers["content-length"] ?? "0");
+  if (declared > MAX_BODY_BYTES) return Promise.reject(new ProviderError("the response is larger than 1 MiB"));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let length = 0;
+    const abort = () => {
+      response.destroy();
+      reject(new Error("aborted"));
+    };
+    if (signal.aborted) return abort();
+    signal.addEventListener("abort", abort, { once: true });
+    const done = () => signal.removeEventListener("abort", abort);
+    response.on("data", (chunk: Buffer) => {
+      length += chunk.length;
+      if (length > MAX_BODY_BYTES) {
+        done();
+        response.destroy();
+        reject(new ProviderError("the response is larger than 1 MiB"));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    response.on("end", () => {
+      done();
+      resolve(Buffer.concat(chunks, length));
+    });
+    response.on("error", (error) => {
+      done();
+      reject(error);
+    });
+    // A connection closed before the body's end (after it, this changes nothing).
+    response.on("close", () => {
+      done();
+      reject(new Error("the response was cut short"));
+    });
+  });
 }
