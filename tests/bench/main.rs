@@ -670,6 +670,13 @@ fn main() {
             node_rss as f64 / 1024.0
         ),
     );
+    // Issue 50: bare Node starts at 40 MiB here; the runtime without the
+    // SDK and undici (0.6.1) peaks near 60 after its calls.
+    report.target(
+        "local-ts peak RSS at most 64 MiB",
+        ts_rss <= 64 * 1024,
+        format!("{:.1} MiB", ts_rss as f64 / 1024.0),
+    );
     let bundle = std::fs::metadata(&ts_bundle).map(|m| m.len()).unwrap_or(0);
     report.row(
         "local-ts dist/main.js size",
