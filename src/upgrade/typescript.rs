@@ -301,6 +301,23 @@ fn aligned_package(
     Ok((Some(written), aligned, only_runtime))
 }
 
+/// The provider's own code as the upgrade leaves it (its files planned or
+/// as they are): a package it imports stays in `package.json`, whoever
+/// added it.
+fn provider_code(folder: &Path, plan: &Plan) -> Vec<String> {
+    PROVIDER_FILES
+        .iter()
+        .map(|path| {
+            plan.writes
+                .iter()
+                .find(|(written, _)| written == path)
+                .map(|(_, bytes)| String::from_utf8_lossy(bytes).into_owned())
+                .or_else(|| std::fs::read_to_string(folder.join(path)).ok())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
 /// Upgrades the TypeScript extension at `folder`.
 pub fn upgrade(folder: &Path, force: bool) -> Result<Upgraded, UpgradeError> {
     let touched: Vec<(PathBuf, Expect)> = TOUCHED
@@ -316,19 +333,7 @@ pub fn upgrade(folder: &Path, force: bool) -> Result<Upgraded, UpgradeError> {
         return Err(UpgradeError::Edited { files: plan.edited });
     }
     let package_text = read_text(folder, &folder.join("package.json"))?;
-    // The provider's own code, as the upgrade leaves it: a package it
-    // imports stays, whoever added it.
-    let own: Vec<String> = PROVIDER_FILES
-        .iter()
-        .map(|path| {
-            plan.writes
-                .iter()
-                .find(|(written, _)| written == path)
-                .map(|(_, bytes)| String::from_utf8_lossy(bytes).into_owned())
-                .or_else(|| std::fs::read_to_string(folder.join(path)).ok())
-                .unwrap_or_default()
-        })
-        .collect();
+    let own = provider_code(folder, &plan);
     let provider_names = |name: &str| {
         own.iter()
             .any(|code| code.contains(&format!("\"{name}")) || code.contains(&format!("'{name}")))
@@ -428,5 +433,34 @@ mod tests {
                 .is_some(),
             "templates/local-ts/src/main.ts.tera is not in the history table: run `cargo xtask ts-history`"
         );
+    }
+
+    #[test]
+    fn former_runtime_packages_go_unless_the_provider_imports_them() {
+        let known = Known::load();
+        let old = r#"{"name":"acme-context","dependencies":{"@modelcontextprotocol/sdk":"1.32.2","undici":"6.29.1"},"devDependencies":{"typescript":"5.9.3"}}"#;
+        let (written, aligned, only_runtime) = aligned_package(old, &known, &|_| false).unwrap();
+        let written: serde_json::Value = serde_json::from_str(&written.unwrap()).unwrap();
+        assert!(written.get("dependencies").is_none(), "{written}");
+        assert_eq!(
+            written["devDependencies"]["@modelcontextprotocol/sdk"],
+            "1.32.2"
+        );
+        assert!(
+            aligned.contains(&"undici removed from dependencies".to_owned()),
+            "{aligned:?}"
+        );
+        assert!(only_runtime);
+        // A provider whose own code imports undici keeps it (and its own lockfile).
+        let (written, _, only_runtime) =
+            aligned_package(old, &known, &|name| name == "undici").unwrap();
+        let written: serde_json::Value = serde_json::from_str(&written.unwrap()).unwrap();
+        assert_eq!(written["dependencies"]["undici"], "6.29.1");
+        assert!(
+            written["dependencies"]
+                .get("@modelcontextprotocol/sdk")
+                .is_none()
+        );
+        assert!(!only_runtime);
     }
 }

@@ -29,20 +29,15 @@ use super::{Report, percentile};
 mod jwt;
 
 /// A `dist/main --listen 127.0.0.1:0` process; killed when dropped.
-pub(super) struct HttpServer {
-    pub(super) child: Child,
-    pub(super) url: String,
+struct HttpServer {
+    child: Child,
+    url: String,
 }
 
 impl HttpServer {
     /// With OAuth from `jwks` (a file or a URL), or `--no-auth` without;
     /// on the CPUs `pin` names, if any.
-    pub(super) fn spawn(
-        main: &Path,
-        base_url: &str,
-        jwks: Option<&str>,
-        pin: Option<&str>,
-    ) -> HttpServer {
+    fn spawn(main: &Path, base_url: &str, jwks: Option<&str>, pin: Option<&str>) -> HttpServer {
         let mut command = pinned(main, pin);
         command.args(["--listen", "127.0.0.1:0"]);
         match jwks {
