@@ -123,8 +123,7 @@ export function contextSearchServer(provider: Provider, options: AdapterOptions)
   return new McpServer({ name: options.name, version: options.version, tool: TOOL, callTool });
 
   async function callTool(params: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult> {
-    // A method the server does not serve is the Rust runtime's answer too
-    // (-32601 naming the method); so is an unknown tool.
+    // An unknown tool: the Rust runtime's answer (-32602, this message).
     if (params.name !== TOOL_NAME) throw new RpcError(ErrorCode.InvalidParams, "Unknown tool: this server offers only context_search.");
     const input = queryFromArguments(params.arguments);
     if (!input.ok) return failure(input.message);
