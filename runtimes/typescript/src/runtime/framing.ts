@@ -41,7 +41,7 @@
 //
 // Part of ecp's TypeScript runtime; `ecp new` copies it verbatim.
 
-import { isNotification, isObject, isRequest, isResponse, servedParamsReadable } from "./messages.js";
+import { has, isNotification, isObject, isRequest, isResponse, servedParamsReadable } from "./messages.js";
 
 /** A JSON-RPC message as the framing hands it on: an object with `jsonrpc` "2.0". */
 export type JSONRPCMessage = Record<string, unknown> & { jsonrpc: "2.0" };
@@ -78,8 +78,6 @@ const error = (id: unknown, code: number, message: string): Verdict => ({
 const TOO_LONG = error(null, -32600, "Invalid Request: the line is too long.");
 
 const NOT_JSON = error(null, -32700, "Parse error: the line is not JSON.");
-
-const has = (object: object, key: string): boolean => Object.prototype.hasOwnProperty.call(object, key);
 
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 

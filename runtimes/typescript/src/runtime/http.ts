@@ -41,7 +41,7 @@ import { connect as tlsConnect, type TLSSocket } from "node:tls";
 import { isIP, type Socket } from "node:net";
 
 import { ProviderError } from "./error.js";
-import { portOf, proxyEnv, proxyFor } from "./proxy.js";
+import { bareHost, portOf, proxyEnv, proxyFor } from "./proxy.js";
 
 /** Strict UTF-8, a leading BOM stripped; one for every response (each would hold a native converter until collected). */
 const UTF8 = new TextDecoder("utf-8", { fatal: true });
@@ -333,7 +333,7 @@ function exchange(
     // An https endpoint through the proxy: a CONNECT tunnel, then TLS inside it.
     openTunnel(proxy, url, signal).then((socket) => {
       tunnel = socket;
-      const host = url.hostname.replace(/^\[|\]$/g, "");
+      const host = bareHost(url);
       // The certificate is checked against the endpoint's host; SNI only for a name.
       const secure: TLSSocket = tlsConnect({ socket, host, ...(isIP(host) === 0 && { servername: host }) });
       send(() => secure);
@@ -351,7 +351,7 @@ function openTunnel(proxy: URL, url: URL, signal: AbortSignal): Promise<Socket> 
       headers["proxy-authorization"] = `Basic ${Buffer.from(pair).toString("base64")}`;
     }
     const options = { method: "CONNECT", path: authority, headers, agent: false as const, signal };
-    const target = { protocol: proxy.protocol, hostname: proxy.hostname.replace(/^\[|\]$/g, ""), port: portOf(proxy) };
+    const target = { protocol: proxy.protocol, hostname: bareHost(proxy), port: portOf(proxy) };
     const request = proxy.protocol === "https:" ? httpsRequest({ ...target, ...options }) : httpRequest({ ...target, ...options });
     request.on("connect", (response: IncomingMessage, socket: Socket, head: Buffer) => {
       const status = response.statusCode ?? 0;

@@ -18,7 +18,8 @@
 export const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value);
 
-const has = (object: object, key: string): boolean => Object.prototype.hasOwnProperty.call(object, key);
+/** Whether `object` has its own member `key` (JSON.parse makes every member its own). */
+export const has = (object: object, key: string): boolean => Object.prototype.hasOwnProperty.call(object, key);
 
 /** `object[key]` is absent, or passes `rule` (a present `null` fails, as zod's `optional` reads it). */
 const optional = (object: Record<string, unknown>, key: string, rule: (value: unknown) => boolean): boolean =>

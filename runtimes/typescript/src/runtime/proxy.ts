@@ -81,8 +81,8 @@ export function proxyEnv(get: (name: string) => string | undefined = (name) => p
   };
 }
 
-/** `url`'s host without brackets, lower-case. */
-const bareHost = (url: URL): string => url.hostname.replace(/^\[|\]$/g, "").toLowerCase();
+/** `url`'s host without an IPv6 address's brackets, lower-case (the URL parser already lower-cases a name). */
+export const bareHost = (url: URL): string => url.hostname.replace(/^\[|\]$/g, "").toLowerCase();
 
 /** `url`'s port, or its scheme's. */
 export const portOf = (url: URL): number => (url.port !== "" ? Number(url.port) : url.protocol === "https:" ? 443 : 80);

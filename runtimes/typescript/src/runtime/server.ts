@@ -12,7 +12,7 @@
 // Part of ecp's TypeScript runtime; `ecp new` copies it verbatim.
 
 import type { JSONRPCMessage, Transport } from "./framing.js";
-import { cancelledRequest, isObject, requestedTask } from "./messages.js";
+import { cancelledRequest, has, isObject, requestedTask } from "./messages.js";
 
 /** The protocol versions the server speaks, newest first (the SDK 1.32.2's list). */
 export const PROTOCOL_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07"];
@@ -75,7 +75,7 @@ export class McpServer {
   #receive(message: JSONRPCMessage): void {
     // A response: the server asks nothing, so there is nothing to match it to.
     if (typeof message.method !== "string") return;
-    if (!Object.prototype.hasOwnProperty.call(message, "id")) {
+    if (!has(message, "id")) {
       if (message.method === "notifications/cancelled") {
         const id = cancelledRequest(message.params);
         if (id !== undefined) this.#inFlight.get(id)?.abort();
