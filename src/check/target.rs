@@ -134,10 +134,11 @@ fn substitute(value: &str, extension_path: &str, env: &BTreeMap<String, String>)
     Filler::manifest(places, &lookup).fill(value)
 }
 
-/// Unpacks an archive into a new temporary folder through the bounded
+/// Unpacks an archive into a new scratch folder, in memory where the
+/// machine has room ([`crate::extension::scratch`]), through the bounded
 /// reader of `ecp lint` ([`archive::unpack`]).
 fn extract(file: &Path) -> Result<tempfile::TempDir, Blocked> {
-    let dir = tempfile::tempdir()
+    let dir = crate::extension::scratch::unpack_folder()
         .map_err(|e| Blocked::new(format!("cannot make a temporary folder: {e}")))?;
     archive::unpack(file, dir.path()).map_err(|e| {
         let problem = match e {

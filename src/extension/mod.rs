@@ -11,6 +11,7 @@
 //!   lenient reading);
 //! - [`archive`], [`tar`]: the one bounded reader of archives;
 //! - [`staged`]: a file as it will be packaged, and which are documentation;
+//! - [`scratch`]: where an archive is unpacked to be run for a moment;
 //! - [`build`]: the entry point built (cargo, npm), reproducibly;
 //! - [`runtime`]: which runtime a folder holds, and a folder tree read
 //!   bounded;
@@ -28,6 +29,7 @@ pub mod archive;
 pub mod build;
 pub mod manifest;
 pub mod runtime;
+pub mod scratch;
 pub mod staged;
 pub mod tar;
 

@@ -38,13 +38,18 @@ pub struct Limits {
     pub max_names_total: u64,
 }
 
+impl Limits {
+    /// [`Limits::max_total_bytes`] by default: 512 MiB.
+    pub const DEFAULT_MAX_TOTAL_BYTES: u64 = 512 * 1024 * 1024;
+}
+
 impl Default for Limits {
     fn default() -> Limits {
         Limits {
             max_name_bytes: 4096,
             max_pax_bytes: 64 * 1024,
             max_entries: 200_000,
-            max_total_bytes: 512 * 1024 * 1024,
+            max_total_bytes: Limits::DEFAULT_MAX_TOTAL_BYTES,
             max_names_total: 16 * 1024 * 1024,
         }
     }

@@ -260,8 +260,18 @@ fn measure(rounds: usize, mut command: impl FnMut() -> Command) -> (f64, f64, f6
     (ms, min, max, kib)
 }
 
-/// An extension folder with `files` small assets and a `binary_mib` binary.
-fn tree(root: &Path, ecp: &Path, files: usize, binary_mib: usize) -> (PathBuf, PathBuf) {
+/// An extension folder with `files` small assets and a `binary_mib` binary:
+/// the generated extension's release `main`, padded with random bytes
+/// (a program runs with bytes after its last segment), so that the
+/// package's `tools.lock` step unpacks the archive, starts it and lists
+/// its tools, as for a real release.
+fn tree(
+    root: &Path,
+    ecp: &Path,
+    main: &Path,
+    files: usize,
+    binary_mib: usize,
+) -> (PathBuf, PathBuf) {
     let dir = root.join(format!("ext-{files}"));
     let status = Command::new(ecp)
         .args(["new", "acme-context", "--yes", "--dir"])
@@ -285,16 +295,20 @@ fn tree(root: &Path, ecp: &Path, files: usize, binary_mib: usize) -> (PathBuf, P
     )
     .unwrap();
     let binary = root.join(format!("main-{binary_mib}"));
+    let mut bytes = std::fs::read(main).unwrap();
+    let padding = (binary_mib * 1024 * 1024).saturating_sub(bytes.len());
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    let bytes: Vec<u8> = (0..binary_mib * 1024 * 1024)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state as u8
-        })
-        .collect();
+    bytes.extend((0..padding).map(|_| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state as u8
+    }));
     std::fs::write(&binary, bytes).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
     // The same tree, staged for tar and mcpb.
     let staged = root.join(format!("staged-{files}"));
     std::fs::create_dir_all(staged.join("dist")).unwrap();
@@ -331,7 +345,7 @@ fn packaging(
     compare: bool,
 ) -> (f64, f64) {
     let temp = tempfile::tempdir().unwrap();
-    let (dir, binary) = tree(temp.path(), &settings.ecp, files, 20);
+    let (dir, binary) = tree(temp.path(), &settings.ecp, &settings.main, files, 20);
     let staged = temp.path().join(format!("staged-{files}"));
     let out = temp.path().join("out");
     let row = |report: &mut Report, what: String, (ms, min, max, kib): (f64, f64, f64, f64)| {
@@ -360,7 +374,7 @@ fn packaging(
     });
     row(
         report,
-        format!("ecp package tar.gz, {files} files + 20 MiB (incl. lint)"),
+        format!("ecp package tar.gz, {files} files + 20 MiB (incl. lint and tools.lock)"),
         ecp,
     );
     let (ecp_ms, _, _, ecp_kib) = ecp;
