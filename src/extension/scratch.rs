@@ -61,7 +61,9 @@ pub fn in_memory_with_room(folder: &Path, room: u64) -> bool {
     let Ok(space) = statvfs(folder) else {
         return false;
     };
-    let free = u64::from(space.blocks_available()).saturating_mul(space.fragment_size());
+    // Both are u64 on 64-bit Linux, narrower elsewhere.
+    #[allow(clippy::useless_conversion)]
+    let free = u64::from(space.blocks_available()).saturating_mul(u64::from(space.fragment_size()));
     kind.filesystem_type() == TMPFS_MAGIC
         && !space
             .flags()
