@@ -1199,12 +1199,14 @@ async fn exchange(
     (status, kind, response.bytes().await.unwrap().to_vec())
 }
 
-/// The direct path (a plain stateless `tools/call`) answers every call
-/// byte for byte as the general path does (which `http_protocol` holds to
-/// rmcp's Streamable HTTP service): the same request is sent once plainly
-/// and once with an `Accept` parameter, which only the general path takes,
-/// across revisions, ids, queries that pass and fail, and with OAuth on and
-/// off, through an HTTP provider; the access log shows which path answered.
+/// The direct path (a plain stateless `tools/call` or `tools/list`, with
+/// or without the progress token rmcp's client sends) answers every
+/// request byte for byte as the general path does (which `http_protocol`
+/// holds to rmcp's Streamable HTTP service): the same request is sent once
+/// plainly and once with an `Accept` parameter, which only the general path
+/// takes, across revisions, ids, queries that pass and fail, and with OAuth
+/// on and off, through an HTTP provider; the access log shows which path
+/// answered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_direct_path_answers_byte_for_byte_as_the_general_path_does() {
     let guarded = adapter(&[]).await;
@@ -1232,21 +1234,40 @@ async fn the_direct_path_answers_byte_for_byte_as_the_general_path_does() {
         Some("2025-06-18"),
         Some("2025-11-25"),
     ];
+    // Every call plainly and with the progress token rmcp's client sends
+    // in `_meta`; then `tools/list` with no params, empty ones and a token.
+    let mut bodies = Vec::new();
+    for (n, arguments) in arguments.iter().enumerate() {
+        let id = &ids[n % ids.len()];
+        let mut params = json!({"name": "context_search", "arguments": arguments});
+        bodies.push((
+            n,
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}),
+        ));
+        params["_meta"] = json!({"progressToken": n});
+        bodies.push((
+            n + 1,
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}),
+        ));
+    }
+    for (n, id) in ids.iter().enumerate() {
+        let mut body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"});
+        bodies.push((n, body.clone()));
+        body["params"] = json!({});
+        bodies.push((n + 1, body.clone()));
+        body["params"] = json!({"_meta": {"progressToken": format!("p{n}")}});
+        bodies.push((n + 2, body));
+    }
     let mut plain_sent = [0usize; 2];
     for (at, (server, token)) in servers.iter().enumerate() {
-        for (n, arguments) in arguments.iter().enumerate() {
-            let id = &ids[n % ids.len()];
+        for (n, body) in &bodies {
             let version = versions[n % versions.len()];
-            let body = json!({
-                "jsonrpc": "2.0", "id": id, "method": "tools/call",
-                "params": {"name": "context_search", "arguments": arguments},
-            });
             let direct = exchange(
                 &server.url,
                 *token,
                 "application/json, text/event-stream",
                 version,
-                &body,
+                body,
             )
             .await;
             plain_sent[at] += 1;
@@ -1255,7 +1276,7 @@ async fn the_direct_path_answers_byte_for_byte_as_the_general_path_does() {
                 *token,
                 "application/json;q=1, text/event-stream",
                 version,
-                &body,
+                body,
             )
             .await;
             assert_eq!(direct.0, 200, "{}", String::from_utf8_lossy(&direct.2));

@@ -1,10 +1,11 @@
-//! The direct path: the one request a client repeats, a stateless
-//! `tools/call` of `context_search`, answered before the general path of
-//! [`super::mcp`] parses it into rmcp's untagged message enum, by the same
-//! handler ([`ContextSearchServer::answer`]) and as the same bytes: a
-//! success is written straight from the rendered envelope (no
-//! `structuredContent` value built and serialized again), a failure is
-//! rmcp's own response type after rmcp's legacy-peer stripping.
+//! The direct path: the two requests a client repeats, a stateless
+//! `tools/call` of `context_search` and `tools/list`, answered before the
+//! general path of [`super::mcp`] parses them into rmcp's untagged message
+//! enum, by the same handler ([`ContextSearchServer::answer`]) and as the
+//! same bytes: a call's success is written straight from the rendered
+//! envelope (no `structuredContent` value built and serialized again), a
+//! failure is rmcp's own response type after rmcp's legacy-peer stripping,
+//! and the tool list is serialized once, as the general path serializes it.
 //!
 //! [`recognize`] takes a request (whose `Host` [`super::mcp`] has already
 //! checked) only when every later check of the general path is one it
@@ -18,8 +19,13 @@
 //!   (where neither per-request metadata nor the standard `Mcp-*` request
 //!   headers apply), and no other `Mcp-*` header;
 //! - a body that is exactly `{"jsonrpc":"2.0","id":…,"method":"tools/call",
-//!   "params":{"name":"context_search","arguments":{…}}}` (no `_meta`, no
-//!   task, no other member, in any order).
+//!   "params":{"name":"context_search","arguments":{…}}}` or
+//!   `{"jsonrpc":"2.0","id":…,"method":"tools/list"}` (with `"params":{}`
+//!   or none), in any order, where `params` may also hold a `_meta` that
+//!   is only a `progressToken` (rmcp's client sends one with every request:
+//!   measured with rmcp 3.11.0 on 2026-12-08; a stateless answer sends no
+//!   progress, so the bytes are the same), and nothing else: no task, no
+//!   cursor, no other member, no `null` for any of them.
 //!
 //! Anything else takes the general path. The tests hold the two paths to
 //! the same bytes (`tests/it/serve_remote.rs`), and both to rmcp's
@@ -36,8 +42,8 @@ use hyper::{
     header::{ACCEPT, CONTENT_TYPE, HeaderName},
 };
 use rmcp::model::{
-    CallToolResult, JsonObject, JsonRpcVersion2_0, ProtocolVersion, RequestId,
-    ServerJsonRpcMessage, ServerResult,
+    CallToolResult, JsonObject, JsonRpcVersion2_0, ListToolsResult, ProgressToken, ProtocolVersion,
+    RequestId, ServerJsonRpcMessage, ServerResult,
 };
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
@@ -53,9 +59,14 @@ const EVENT_STREAM: &str = "text/event-stream";
 const PROTOCOL_VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
 
 /// A request the direct path answers.
-pub(super) struct DirectCall {
-    id: RequestId,
-    arguments: JsonObject,
+pub(super) enum DirectRequest {
+    Call {
+        id: RequestId,
+        arguments: JsonObject,
+    },
+    List {
+        id: RequestId,
+    },
 }
 
 #[derive(Deserialize)]
@@ -65,28 +76,62 @@ struct Message {
     jsonrpc: JsonRpcVersion2_0,
     id: RequestId,
     method: String,
-    params: Params,
+    #[serde(default, deserialize_with = "present")]
+    params: Option<Params>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Params {
-    name: String,
-    arguments: JsonObject,
+    #[serde(default, deserialize_with = "present")]
+    name: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    arguments: Option<JsonObject>,
+    #[serde(default, deserialize_with = "present", rename = "_meta")]
+    #[allow(dead_code)] // read to be refused when it holds more
+    meta: Option<ProgressOnly>,
 }
 
-/// The call in `body`, when this request takes the direct path; `None`
-/// sends it to the general path ([`super::mcp`]), which has already
-/// checked the `Host`.
-pub(super) fn recognize(headers: &HeaderMap, body: &[u8]) -> Option<DirectCall> {
+/// A `_meta` that holds a progress token and nothing else.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProgressOnly {
+    #[serde(rename = "progressToken")]
+    #[allow(dead_code)] // its type admits what rmcp's does
+    progress_token: ProgressToken,
+}
+
+/// A member that is there is not `null` (absent is `None`, by `default`).
+fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(deserializer).map(Some)
+}
+
+/// The request in `body`, when it takes the direct path; `None` sends it
+/// to the general path ([`super::mcp`]), which has already checked the
+/// `Host`.
+pub(super) fn recognize(headers: &HeaderMap, body: &[u8]) -> Option<DirectRequest> {
     if !(accepts_both(headers) && sends_json(headers) && plain_revision(headers)) {
         return None;
     }
     let message: Message = serde_json::from_slice(body).ok()?;
-    (message.method == "tools/call" && message.params.name == TOOL_NAME).then_some(DirectCall {
-        id: message.id,
-        arguments: message.params.arguments,
-    })
+    let (name, arguments) = match message.params {
+        Some(params) => (params.name, params.arguments),
+        None => (None, None),
+    };
+    match (message.method.as_str(), name, arguments) {
+        ("tools/call", Some(name), Some(arguments)) if name == TOOL_NAME => {
+            Some(DirectRequest::Call {
+                id: message.id,
+                arguments,
+            })
+        }
+        ("tools/list", None, None) => Some(DirectRequest::List { id: message.id }),
+        _ => None,
+    }
 }
 
 fn only(headers: &HeaderMap, name: impl hyper::header::AsHeaderName) -> Option<&str> {
@@ -157,17 +202,53 @@ impl<P: Provider> Drop for LeftEarly<'_, P> {
     }
 }
 
-/// Runs `call` and returns the JSON-RPC response body, byte for byte what
-/// rmcp would send for it; `cancel` is the drain's token.
+/// Answers `request` and returns the JSON-RPC response body, byte for
+/// byte what rmcp would send for it; `cancel` is the drain's token.
 pub(super) async fn answer<P: Provider>(
     server: &ContextSearchServer<P>,
-    call: DirectCall,
+    request: DirectRequest,
     cancel: &CancellationToken,
 ) -> Result<Vec<u8>, serde_json::Error> {
-    match answer_logged(server, Some(&call.arguments), cancel).await {
-        Answer::Envelope(rendered) => success(&call.id, &rendered),
-        failure => rmcp_bytes(failure.into_result(), call.id),
+    match request {
+        DirectRequest::Call { id, arguments } => {
+            match answer_logged(server, Some(&arguments), cancel).await {
+                Answer::Envelope(rendered) => success(&id, &rendered),
+                failure => rmcp_bytes(failure.into_result(), id),
+            }
+        }
+        DirectRequest::List { id } => listed(&id),
     }
+}
+
+/// The `tools/list` response: the result serialized once, as rmcp
+/// serializes it for a peer before 2026-07-28 (a test holds it to
+/// [`list_result_bytes`] for any id), around the request's id.
+fn listed(id: &RequestId) -> Result<Vec<u8>, serde_json::Error> {
+    static RESULT: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    let result = match RESULT.get() {
+        Some(result) => result,
+        None => {
+            let made = list_result_bytes()?;
+            RESULT.get_or_init(|| made)
+        }
+    };
+    let mut out = Vec::with_capacity(result.len() + 64);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    serde_json::to_writer(&mut out, id)?;
+    out.extend_from_slice(br#","result":"#);
+    out.extend_from_slice(result);
+    out.push(b'}');
+    Ok(out)
+}
+
+/// The list result of the one tool, after rmcp's legacy-peer stripping.
+fn list_result_bytes() -> Result<Vec<u8>, serde_json::Error> {
+    let mut result = ServerResult::ListToolsResult(ListToolsResult::with_all_items(vec![
+        crate::context_search_tool(),
+    ]));
+    result.strip_result_type_for_legacy_peer();
+    result.strip_non_object_output_for_legacy_peer();
+    serde_json::to_vec(&result)
 }
 
 /// The handler's answer to a call with `arguments`, with the cancellation
@@ -260,6 +341,39 @@ mod tests {
         }
         let reordered = r#"{"params":{"arguments":{"query":"x"},"name":"context_search"},"method":"tools/call","id":"a","jsonrpc":"2.0"}"#;
         assert!(taken(&plain(), reordered));
+        // What rmcp's client sends: a progress token in `_meta`.
+        for body in [
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"context_search","arguments":{"query":"x"},"_meta":{"progressToken":0}}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"_meta":{"progressToken":"p"},"name":"context_search","arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#,
+            r#"{"params":{"_meta":{"progressToken":1}},"method":"tools/list","id":"l","jsonrpc":"2.0"}"#,
+        ] {
+            assert!(taken(&plain(), body), "{body}");
+        }
+    }
+
+    /// The list answer is the general path's serialization of rmcp's
+    /// response, for ids of every kind.
+    #[test]
+    fn a_written_list_is_rmcp_s_bytes() {
+        for id in [
+            RequestId::Number(0),
+            RequestId::Number(i64::MIN),
+            RequestId::String("r-😀\"\u{2028}".into()),
+        ] {
+            let mut result = ServerResult::ListToolsResult(ListToolsResult::with_all_items(vec![
+                crate::context_search_tool(),
+            ]));
+            result.strip_result_type_for_legacy_peer();
+            result.strip_non_object_output_for_legacy_peer();
+            let expected =
+                serde_json::to_vec(&ServerJsonRpcMessage::response(result, id.clone())).unwrap();
+            assert_eq!(
+                String::from_utf8(listed(&id).unwrap()).unwrap(),
+                String::from_utf8(expected).unwrap()
+            );
+        }
     }
 
     #[test]
@@ -277,6 +391,20 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"context_search","arguments":{}},"x":1}"#,
             r#"[{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"context_search","arguments":{}}}]"#,
             "not json",
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"context_search","arguments":{},"_meta":{"progressToken":0,"x":1}}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"context_search","arguments":{},"_meta":null}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"context_search","arguments":{},"_meta":{"progressToken":null}}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"context_search","arguments":{},"_meta":{"progressToken":1.5}}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"context_search","arguments":{},"task":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":null}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"c"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"name":null}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"progressToken":0,"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
+            r#"{"jsonrpc":"2.0","method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"prompts/list"}"#,
         ];
         for body in bodies {
             assert!(!taken(&plain(), body), "{body}");

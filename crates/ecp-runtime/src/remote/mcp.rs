@@ -154,8 +154,8 @@ pub(super) async fn respond<P: Provider>(
             ..Reply::text(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed")
         };
     }
-    if let Some(call) = direct::recognize(headers, body) {
-        return match direct::answer(server, call, cancel).await {
+    if let Some(request) = direct::recognize(headers, body) {
+        return match direct::answer(server, request, cancel).await {
             Ok(answer) => Reply {
                 status: StatusCode::OK,
                 content_type: Some(JSON),
