@@ -21,6 +21,13 @@ pub struct Release {
 /// Newest first; the first is [`VERSION`].
 pub const RELEASES: &[Release] = &[
     Release {
+        version: "0.6.2",
+        notes: &[
+            "`--listen`: the direct path, which answers a plain stateless `tools/call` before rmcp's message parsing, also answers `tools/list` (its result serialized once) and takes requests whose `_meta` holds only a progress token, which rmcp's own client (3.11.0) puts in every request; the bytes are the general path's, held equal by tests for every revision before 2026-07-28, id kind and argument shape",
+        ],
+        security_fix: None,
+    },
+    Release {
         version: "0.6.1",
         notes: &[
             "the TypeScript runtime (`ecp new --template local-ts`) no longer depends on the MCP TypeScript SDK or on undici: its own MCP server of the one tool (`src/runtime/server.ts`: `initialize` with the SDK 1.32.2's version negotiation, `ping`, `tools/list`, `tools/call`, -32601 naming any other method, `notifications/cancelled`, a request asking for a task refused as the SDK refused it), its own reading of JSON-RPC messages (`src/runtime/messages.ts`, held to the SDK's zod schemas by a test on generated messages; the SDK stays a development dependency for that and for the tests' client), and upstream requests on Node's `node:http` and `node:https` with the Rust runtime's proxy rules (`src/runtime/proxy.ts`: `CONNECT` for https with the proxy URL's credentials as Basic, `NO_PROXY` hosts, domains, ports and `*`). The answers are the same bytes; two differ: a cancellation of the request with id 0 now cancels it (the SDK skipped id 0), and no `accept-encoding` is sent (undici asked for gzip), as the Rust runtime sends none. `dist/main.js` is 27 KiB where it was 692, and the process peaks at 57 MiB after 2000 calls and 62 after 20000 (Node 20; 136 and more before), its heap growth held in on Node 20's V8",
