@@ -458,6 +458,7 @@ fn a_built_extension_conforms_as_a_folder_and_as_an_archive() {
         .output()
         .unwrap();
     assert!(new.status.success());
+    crate::cli::share_vendored_runtime(&dir);
     // The dev build: what is checked here is the extension's behaviour,
     // not its release profile (the packaging tests build that), without
     // its 100 MB of debug information.
