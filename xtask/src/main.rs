@@ -163,9 +163,9 @@ fn e2e() -> Result<(), String> {
     run("cargo", &["build", "--quiet", "--example", "broken-server"])?;
     // Two at a time: the tests share only what a `OnceLock` makes once (the
     // packaged extension and its unpacked copy) and an archive `ecp package`
-    // replaces by a rename, and half their time is the clients' own waits.
-    // Measured 2026-12-08 on 2 cores after a clean clone's suite: 337 s one
-    // at a time, 198 s two at a time, the 35 tests passing both ways.
+    // replaces by a rename. Measured 2026-12-08 on 2 cores after a clean
+    // clone's suite: 337 s one at a time, 198 and 203 s two at a time (the
+    // clients' start-ups and waits overlap), the 35 tests passing each run.
     eprintln!(
         "$ ECP_E2E_CACHE={} cargo test --test e2e -- --test-threads=2",
         cache.display()
